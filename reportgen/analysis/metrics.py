@@ -1,0 +1,133 @@
+"""Per core x engine metrics: busy, idle, utilisation, bytes, bandwidth, uArch rate.
+
+Every number that more than one output shows is computed here, once. Definitions are in
+docs/metrics.md; the column names below are the contract the writers use.
+
+The result of :func:`engine_summary` is one row per core (``core`` = 0..N-1) plus a last row
+``core = "Overall"``. Columns (``<e>`` is tiu, gdma, sdma, cdma):
+
+* ``span_ns``          wall window: first command start to last command end over the whole
+                       profile (all cores, engines and ports); the same for every row.
+* ``<e>_cmds``         commands shown (system commands included)
+* ``<e>_busy_ns``      union of the intervals of the engine's non-system commands
+* ``<e>_idle_ns``      span_ns - busy_ns
+* ``<e>_util``         busy_ns / span_ns (0..1)
+* ``<dma>_ddr_bytes``  bytes of non-system commands whose direction touches DDR
+* ``<dma>_l2m_bytes``  bytes of non-system commands touching L2M but not DDR
+* ``<dma>_ddr_read_bytes`` / ``_ddr_write_bytes``  DDR is the source / the destination
+* ``<dma>_ddr_bw_busy``  ddr_bytes / (summed duration of those commands), GB/s
+* ``<dma>_ddr_bw_wall``  ddr_bytes / span_ns, GB/s
+* ``<dma>_l2m_bw_busy``, ``<dma>_l2m_bw_wall``  likewise for L2M
+* ``<dma>_stall_cycles`` summed stall counter
+* ``tiu_alg_ops``, ``tiu_uarch_ops``  sums over TIU commands whose ops are modelled
+* ``tiu_uarch_rate``   tiu_alg_ops / tiu_uarch_ops; NaN ("n/a") when no command is modelled
+* ``parallelism``      (tiu + gdma + sdma busy) / span_ns; can exceed 1 (engines overlap)
+* ``compute_ratio``    tiu busy / (gdma + sdma busy); NaN when no data movement
+
+CDMA traffic belongs to ports, not cores: the per-core rows count the CDMA commands a core
+submitted (``core`` column of the command); the Overall row counts all ports.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import Profile
+
+ENGINE_KEYS = ("tiu", "gdma", "sdma", "cdma")
+DMA_KEYS = ("gdma", "sdma", "cdma")
+
+
+def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
+    """Total length covered by the intervals [start, end) (overlaps counted once)."""
+    if len(starts) == 0:
+        return 0
+    order = np.argsort(starts, kind="stable")
+    s = starts[order].astype(np.int64)
+    e = ends[order].astype(np.int64)
+    run_end = np.maximum.accumulate(e)
+    # a new merged interval begins where the start passes every end seen before it
+    new = np.empty(len(s), bool)
+    new[0] = True
+    new[1:] = s[1:] > run_end[:-1]
+    group = np.cumsum(new) - 1
+    g_start = s[new]
+    g_end = np.zeros(group[-1] + 1, np.int64)
+    np.maximum.at(g_end, group, run_end)
+    return int((g_end - g_start).sum())
+
+
+def _div(a: float, b: float) -> float:
+    return float(a) / float(b) if b else float("nan")
+
+
+def _engine_stats(cmds: pd.DataFrame, key: str, span: int) -> dict[str, float]:
+    out: dict[str, float] = {f"{key}_cmds": len(cmds)}
+    work = cmds[~cmds["is_sys"].to_numpy(bool)]
+    busy = union_length(work["start_ns"].to_numpy(), work["end_ns"].to_numpy())
+    out[f"{key}_busy_ns"] = busy
+    out[f"{key}_idle_ns"] = span - busy
+    out[f"{key}_util"] = _div(busy, span)
+    if key in DMA_KEYS:
+        direction = work["direction"].astype("object").fillna("").astype(str)
+        nbytes = work["bytes"].astype("Float64").fillna(0).to_numpy(float)
+        dur = (work["end_ns"] - work["start_ns"]).to_numpy(np.int64)
+        ddr = direction.str.contains("DDR").to_numpy(bool)
+        l2m = direction.str.contains("L2M").to_numpy(bool) & ~ddr
+        src = direction.str.split("->").str[0]
+        dst = direction.str.split("->").str[-1]
+        out[f"{key}_ddr_bytes"] = int(nbytes[ddr].sum())
+        out[f"{key}_l2m_bytes"] = int(nbytes[l2m].sum())
+        out[f"{key}_ddr_read_bytes"] = int(nbytes[(src == "DDR").to_numpy(bool)].sum())
+        out[f"{key}_ddr_write_bytes"] = int(nbytes[(dst == "DDR").to_numpy(bool)].sum())
+        out[f"{key}_ddr_busy_ns"] = int(dur[ddr & (nbytes > 0)].sum())
+        out[f"{key}_l2m_busy_ns"] = int(dur[l2m & (nbytes > 0)].sum())
+        out[f"{key}_ddr_bw_busy"] = _div(out[f"{key}_ddr_bytes"], out[f"{key}_ddr_busy_ns"])
+        out[f"{key}_l2m_bw_busy"] = _div(out[f"{key}_l2m_bytes"], out[f"{key}_l2m_busy_ns"])
+        out[f"{key}_ddr_bw_wall"] = _div(out[f"{key}_ddr_bytes"], span)
+        out[f"{key}_l2m_bw_wall"] = _div(out[f"{key}_l2m_bytes"], span)
+        out[f"{key}_stall_cycles"] = int(work["stall_cycles"].astype("Float64").fillna(0).sum())
+    if key == "tiu":
+        ops = work[work["uarch_ops"].notna() & work["alg_ops"].notna()]
+        out["tiu_alg_ops"] = float(ops["alg_ops"].sum())
+        out["tiu_uarch_ops"] = float(ops["uarch_ops"].sum())
+        out["tiu_modelled_cmds"] = len(ops)
+        out["tiu_uarch_rate"] = (_div(out["tiu_alg_ops"], out["tiu_uarch_ops"])
+                                 if len(ops) else float("nan"))
+    return out
+
+
+def _derived(row: dict[str, float], span: int, cores: int) -> None:
+    busy = row["tiu_busy_ns"] + row["gdma_busy_ns"] + row["sdma_busy_ns"]
+    row["parallelism"] = _div(busy, span * cores)
+    row["compute_ratio"] = _div(row["tiu_busy_ns"], row["gdma_busy_ns"] + row["sdma_busy_ns"])
+
+
+def engine_summary(profile: Profile) -> pd.DataFrame:
+    """One row per core plus ``Overall``; see the module docstring for the columns."""
+    c = profile.commands
+    ncores = max(profile.meta.num_cores, int(c["core"].max()) + 1 if len(c) else 0)
+    span = int(c["end_ns"].max() - c["start_ns"].min()) if len(c) else 0
+    engine = c["engine"].astype(str).str.lower().to_numpy()
+    core = c["core"].to_numpy()
+    rows = []
+    for k in range(ncores):
+        row: dict[str, float] = {"core": k, "span_ns": span}
+        for key in ENGINE_KEYS:
+            row.update(_engine_stats(c[(core == k) & (engine == key)], key, span))
+        _derived(row, span, 1)
+        rows.append(row)
+    overall: dict[str, float] = {"core": "Overall", "span_ns": span}
+    for key in ENGINE_KEYS:
+        stats = _engine_stats(c[engine == key], key, span)
+        # busy time of an engine over all cores: the per-core unions added up (cores run in
+        # parallel, so a union across cores would hide work)
+        per_core = [r[f"{key}_busy_ns"] for r in rows]
+        if key != "cdma":
+            stats[f"{key}_busy_ns"] = int(sum(per_core))
+            stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
+            stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
+        overall.update(stats)
+    _derived(overall, span, max(ncores, 1))
+    rows.append(overall)
+    return pd.DataFrame(rows)

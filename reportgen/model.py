@@ -1,0 +1,204 @@
+"""The Profile: the one contract between parsers, analysis and writers.
+
+A parser fills a :class:`Profile`; analysis reads it and derives metrics; writers show
+both. Nothing downstream knows which input format a Profile came from.
+
+Conventions (see docs/architecture.md):
+
+* Times are integer nanoseconds (``int64``) already converted with each engine's own clock
+  and aligned across cores; ``cycles`` keeps the native cycle count.
+* Unknown stays unknown: a missing value is NaN / ``<NA>`` / ``None``, never a made-up
+  default such as "INT8" or "DDR->DDR".
+* ``global_idx`` is the 0-based ordinal of a command inside its own sheet, i.e. its
+  (engine, core) list, or its port list for CDMA.  ``sheet`` + ``global_idx`` identify a
+  command in every output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+#: Engines in display order. Engine ids are the ones the vendor tool writes everywhere.
+ENGINES = ("TIU", "GDMA", "SDMA", "CDMA")
+ENGINE_IDS = {"TIU": 0, "GDMA": 1, "SDMA": 3, "CDMA": 4}
+DMA_ENGINES = ("GDMA", "SDMA", "CDMA")
+
+#: Columns of ``Profile.commands`` and their dtypes. Parsers must produce exactly these
+#: (``empty_commands`` builds a conforming empty frame); extra per-source columns are allowed
+#: after them.
+COMMAND_COLUMNS: dict[str, str] = {
+    "core": "int16",          # core (device/rank for framework traces); CDMA: submitting core
+    "engine": "category",     # TIU / GDMA / SDMA / CDMA (framework traces: stream/lane name)
+    "port": "Int16",          # CDMA port, <NA> otherwise
+    "sheet": "category",      # "TIU_0", "GDMA_3", "CDMA_1": the Excel sheet of the command
+    "global_idx": "int64",    # row within its sheet (0-based)
+    "cmd_id": "int64",        # hardware command id as the vendor shows it (PMU id + 1; CDMA id)
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "cycles": "int64",        # Asic Cycle: end - start + 1 in the engine's native cycles
+    "func_type": "category",  # Function Type (sMM2, DMA_tensor, sys, conv, ...)
+    "func_name": "category",  # Function Name (mm2.nn, tensorLd, send_msg, ...)
+    "is_sys": "bool",         # system command (send/wait/nop/barrier): not real work
+    "sys_wait": "bool",       # a system *wait* (excluded from DMA working time)
+    "kernel": "category",     # kernel / layer function name, NaN when unknown
+    "func_scope": "Int64",    # id of the kernel-function scope (FUNC ... FUNC_END)
+    "batch": "Int64",         # batch index (BATCH_IDX nodes)
+    "mode": "category",       # TDI / RVT / DES / BMODEL / PMU (no command description)
+    "bytes": "Int64",         # DMA data size (B); <NA> for TIU
+    "direction": "category",  # "DDR->LMEM" ...; NaN when unknown
+    "dtype": "category",      # data type; TIU: "FP16 -> FP32"; NaN when unknown
+    "stall_cycles": "Int64",  # DMA stall counter; <NA> when not measured
+    "gmem_xact": "Int64",     # DMA AXI transactions
+    "ddr_bw": "float64",      # GB/s of this command if it touches DDR, else NaN
+    "l2m_bw": "float64",      # GB/s of this command if it touches L2M (and not DDR), else NaN
+    "alg_ops": "float64",     # algorithmic ops; NaN where no descriptor model exists
+    "uarch_ops": "float64",   # ops after hardware alignment; NaN likewise
+    "alg_cycle": "float64",   # ideal cycles from alg_ops; NaN likewise
+    "uarch_rate": "float64",  # alg_ops / uarch_ops (0..1); NaN when not modelled
+    "dep_cmd_id": "Int64",    # cmd_id_dep of the descriptor (dependency), <NA> when unknown
+}
+
+#: Columns of ``Profile.host`` (host/framework events).
+HOST_COLUMNS: dict[str, str] = {
+    "name": "object",
+    "category": "category",
+    "pid": "object",
+    "tid": "object",
+    "start_ns": "int64",
+    "end_ns": "int64",
+    "depth": "int32",
+    "parent": "int64",        # row index of the enclosing event, -1 at top level
+    "args": "object",         # dict or None
+}
+
+
+def empty_frame(columns: dict[str, str]) -> pd.DataFrame:
+    return pd.DataFrame({c: pd.Series(dtype=t) for c, t in columns.items()})
+
+
+def empty_commands() -> pd.DataFrame:
+    return empty_frame(COMMAND_COLUMNS)
+
+
+def sheet_name(engine: str, core: int, port: int | None = None) -> str:
+    """``ENGINE_core`` (``CDMA_port`` for CDMA), as the design card names sheets."""
+    return f"CDMA_{port}" if engine == "CDMA" else f"{engine}_{core}"
+
+
+@dataclass
+class Warning_:
+    """Something odd the parser tolerated; shown in every report."""
+
+    code: str          # short machine tag, e.g. "ring-rotated", "id-wrap"
+    message: str       # one human sentence
+    where: str = ""    # file (and offset) it concerns
+
+    def __str__(self) -> str:
+        return f"{self.where}: {self.message}" if self.where else self.message
+
+
+@dataclass
+class Meta:
+    source: str = "pmu"                 # pmu | chrome | ascend | mindspore
+    input_path: str = ""
+    chip: str = ""                      # AKS / AKSV / ...
+    chip_alias: str = ""                # SG2260 / SG2260E
+    num_cores: int = 0
+    cdma_ports: list[int] = field(default_factory=list)
+    tiu_freq_mhz: float = 1000.0
+    dma_freq_mhz: float = 1000.0
+    mode: str = ""                      # "0", "1", "2", "bmodel", "mixed"
+    tail_offset_ns: int | None = None   # global.profile tail_offset_ns
+    pmu_tail_ns: int | None = None      # end of the last PMU record (before edge pruning)
+    arch: dict[str, Any] = field(default_factory=dict)   # chip parameters (arch dict)
+    warnings: list[Warning_] = field(default_factory=list)
+    #: records read / shown / dropped with a reason, per sheet: {sheet: {"read": n, ...}}
+    accounting: dict[str, dict[str, int]] = field(default_factory=dict)
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def warn(self, code: str, message: str, where: str = "") -> None:
+        self.warnings.append(Warning_(code, message, where))
+
+
+@dataclass
+class Profile:
+    """Everything a report shows. Build with a parser, read with analysis and writers."""
+
+    commands: pd.DataFrame = field(default_factory=empty_commands)
+    #: register-level detail (mode-2 descriptors) per engine: index = row label in ``commands``,
+    #: columns ``des_<field>`` (TIU) or ``<field>`` (DMA), as the vendor names them.
+    registers: dict[str, pd.DataFrame] = field(default_factory=dict)
+    host: pd.DataFrame = field(default_factory=lambda: empty_frame(HOST_COLUMNS))
+    meta: Meta = field(default_factory=Meta)
+    #: extra named tables (framework analyses, etc.) that writers show as they are
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    # -- convenience views (notebook API) ---------------------------------------------
+    def sheets(self) -> list[str]:
+        """Sheet names in report order: per core TIU, GDMA, SDMA, then CDMA ports."""
+        c = self.commands
+        if c.empty:
+            return []
+        keys = c[["sheet", "engine", "core", "port"]].drop_duplicates("sheet")
+        order = keys.assign(
+            _e=keys["engine"].map({e: i for i, e in enumerate(ENGINES)}).fillna(9).astype(int),
+            _k=np.where(keys["engine"].astype(str) == "CDMA", 1, 0),
+            _n=np.where(keys["engine"].astype(str) == "CDMA",
+                        keys["port"].fillna(0).astype(int), keys["core"].astype(int)),
+        ).sort_values(["_k", "_n", "_e"])
+        return [str(s) for s in order["sheet"]]
+
+    def sheet(self, name: str) -> pd.DataFrame:
+        """The commands of one sheet, in global_idx order."""
+        c = self.commands
+        return c[c["sheet"] == name].sort_values("global_idx")
+
+    def engine_frame(self, engine: str) -> pd.DataFrame:
+        return self.commands[self.commands["engine"] == engine]
+
+    def metrics(self):
+        """Engine summary per core plus the Overall row (see docs/metrics.md)."""
+        from reportgen.analysis.metrics import engine_summary
+
+        return engine_summary(self)
+
+
+def finalize_commands(df: pd.DataFrame) -> pd.DataFrame:
+    """Give a parser's frame the canonical column order and dtypes; derive ``sheet``.
+
+    Columns a parser did not fill are created empty (unknown).
+    """
+    n = len(df)
+    out = {}
+    for col, dtype in COMMAND_COLUMNS.items():
+        if col in df.columns:
+            s = df[col]
+        elif col == "sheet":
+            continue
+        elif dtype == "bool":
+            s = pd.Series(np.zeros(n, bool), index=df.index)
+        else:
+            s = pd.Series([pd.NA if dtype[0].isupper() else np.nan] * n, index=df.index, dtype="object")
+        out[col] = s
+    frame = pd.DataFrame(out, index=df.index)
+    if "sheet" not in df.columns:
+        eng = frame["engine"].astype(str)
+        port = frame["port"].astype("Int64").astype(str)
+        frame["sheet"] = np.where(eng == "CDMA", "CDMA_" + port, eng + "_" + frame["core"].astype(str))
+    else:
+        frame["sheet"] = df["sheet"]
+    frame = frame[list(COMMAND_COLUMNS)]
+    for col, dtype in COMMAND_COLUMNS.items():
+        if dtype == "category":
+            frame[col] = frame[col].astype("object").where(frame[col].notna(), None).astype("category")
+        elif dtype in ("Int64", "Int16"):
+            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(dtype)
+        else:
+            frame[col] = frame[col].astype(dtype)
+    extra = [c for c in df.columns if c not in COMMAND_COLUMNS]
+    for c in extra:
+        frame[c] = df[c]
+    return frame.reset_index(drop=True)
