@@ -1,4 +1,4 @@
-"""Binary layouts of the TPU PMU dump (shared by the synthetic writer and the decoder).
+"""Binary layouts of the TPU PMU dump, writer side (synthetic dumps).
 
 Facts from shared/spec/pmu-dump-format.md §3-§7: block container, PMU record layouts, the
 DYN_DATA node word and the DYN_EXTRA / BLOCK_DES_KV sub-record headers. Everything is little
@@ -12,106 +12,15 @@ from enum import IntEnum
 import numpy as np
 
 
-class BlockType(IntEnum):
-    """TLV block types of ``cdmlib*.profile`` / ``cdma*.profile`` (§4)."""
-
-    SUMMARY = 1
-    COMPILER_LOG = 2
-    MONITOR_BD = 3          # TIU PMU records (TIU_RECORD)
-    MONITOR_GDMA = 4        # GDMA PMU records (DMA_RECORD)
-    DYN_DATA = 5            # u32 node words (§6)
-    DYN_EXTRA = 6           # DYN_EXTRA_HEADER + descriptor, repeated (§7.1)
-    FIRMWARE_LOG = 7
-    COMMAND = 8
-    BMLIB = 9
-    BMLIB_EXTRA = 10
-    MONITOR_SDMA = 11       # SDMA PMU records (DMA_RECORD)
-    MONITOR_CDMA = 12       # CDMA PMU records (CDMA_RECORD), cdma*.profile only
-    BLOCK_DES_BDC = 13
-    BLOCK_DES_GDMA = 14
-    BLOCK_DES_SDMA = 15
-    BLOCK_DES_CDMA = 16
-    BLOCK_DES_KV = 17       # DES_KV_HEADER + cmd_num descriptors (§7.2)
-    BLOCK_DYN_SUBNET_ANCHOR = 100
-
-
-#: 8-byte block header: type, payload length in bytes.
-BLOCK_HEADER = np.dtype([("type", "<u4"), ("length", "<u4")])
-
-#: TIU PMU record, 16 B (§5.1). ``thread_id_and_bank_conflict``: bit 0 thread id,
-#: bits 31..1 bank-conflict count; the whole word == 2 marks a system (send/wait) record.
-TIU_RECORD = np.dtype([
-    ("inst_start_time", "<u4"),
-    ("inst_end_time", "<u4"),
-    ("inst_id", "<u4"),
-    ("thread_id_and_bank_conflict", "<u4"),
-])
-
-#: GDMA / SDMA PMU record, 64 B (§5.2). ``thread_id_and_latency``: bit 0 thread id,
-#: bits 19..1 ar_latency_cnt, bits 31..20 rip_valid_latency.
-#: Data size (B) = gif_mem_w_cntr + axi_d0_w_cntr; a record whose
-#: axi_d0_wr_vaild_cntr + axi_d0_rd_vaild_cntr == 0 looks like a system record.
-DMA_RECORD = np.dtype([
-    ("inst_start_time", "<u4"),
-    ("inst_end_time", "<u4"),
-    ("inst_id", "<u4"),
-    ("thread_id_and_latency", "<u4"),
-    ("gif_wr_rd_stall_cntr", "<u4"),
-    ("axi_d0_w_cntr", "<u4"),
-    ("axi_d0_ar_cntr", "<u4"),
-    ("axi_d0_aw_cntr", "<u4"),
-    ("axi_d0_wr_stall_cntr", "<u4"),
-    ("axi_d0_rd_stall_cntr", "<u4"),
-    ("gif_mem_w_cntr", "<u4"),
-    ("gif_mem_ar_cntr", "<u4"),
-    ("axi_d0_wr_vaild_cntr", "<u4"),   # (sic) vendor spelling
-    ("axi_d0_rd_vaild_cntr", "<u4"),
-    ("gif_wr_valid_cntr", "<u4"),
-    ("gif_rd_valid_cntr", "<u4"),
-])
-
-#: CDMA PMU record, 128 B (§5.3). ``inst_id_and_thread``: bits 23..0 inst_id (1-based,
-#: restarts at 1 per launch), bit 24 thread id (TX/RX). m0_data_aw_cntr is the data size;
-#: 0 marks a system record.
-CDMA_RECORD = np.dtype([
-    ("inst_start_time", "<u4"),
-    ("inst_end_time", "<u4"),
-    ("inst_id_and_thread", "<u4"),
-    ("reserved0", "<u4"),
-    ("m0_data_aw_cntr", "<u4"),
-    ("m0_data_wr_cntr", "<u4"),
-    ("m0_data_ar_cntr", "<u4"),
-    ("reserved1", "<u4"),
-    ("m0_data_wr_valid_cntr", "<u4"),
-    ("m0_data_wr_stall_cntr", "<u4"),
-    ("m0_data_rd_valid_cntr", "<u4"),
-    ("m0_data_rd_stall_cntr", "<u4"),
-    ("ati_data_valid_cntr", "<u4"),
-    ("ati_data_stall_cntr", "<u4"),
-    ("ari_data_valid_cntr", "<u4"),
-    ("ari_data_stall_cntr", "<u4"),
-    ("ati_txfifo_stall_cntr", "<u4"),
-    ("replay_number", "<u4"),
-    ("m0_data_b_st", "<u4"),
-    ("m0_data_b_end", "<u4"),
-    ("m0_data_ar_st", "<u4"),
-    ("m0_data_ar_end", "<u4"),
-    ("m0_data_aw_st", "<u4"),
-    ("m0_data_aw_end", "<u4"),
-    ("m0_data_rd_st", "<u4"),
-    ("m0_data_rd_end", "<u4"),
-    ("m0_data_wr_st", "<u4"),
-    ("m0_data_wr_end", "<u4"),
-    ("ati_data_st", "<u4"),
-    ("ati_data_end", "<u4"),
-    ("ari_data_st", "<u4"),
-    ("ari_data_end", "<u4"),
-])
+# The record layouts, block and node enums live with the decoder (one definition, so reader
+# and writer cannot drift); this module re-exports them under the writer's names and adds the
+# writer-side packing helpers and chip constants.
+from reportgen.parsers.pmu.records import (  # noqa: E402,F401
+    BLOCK_HEADER, CDMA_RECORD, DES_KV_HEADER, DMA_RECORD, DYN_EXTRA_HEADER, TIU_RECORD,
+    Block as BlockType, Node as DynType)
 
 CDMA_ID_MASK = 0x00FFFFFF
 CDMA_THREAD_SHIFT = 24
-
-assert TIU_RECORD.itemsize == 16 and DMA_RECORD.itemsize == 64 and CDMA_RECORD.itemsize == 128
 
 #: Which record dtype each monitor block holds.
 MONITOR_RECORD = {
@@ -121,41 +30,13 @@ MONITOR_RECORD = {
     BlockType.MONITOR_CDMA: CDMA_RECORD,
 }
 
-#: DYN_EXTRA sub-record header, 12 B, followed by ``length`` bytes of descriptor (§7.1).
-DYN_EXTRA_HEADER = np.dtype([("profile_id", "<u4"), ("type", "<u4"), ("length", "<u4")])
-
 
 class ExtraType(IntEnum):
+    """DYN_EXTRA sub-record type (§7.1)."""
+
     STRING = 0
     BINARY = 1
     CUSTOM = 100
-
-
-#: BLOCK_DES_KV payload header, 12 B, followed by cmd_num descriptors (§7.2).
-DES_KV_HEADER = np.dtype([("key", "<u4"), ("cmd_num", "<u4"), ("id", "<u4")])
-
-
-class DynType(IntEnum):
-    """DYN_DATA node ``type`` (bits 6..0 of the word, §6.2)."""
-
-    FUNC = 0
-    NODE_SET = 1
-    NODE_WAIT = 2
-    CDMA = 3
-    GDE = 4
-    SORT = 5
-    NMS = 6
-    VSDMA = 7
-    DES_TIU = 8
-    DES_GDMA = 9
-    DES_SDMA = 10
-    DES_CDMA = 11
-    ID_RESET = 12
-    RVT_NODE_SET = 13
-    BATCH_IDX = 14
-    FUNC_END = 15
-    CUSTOM = 100
-    UNKNOWN = 127
 
 
 #: DYN_DATA word fields: name -> (bit offset, width) (§6.1). ``packed`` = word >> 7 overlaps
