@@ -1,0 +1,632 @@
+"""PerfDoc/PerfAI_output.xlsx: the workbook people filter, sort and search by Global Idx.
+
+Layout
+------
+* ``Engine Summary`` first: capture facts and warnings from ``profile.meta``, then the
+  :func:`reportgen.analysis.metrics.engine_summary` table (one row per core plus Overall) as
+  typed numbers with number formats, then a definitions block.
+* One sheet per ``profile.sheets()`` name (``TIU_0``, ``GDMA_0``, ``SDMA_0``, ``CDMA_1`` ...):
+  header in row 1 (frozen together with columns A:C), autofilter over the whole table, columns
+  Engine Id, Core Id, **Global Idx** (column C, the ``global_idx`` every output shows), Cmd Id,
+  Kernel, Function Type/Name, Cycles, Start/End/Duration (ns), the engine's own columns, then
+  the register fields of ``profile.registers[engine]`` when they are written.
+* One sheet per ``profile.tables`` entry, written generically (framework analyses).
+
+Cell conventions: numbers are numeric cells with a number format (ratios are fractions shown
+with a ``0.0%`` format); missing values (NaN, ``<NA>``, None, "") are empty cells; integer
+register fields, addresses included, are decimal numbers with format ``0`` so they sort and
+filter numerically (``=DEC2HEX(cell)`` shows hex); integers beyond 2**53, which a spreadsheet
+cannot hold exactly, are written as ``0x...`` text instead.
+
+A table longer than Excel's 1,048,576 rows continues on ``NAME (2)``, ``NAME (3)`` ... sheets,
+each with its own header; every xlsxwriter return code is checked so nothing is dropped.
+
+Speed: xlsxwriter in ``constant_memory`` mode (rows stream to disk, flat memory). Each column
+is converted once, vectorised, into a list of Python values with None for empty cells; the
+only per-row work is the unavoidable call into xlsxwriter per non-empty cell.
+"""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import numpy as np
+import pandas as pd
+import xlsxwriter
+from tqdm import tqdm
+
+from reportgen.errors import OutputError
+from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
+from reportgen.writers.atomic import atomic_path
+
+FILE_NAME = "PerfAI_output.xlsx"
+#: Excel's rows per sheet, header row included (tests inject a small value to test splitting).
+SHEET_MAX_ROWS = 1_048_576
+#: registers="auto" writes register fields only below this many commands: they multiply the
+#: cell count 3-4x and with it the time to write and open the workbook.
+REGISTER_AUTO_LIMIT = 200_000
+#: Excel's limit for the characters in one cell.
+CELL_MAX_CHARS = 32_767
+SHEET_NAME_MAX = 31
+#: uncompressed sheet XML above ~4 GB needs zip64; estimate with a generous bytes per cell.
+_ZIP64_CELLS = 4 * 2**30 // 64
+
+TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
+FREEZE_COLS = 3  # Engine Id, Core Id, Global Idx stay visible while scrolling right
+
+
+# ---------------------------------------------------------------------------------------
+# Columns: one header, one list of cell values (None = empty cell), one cell kind
+# ---------------------------------------------------------------------------------------
+
+@dataclass
+class Column:
+    header: str
+    values: list            # one Python value per row, None for an empty cell
+    kind: str               # "number" | "text" | "bool" | "mixed" (numbers and text)
+    num_format: str | None = None
+    note: str = ""          # shown as a comment on the header cell
+    cut: int = 0            # texts cut to Excel's cell limit
+
+    def width(self) -> float:
+        """Display width from the header and a sample of values (autofit is too slow)."""
+        sample = [v for v in self.values[:300] if v is not None]
+        longest = 0
+        for v in sample:
+            if isinstance(v, float):
+                text = f"{v:,.2f}"
+            elif isinstance(v, int) and not isinstance(v, bool) and self.num_format != "0":
+                text = f"{v:,}"
+            else:
+                text = str(v)
+            longest = max(longest, len(text))
+        return float(min(max(len(self.header) + 2, longest + 2, 6), 60))
+
+
+def column_from_series(header: str, series: pd.Series, num_format: str | None = None,
+                       note: str = "") -> Column:
+    """Convert one pandas column to cell values, vectorised; missing values become None."""
+    s = series
+    dtype = s.dtype
+    if isinstance(dtype, pd.CategoricalDtype):
+        return _text_column(header, s, note)
+    if pd.api.types.is_bool_dtype(dtype):
+        mask = s.isna().to_numpy(bool)
+        obj = s.to_numpy(dtype=object, na_value=None)
+        values = [None if m else bool(v) for v, m in zip(obj, mask)] if mask.any() \
+            else s.to_numpy(bool).tolist()
+        return Column(header, values, "bool", None, note)
+    if pd.api.types.is_integer_dtype(dtype):
+        return _integer_column(header, s, num_format or "0", note)
+    if pd.api.types.is_float_dtype(dtype):
+        arr = s.to_numpy(dtype=np.float64, na_value=np.nan)
+        empty = ~np.isfinite(arr)  # inf has no cell value either (e.g. a zero-length rate)
+        if empty.any():
+            obj = arr.astype(object)
+            obj[empty] = None
+            values = obj.tolist()
+        else:
+            values = arr.tolist()
+        return Column(header, values, "number", num_format, note)
+    return _text_column(header, s, note)
+
+
+def _integer_column(header: str, s: pd.Series, num_format: str, note: str) -> Column:
+    """Integers as numbers; a column holding values a double cannot represent becomes hex text."""
+    mask = s.isna().to_numpy(bool)
+    if str(s.dtype).lower() == "uint64":
+        arr = s.to_numpy(dtype=object, na_value=0)
+        big = bool(len(arr)) and max(arr) > 2**53
+    else:
+        arr = s.to_numpy(dtype=np.int64, na_value=0)
+        big = bool(((arr > 2**53) | (arr < -(2**53))).any())
+    if big:
+        text = [None if m else (hex(int(v)) if v >= 0 else "-" + hex(-int(v)))
+                for v, m in zip(arr.tolist(), mask.tolist())]
+        return Column(header, text, "text", None,
+                      (note + " " if note else "") + "Values beyond 2**53 are written as hex text.")
+    obj = arr.astype(object)  # Python ints: the fastest cell values for xlsxwriter
+    if mask.any():
+        obj[mask] = None
+    return Column(header, obj.tolist(), "number", num_format, note)
+
+
+def _text_column(header: str, series: pd.Series, note: str) -> Column:
+    """Texts, with missing and "" as empty cells; categories are converted once per category."""
+    if isinstance(series.dtype, pd.CategoricalDtype):
+        cats = pd.Series(series.cat.categories.astype(str), dtype=object)
+        fixed, _ = _safe_texts(cats)
+        lookup = np.array(fixed.tolist() + [None], dtype=object)
+        codes = series.cat.codes.to_numpy()
+        values = lookup[codes].tolist()  # code -1 (missing) picks the trailing None
+        cut = int(np.isin(codes, np.flatnonzero(cats.str.len().to_numpy() > CELL_MAX_CHARS)).sum())
+        return Column(header, values, "text", None, note, cut)
+    s = series.astype(object)
+    mask = s.isna().to_numpy(bool)
+    s = s.where(~mask, "").astype(str)
+    fixed, cut = _safe_texts(s)
+    obj = fixed.to_numpy(dtype=object)
+    obj[mask | (obj == "")] = None
+    return Column(header, obj.tolist(), "text", None, note, cut)
+
+
+def _safe_texts(texts: pd.Series) -> tuple[pd.Series, int]:
+    """Cut over-long texts to Excel's cell limit; defuse xlsxwriter's raw rich-string path.
+
+    xlsxwriter writes a string of the form ``<r>...</r>`` into the XML unescaped (it takes it
+    for a pre-built rich string), which would corrupt the sheet; a trailing space keeps such a
+    value visible as typed while sending it through the escaping path.
+    """
+    long = (texts.str.len() > CELL_MAX_CHARS).to_numpy(bool)
+    rich = (texts.str.startswith("<r>") & texts.str.endswith("</r>")).to_numpy(bool)
+    if not (long.any() or rich.any()):
+        return texts, 0
+    texts = texts.copy()
+    texts[long] = texts[long].str.slice(0, CELL_MAX_CHARS - 1) + "…"
+    texts[rich] = texts[rich] + " "
+    return texts, int(long.sum())
+
+
+# ---------------------------------------------------------------------------------------
+# Command sheets: which model columns each engine shows
+# ---------------------------------------------------------------------------------------
+
+#: (header, model column, number format, note); shown on every command sheet in this order
+COMMON_SPEC = [
+    ("Core Id", "core", "0", "CDMA sheets: the core that submitted the command."),
+    ("Global Idx", "global_idx", "0",
+     "0-based position of the command in this sheet's list; the same global_idx the HTML "
+     "report and perfetto.pftrace show."),
+    ("Cmd Id", "cmd_id", "0", "Hardware command id as the vendor tools show it."),
+    ("Kernel", "kernel", None, "Kernel / layer function the command belongs to; empty if unknown."),
+    ("Function Type", "func_type", None, ""),
+    ("Function Name", "func_name", None, ""),
+    ("Cycles", "cycles", "#,##0", "end - start + 1 in the engine's own clock cycles."),
+    ("Start Time(ns)", "start_ns", "#,##0", "Aligned across cores; 0 = earliest record."),
+    ("End Time(ns)", "end_ns", "#,##0", ""),
+]
+TIU_SPEC = [
+    ("Alg Ops", "alg_ops", "#,##0", "Algorithmic operations; empty where no op model exists."),
+    ("uArch Ops", "uarch_ops", "#,##0", "Operations after hardware alignment."),
+    ("uArch Rate", "uarch_rate", "0.0%", "Alg Ops / uArch Ops (a fraction shown as %)."),
+    ("Alg Cycle", "alg_cycle", "#,##0", "Ideal cycles for Alg Ops at peak rate."),
+    ("Data Type", "dtype", None, "Operand precision -> result precision."),
+    ("Dep Cmd Id", "dep_cmd_id", "0", "Command id this command waits for (cmd_id_dep)."),
+]
+DMA_SPEC = [
+    ("DMA data size(B)", "bytes", "#,##0", ""),
+    ("Direction", "direction", None, "Source -> destination memory; empty if unknown."),
+    ("Data Type", "dtype", None, ""),
+    ("Stall Cycle", "stall_cycles", "#,##0",
+     "Cycles the DMA waited because TIU and DMA accessed the same memory bank."),
+    ("DDR Bandwidth(GB/s)", "ddr_bw", "0.00", "Bytes / duration, for commands touching DDR."),
+    ("L2M Bandwidth(GB/s)", "l2m_bw", "0.00", "Bytes / duration, for commands touching L2M "
+     "(and not DDR)."),
+    ("GMEM Xact", "gmem_xact", "#,##0", "AXI transactions of the command."),
+    ("Dep Cmd Id", "dep_cmd_id", "0", "Command id this command waits for (cmd_id_dep)."),
+]
+#: model columns shown only when they hold data for the sheet
+OPTIONAL_SPEC = [
+    ("Batch", "batch", "0", "Batch index of the command."),
+]
+ENGINE_SPECS = {"TIU": TIU_SPEC, "GDMA": DMA_SPEC, "SDMA": DMA_SPEC, "CDMA": DMA_SPEC}
+
+
+def _spec_columns(frame: pd.DataFrame, spec: Iterable[tuple], only_if_data: bool) -> list[Column]:
+    cols = []
+    for header, name, fmt, note in spec:
+        if name not in frame.columns:
+            continue
+        if only_if_data and not frame[name].notna().any():
+            continue
+        cols.append(column_from_series(header, frame[name], fmt, note))
+    return cols
+
+
+def command_columns(frame: pd.DataFrame, engine: str, registers: pd.DataFrame | None) -> list[Column]:
+    """The columns of one command sheet (``frame``: that sheet's commands in global_idx order)."""
+    n = len(frame)
+    eid = ENGINE_IDS.get(engine)
+    cols = [Column("Engine Id", [eid] * n, "number", "0",
+                   "0 TIU, 1 GDMA, 3 SDMA, 4 CDMA (the vendor's engine ids).")]
+    cols += _spec_columns(frame, COMMON_SPEC, only_if_data=False)
+    dur = (frame["end_ns"].to_numpy(np.int64) - frame["start_ns"].to_numpy(np.int64))
+    cols.append(Column("Duration(ns)", dur.tolist(), "number", "#,##0", "End - Start."))
+    if engine in ENGINE_SPECS:
+        cols += _spec_columns(frame, ENGINE_SPECS[engine], only_if_data=False)
+    else:
+        # an engine the PMU model does not know (a framework stream): show what has data
+        seen: set[str] = set()
+        spec = [s for s in TIU_SPEC + DMA_SPEC if not (s[1] in seen or seen.add(s[1]))]
+        cols += _spec_columns(frame, spec, only_if_data=True)
+    cols += _spec_columns(frame, OPTIONAL_SPEC, only_if_data=True)
+    extra = [c for c in frame.columns if c not in COMMAND_COLUMNS and frame[c].notna().any()]
+    cols += [column_from_series(str(c), frame[c]) for c in extra]
+    if registers is not None and len(registers.columns):
+        regs = registers.reindex(frame.index)
+        taken = {c.header for c in cols}
+        for name in regs.columns:
+            s = regs[name]
+            if not s.notna().any():
+                continue  # this engine's table covers other cores too
+            header = str(name) if str(name) not in taken else f"{name} (reg)"
+            note = "decimal address; =DEC2HEX(cell) shows hex" if "addr" in str(name) else ""
+            cols.append(column_from_series(header, s, None, note))
+    return cols
+
+
+def table_columns(table: pd.DataFrame) -> list[Column]:
+    """Columns of a generic extra table (``profile.tables``): its index too when it is named."""
+    if not isinstance(table.index, pd.RangeIndex) or table.index.name is not None:
+        table = table.reset_index()
+    return [column_from_series(str(c), table[c]) for c in table.columns]
+
+
+# ---------------------------------------------------------------------------------------
+# Engine Summary sheet
+# ---------------------------------------------------------------------------------------
+
+_NS, _INT, _PCT, _BW, _RATIO = "#,##0", "#,##0", "0.0%", "0.00", "0.00"
+ENGINE_LABELS = {"tiu": "TIU", "gdma": "GDMA", "sdma": "SDMA", "cdma": "CDMA"}
+
+
+def _summary_spec() -> list[tuple[str, str, str | None, str, str]]:
+    """(summary column, header, number format, group label, definition)."""
+    spec = [("core", "Core", "0", "", "Core index; Overall = all cores (CDMA: all ports)."),
+            ("span_ns", "Span (ns)", _NS, "",
+             "First command start to last command end over the whole profile; same on every row.")]
+    for key, label in ENGINE_LABELS.items():
+        spec += [
+            (f"{key}_cmds", f"{label} cmds", _INT, label,
+             "Commands shown, system commands included (CDMA per core: commands it submitted)."),
+            (f"{key}_busy_ns", f"{label} busy (ns)", _NS, label,
+             "Union of the intervals of the engine's non-system commands; Overall adds the "
+             "per-core unions (CDMA: union over all ports)."),
+            (f"{key}_idle_ns", f"{label} idle (ns)", _NS, label,
+             "Span - busy (Overall: span x cores - busy)."),
+            (f"{key}_util", f"{label} util", _PCT, label, "Busy / span (Overall: / span x cores)."),
+        ]
+    for key, label in list(ENGINE_LABELS.items())[1:]:
+        spec += [
+            (f"{key}_ddr_bytes", f"{label} DDR bytes (B)", _INT, label,
+             "Bytes of non-system commands whose direction touches DDR."),
+            (f"{key}_ddr_read_bytes", f"{label} DDR read (B)", _INT, label,
+             "Bytes with DDR as the source."),
+            (f"{key}_ddr_write_bytes", f"{label} DDR write (B)", _INT, label,
+             "Bytes with DDR as the destination."),
+            (f"{key}_ddr_busy_ns", f"{label} DDR time (ns)", _NS, label,
+             "Summed duration of the commands moving DDR bytes."),
+            (f"{key}_ddr_bw_busy", f"{label} DDR BW busy (GB/s)", _BW, label,
+             "DDR bytes / DDR time: bandwidth while transferring."),
+            (f"{key}_ddr_bw_wall", f"{label} DDR BW wall (GB/s)", _BW, label,
+             "DDR bytes / span: average over the whole run."),
+            (f"{key}_l2m_bytes", f"{label} L2M bytes (B)", _INT, label,
+             "Bytes of non-system commands touching L2M but not DDR."),
+            (f"{key}_l2m_busy_ns", f"{label} L2M time (ns)", _NS, label,
+             "Summed duration of the commands moving L2M bytes."),
+            (f"{key}_l2m_bw_busy", f"{label} L2M BW busy (GB/s)", _BW, label,
+             "L2M bytes / L2M time."),
+            (f"{key}_l2m_bw_wall", f"{label} L2M BW wall (GB/s)", _BW, label, "L2M bytes / span."),
+            (f"{key}_stall_cycles", f"{label} stall (cycles)", _INT, label,
+             "Summed stall counter (TIU and DMA on the same memory bank)."),
+        ]
+    spec += [
+        ("tiu_alg_ops", "TIU Alg Ops", _INT, "TIU", "Sum of Alg Ops over modelled TIU commands."),
+        ("tiu_uarch_ops", "TIU uArch Ops", _INT, "TIU", "Sum of uArch Ops over the same commands."),
+        ("tiu_modelled_cmds", "TIU modelled cmds", _INT, "TIU",
+         "TIU commands with an op model (Alg and uArch Ops known)."),
+        ("tiu_uarch_rate", "TIU uArch rate", _PCT, "TIU",
+         "Alg Ops / uArch Ops; empty when no command is modelled."),
+        ("parallelism", "Parallelism", _PCT, "Overall",
+         "(TIU + GDMA + SDMA busy) / (span x cores); above 100% when engines overlap."),
+        ("compute_ratio", "Compute ratio", _RATIO, "Overall",
+         "TIU busy / (GDMA + SDMA busy); empty without data movement."),
+    ]
+    return spec
+
+
+def _summary_columns(summary: pd.DataFrame) -> tuple[list[Column], list[str], list[tuple[str, str]]]:
+    """Columns, their group labels and the definitions of the summary table."""
+    spec = _summary_spec()
+    known = {s[0] for s in spec}
+    cols: list[Column] = []
+    groups: list[str] = []
+    definitions: list[tuple[str, str]] = []
+    for key, header, fmt, group, definition in spec:
+        if key not in summary.columns:
+            continue
+        if key == "core":
+            values = [v if isinstance(v, str) else int(v) for v in summary["core"].tolist()]
+            cols.append(Column(header, values, "mixed", "0"))
+        else:
+            cols.append(column_from_series(header, pd.to_numeric(summary[key], errors="coerce"), fmt))
+        groups.append(group)
+        generic = re.sub(r"^(TIU|GDMA|SDMA|CDMA) ", "<engine> ", header)
+        if all(generic != d[0] for d in definitions):
+            definitions.append((generic, definition))
+    for key in summary.columns:  # metrics added to the contract later: shown, not lost
+        if key not in known:
+            fmt = _PCT if key.endswith(("_util", "_rate")) else None
+            cols.append(column_from_series(str(key), pd.to_numeric(summary[key], errors="coerce"), fmt))
+            groups.append("")
+    return cols, groups, definitions
+
+
+# ---------------------------------------------------------------------------------------
+# The workbook
+# ---------------------------------------------------------------------------------------
+
+class _Book:
+    """One xlsxwriter workbook in constant_memory mode plus the formats it shares."""
+
+    def __init__(self, path: Path, zip64: bool) -> None:
+        self.wb = xlsxwriter.Workbook(str(path), {
+            "constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False,
+            "strings_to_formulas": False, "use_zip64": zip64})
+        self.header = self.wb.add_format({"bold": True, "bg_color": "#305496", "font_color": "#FFFFFF",
+                                          "text_wrap": True, "valign": "top", "border": 1})
+        self.title = self.wb.add_format({"bold": True, "font_size": 14})
+        self.key = self.wb.add_format({"bold": True})
+        self.warn = self.wb.add_format({"font_color": "#9C0006"})
+        self.group = self.wb.add_format({"bold": True, "align": "center", "bg_color": "#D9E1F2",
+                                         "border": 1})
+        self.bold_row = self.wb.add_format({"bold": True, "top": 1})
+        self._num: dict[str | None, Any] = {None: None}
+        self.names: set[str] = set()
+
+    def num(self, fmt: str | None):
+        if fmt not in self._num:
+            self._num[fmt] = self.wb.add_format({"num_format": fmt})
+        return self._num[fmt]
+
+    def sheet(self, name: str, tab: str | None = None):
+        ws = self.wb.add_worksheet(name)
+        self.names.add(name.lower())
+        if tab:
+            ws.set_tab_color(tab)
+        return ws
+
+    def unique_name(self, base: str) -> str:
+        """A legal, unused sheet name (Excel: <= 31 chars, no []:*?/\\, case-insensitive)."""
+        name = re.sub(r"[\[\]:*?/\\]", "_", str(base)).strip("'") or "Sheet"
+        name = name[:SHEET_NAME_MAX]
+        k = 1
+        candidate = name
+        while candidate.lower() in self.names:
+            k += 1
+            suffix = f"~{k}"
+            candidate = name[:SHEET_NAME_MAX - len(suffix)] + suffix
+        return candidate
+
+
+def _check(rc: int, sheet: str, row: int) -> None:
+    if rc == -1:
+        raise OutputError(f"xlsx: sheet {sheet!r} refused row {row + 1} (past the sheet's limit); "
+                          "nothing was written")
+    if rc < 0:
+        raise OutputError(f"xlsx: sheet {sheet!r} row {row + 1}: xlsxwriter error code {rc}")
+
+
+def write_rows(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
+               book: _Book, progress: Callable[[int], None] | None = None,
+               chunk: int = 20_000) -> None:
+    """Write rows ``lo:hi`` of ``columns`` to ``ws`` starting at ``first_row``, in row order.
+
+    This is the hot loop of the writer: per cell one list lookup and, for a non-empty cell,
+    one xlsxwriter call whose return code is checked.
+    """
+    plan = []
+    for c, col in enumerate(columns):
+        if col.kind == "text":
+            put = ws.write_string
+        elif col.kind == "bool":
+            put = ws.write_boolean
+        elif col.kind == "mixed":
+            put = ws.write
+        else:
+            put = ws.write_number
+        plan.append((c, col.values, put, book.num(col.num_format)))
+    row = first_row
+    for start in range(lo, hi, chunk):
+        stop = min(start + chunk, hi)
+        for i in range(start, stop):
+            for c, values, put, fmt in plan:
+                v = values[i]
+                if v is not None:
+                    rc = put(row, c, v, fmt)
+                    if rc:
+                        _check(rc, sheet, row)
+            row += 1
+        if progress is not None:
+            progress(stop - start)
+
+
+def _write_table_sheets(book: _Book, base: str, columns: list[Column], n: int,
+                        tab: str | None, quiet: bool, freeze_cols: int) -> list[str]:
+    """Write a table on as many sheets as Excel's row limit needs; return their names."""
+    per_sheet = SHEET_MAX_ROWS - 1
+    parts = max(1, math.ceil(n / per_sheet))
+    names = []
+    widths = [c.width() for c in columns]
+    with tqdm(total=n, desc=f"xlsx {base}", unit="row", file=sys.stderr, disable=quiet,
+              leave=False, dynamic_ncols=True) as bar:
+        for part in range(parts):
+            suffix = "" if part == 0 else f" ({part + 1})"
+            name = book.unique_name(base[:SHEET_NAME_MAX - len(suffix)] + suffix)
+            ws = book.sheet(name, tab)
+            lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
+            for c, col in enumerate(columns):
+                ws.set_column(c, c, widths[c])
+                _check(ws.write_string(0, c, col.header, book.header), name, 0)
+                if col.note:
+                    ws.write_comment(0, c, col.note, {"x_scale": 2, "y_scale": 1.2})
+            ws.freeze_panes(1, min(freeze_cols, len(columns)))
+            if columns:
+                ws.autofilter(0, 0, max(hi - lo, 0), len(columns) - 1)
+            write_rows(ws, name, columns, lo, hi, 1, book, bar.update)
+            names.append(name)
+    return names
+
+
+def _registers_decision(profile: Profile, registers: Any) -> tuple[bool, str]:
+    """Whether register columns go in, and the sentence the Engine Summary shows about it."""
+    if registers not in ("auto", True, False):
+        raise ValueError(f"registers must be 'auto', True or False, not {registers!r}")
+    present = any(df is not None and len(df.columns) and len(df) for df in profile.registers.values())
+    n = len(profile.commands)
+    if not present:
+        return False, "none in this capture"
+    if registers is False:
+        return False, "left out (switched off)"
+    if registers is True:
+        return True, "included (forced on)"
+    if n >= REGISTER_AUTO_LIMIT:
+        return False, (f"left out: {n:,} commands (they are written automatically below "
+                       f"{REGISTER_AUTO_LIMIT:,}); switch them on explicitly to include them")
+    return True, "included"
+
+
+def _grouped_warnings(profile: Profile) -> list[str]:
+    """One line per warning code (a dump can repeat the same oddity per core or per record)."""
+    groups: dict[str, list] = {}
+    for w in profile.meta.warnings:
+        groups.setdefault(w.code, []).append(w)
+    lines = []
+    for code, ws in groups.items():
+        more = f" (and {len(ws) - 1} more like it)" if len(ws) > 1 else ""
+        lines.append(f"[{code}] {ws[0]}{more}")
+    return lines
+
+
+def _write_summary_sheet(book: _Book, profile: Profile, summary: pd.DataFrame,
+                         register_note: str):
+    """Engine Summary: facts, warnings, the metrics table, definitions. Returns (ws, next_row)."""
+    ws = book.sheet("Engine Summary", "#FFC7CE")
+    meta = profile.meta
+    row = 0
+    ws.write_string(row, 0, "PerfAI output: engine summary", book.title)
+    row += 1
+    chip = meta.chip + (f" ({meta.chip_alias})" if meta.chip_alias else "")
+    facts: list[tuple[str, Any, str | None]] = [
+        ("Chip", chip or None, None),
+        ("Source", f"{meta.source}: {meta.input_path}" if meta.input_path else meta.source, None),
+        ("Cores", meta.num_cores, "0"),
+        ("CDMA ports", ", ".join(str(p) for p in meta.cdma_ports) or None, None),
+        ("TIU clock (MHz)", meta.tiu_freq_mhz, "0.###"),
+        ("DMA clock (MHz)", meta.dma_freq_mhz, "0.###"),
+        ("Capture mode", meta.mode or None, None),
+        ("Commands", len(profile.commands), "#,##0"),
+        ("Register fields", register_note, None),
+    ]
+    for key, value, fmt in facts:
+        ws.write_string(row, 0, key, book.key)
+        if isinstance(value, str):
+            ws.write_string(row, 1, value)
+        elif value is not None:
+            ws.write_number(row, 1, value, book.num(fmt))
+        row += 1
+    warnings = _grouped_warnings(profile)
+    ws.write_string(row, 0, "Warnings", book.key)
+    ws.write_number(row, 1, len(meta.warnings), book.num("0"))
+    row += 1
+    for line in warnings:
+        ws.write_string(row, 1, line, book.warn)
+        row += 1
+    row += 1
+
+    cols, groups, definitions = _summary_columns(summary)
+    # group band (TIU / GDMA / ...) over the columns of each engine
+    c = 0
+    while c < len(groups):
+        end = c
+        while end + 1 < len(groups) and groups[end + 1] == groups[c]:
+            end += 1
+        if groups[c]:
+            if end > c:
+                ws.merge_range(row, c, row, end, groups[c], book.group)
+            else:
+                ws.write_string(row, c, groups[c], book.group)
+        c = end + 1
+    row += 1
+    header_row = row
+    for c, col in enumerate(cols):
+        ws.write_string(row, c, col.header, book.header)
+        ws.set_column(c, c, max(12.0, min(col.width(), 16.0)) if c else 10.0)
+    ws.set_row(header_row, 45)
+    row += 1
+    n = len(summary)
+    write_rows(ws, "Engine Summary", cols, 0, n, row, book)
+    ws.autofilter(header_row, 0, header_row + n, len(cols) - 1)
+    ws.freeze_panes(header_row + 1, 1)
+    row += n + 1
+
+    ws.write_string(row, 0, "Definitions", book.key)
+    row += 1
+    for header, text in definitions:
+        ws.write_string(row, 0, header, book.key)
+        ws.write_string(row, 1, text)
+        row += 1
+    ws.write_string(row, 0, "Cells", book.key)
+    ws.write_string(row, 1, "Empty cells are unknown values, never zero. Ratios are fractions "
+                            "shown with a % format. Times are ns on one aligned clock.")
+    row += 1
+    ws.write_string(row, 0, "Command sheets", book.key)
+    ws.write_string(row, 1, "One sheet per engine and core (CDMA: per port), one row per command; "
+                            "column C Global Idx is the id the HTML report and perfetto show. "
+                            "Integer register fields (addresses too) are decimal numbers.")
+    row += 1
+    return ws, row
+
+
+def write(profile: Profile, summary: pd.DataFrame, out_dir, *, registers: Any = "auto",
+          quiet: bool = False) -> Path:
+    """Write ``out_dir/PerfDoc/PerfAI_output.xlsx`` atomically and return its path.
+
+    ``summary`` is ``engine_summary(profile)``; ``registers`` is "auto" (register fields only
+    below :data:`REGISTER_AUTO_LIMIT` commands), True or False.
+    """
+    final = Path(out_dir) / "PerfDoc" / FILE_NAME
+    with_registers, register_note = _registers_decision(profile, registers)
+    commands = profile.commands
+    cells = len(commands) * (60 if with_registers else 20)
+    try:
+        with atomic_path(final) as tmp:
+            book = _Book(tmp, zip64=cells > _ZIP64_CELLS)
+            try:
+                summary_ws, note_row = _write_summary_sheet(book, profile, summary, register_note)
+                positions = commands.groupby("sheet", observed=True, sort=False).indices
+                cut_notes = 0
+                for name in profile.sheets():
+                    frame = commands.iloc[positions[name]]
+                    frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+                    engine = str(frame["engine"].iloc[0])
+                    regs = profile.registers.get(engine) if with_registers else None
+                    cols = command_columns(frame, engine, regs)
+                    cut_notes += _count_cut(cols)
+                    _write_table_sheets(book, name, cols, len(frame), TAB_COLORS.get(engine),
+                                        quiet, FREEZE_COLS)
+                for name, table in profile.tables.items():
+                    cols = table_columns(table)
+                    cut_notes += _count_cut(cols)
+                    _write_table_sheets(book, book.unique_name(name), cols, len(table),
+                                        "#31869B", quiet, 1)
+                if cut_notes:
+                    summary_ws.write_string(note_row, 0, "Note", book.key)
+                    summary_ws.write_string(note_row, 1, f"{cut_notes:,} text cells were longer than "
+                                            f"Excel's {CELL_MAX_CHARS:,} characters and were cut.")
+                summary_ws.activate()
+            finally:
+                book.wb.close()
+    except OutputError:
+        raise
+    except (OSError, xlsxwriter.exceptions.XlsxWriterException) as err:
+        raise OutputError(f"cannot write {final}: {err}") from err
+    return final
+
+
+def _count_cut(columns: list[Column]) -> int:
+    return sum(col.cut for col in columns)
