@@ -274,56 +274,59 @@ _NS, _INT, _PCT, _BW, _RATIO = "#,##0", "#,##0", "0.0%", "0.00", "0.00"
 ENGINE_LABELS = {"tiu": "TIU", "gdma": "GDMA", "sdma": "SDMA", "cdma": "CDMA"}
 
 
-def _summary_spec() -> list[tuple[str, str, str | None, str, str]]:
-    """(summary column, header, number format, group label, definition)."""
-    spec = [("core", "Core", "0", "", "Core index; Overall = all cores (CDMA: all ports)."),
-            ("span_ns", "Span (ns)", _NS, "",
+def _summary_spec() -> list[tuple[str, str, str | None, str, str, str]]:
+    """(summary column, header, number format, group label, definition name, definition).
+
+    Each engine's columns are adjacent so one band above the header can label them.
+    """
+    spec = [("core", "Core", "0", "", "Core", "Core index; Overall = all cores (CDMA: all ports)."),
+            ("span_ns", "Span (ns)", _NS, "", "Span (ns)",
              "First command start to last command end over the whole profile; same on every row.")]
     for key, label in ENGINE_LABELS.items():
-        spec += [
-            (f"{key}_cmds", f"{label} cmds", _INT, label,
+        common = [
+            ("cmds", "cmds", _INT,
              "Commands shown, system commands included (CDMA per core: commands it submitted)."),
-            (f"{key}_busy_ns", f"{label} busy (ns)", _NS, label,
+            ("busy_ns", "busy (ns)", _NS,
              "Union of the intervals of the engine's non-system commands; Overall adds the "
              "per-core unions (CDMA: union over all ports)."),
-            (f"{key}_idle_ns", f"{label} idle (ns)", _NS, label,
-             "Span - busy (Overall: span x cores - busy)."),
-            (f"{key}_util", f"{label} util", _PCT, label, "Busy / span (Overall: / span x cores)."),
+            ("idle_ns", "idle (ns)", _NS, "Span - busy (Overall: span x cores - busy)."),
+            ("util", "util", _PCT, "Busy / span (Overall: busy / (span x cores))."),
         ]
-    for key, label in list(ENGINE_LABELS.items())[1:]:
-        spec += [
-            (f"{key}_ddr_bytes", f"{label} DDR bytes (B)", _INT, label,
+        spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<engine> {h}", d) for k, h, f, d in common]
+        if key == "tiu":
+            spec += [
+                ("tiu_alg_ops", "TIU Alg Ops", _INT, label, "TIU Alg Ops",
+                 "Sum of Alg Ops over modelled TIU commands."),
+                ("tiu_uarch_ops", "TIU uArch Ops", _INT, label, "TIU uArch Ops",
+                 "Sum of uArch Ops over the same commands."),
+                ("tiu_modelled_cmds", "TIU modelled cmds", _INT, label, "TIU modelled cmds",
+                 "TIU commands with an op model (Alg and uArch Ops known)."),
+                ("tiu_uarch_rate", "TIU uArch rate", _PCT, label, "TIU uArch rate",
+                 "Alg Ops / uArch Ops; empty when no command is modelled."),
+            ]
+            continue
+        dma = [
+            ("ddr_bytes", "DDR bytes (B)", _INT,
              "Bytes of non-system commands whose direction touches DDR."),
-            (f"{key}_ddr_read_bytes", f"{label} DDR read (B)", _INT, label,
-             "Bytes with DDR as the source."),
-            (f"{key}_ddr_write_bytes", f"{label} DDR write (B)", _INT, label,
-             "Bytes with DDR as the destination."),
-            (f"{key}_ddr_busy_ns", f"{label} DDR time (ns)", _NS, label,
-             "Summed duration of the commands moving DDR bytes."),
-            (f"{key}_ddr_bw_busy", f"{label} DDR BW busy (GB/s)", _BW, label,
+            ("ddr_read_bytes", "DDR read (B)", _INT, "Bytes with DDR as the source."),
+            ("ddr_write_bytes", "DDR write (B)", _INT, "Bytes with DDR as the destination."),
+            ("ddr_busy_ns", "DDR time (ns)", _NS, "Summed duration of the commands moving DDR bytes."),
+            ("ddr_bw_busy", "DDR BW busy (GB/s)", _BW,
              "DDR bytes / DDR time: bandwidth while transferring."),
-            (f"{key}_ddr_bw_wall", f"{label} DDR BW wall (GB/s)", _BW, label,
-             "DDR bytes / span: average over the whole run."),
-            (f"{key}_l2m_bytes", f"{label} L2M bytes (B)", _INT, label,
+            ("ddr_bw_wall", "DDR BW wall (GB/s)", _BW, "DDR bytes / span: average over the whole run."),
+            ("l2m_bytes", "L2M bytes (B)", _INT,
              "Bytes of non-system commands touching L2M but not DDR."),
-            (f"{key}_l2m_busy_ns", f"{label} L2M time (ns)", _NS, label,
-             "Summed duration of the commands moving L2M bytes."),
-            (f"{key}_l2m_bw_busy", f"{label} L2M BW busy (GB/s)", _BW, label,
-             "L2M bytes / L2M time."),
-            (f"{key}_l2m_bw_wall", f"{label} L2M BW wall (GB/s)", _BW, label, "L2M bytes / span."),
-            (f"{key}_stall_cycles", f"{label} stall (cycles)", _INT, label,
+            ("l2m_busy_ns", "L2M time (ns)", _NS, "Summed duration of the commands moving L2M bytes."),
+            ("l2m_bw_busy", "L2M BW busy (GB/s)", _BW, "L2M bytes / L2M time."),
+            ("l2m_bw_wall", "L2M BW wall (GB/s)", _BW, "L2M bytes / span."),
+            ("stall_cycles", "stall (cycles)", _INT,
              "Summed stall counter (TIU and DMA on the same memory bank)."),
         ]
+        spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<DMA> {h}", d) for k, h, f, d in dma]
     spec += [
-        ("tiu_alg_ops", "TIU Alg Ops", _INT, "TIU", "Sum of Alg Ops over modelled TIU commands."),
-        ("tiu_uarch_ops", "TIU uArch Ops", _INT, "TIU", "Sum of uArch Ops over the same commands."),
-        ("tiu_modelled_cmds", "TIU modelled cmds", _INT, "TIU",
-         "TIU commands with an op model (Alg and uArch Ops known)."),
-        ("tiu_uarch_rate", "TIU uArch rate", _PCT, "TIU",
-         "Alg Ops / uArch Ops; empty when no command is modelled."),
-        ("parallelism", "Parallelism", _PCT, "Overall",
+        ("parallelism", "Parallelism", _PCT, "All engines", "Parallelism",
          "(TIU + GDMA + SDMA busy) / (span x cores); above 100% when engines overlap."),
-        ("compute_ratio", "Compute ratio", _RATIO, "Overall",
+        ("compute_ratio", "Compute ratio", _RATIO, "All engines", "Compute ratio",
          "TIU busy / (GDMA + SDMA busy); empty without data movement."),
     ]
     return spec
@@ -336,7 +339,7 @@ def _summary_columns(summary: pd.DataFrame) -> tuple[list[Column], list[str], li
     cols: list[Column] = []
     groups: list[str] = []
     definitions: list[tuple[str, str]] = []
-    for key, header, fmt, group, definition in spec:
+    for key, header, fmt, group, defined, definition in spec:
         if key not in summary.columns:
             continue
         if key == "core":
@@ -345,9 +348,8 @@ def _summary_columns(summary: pd.DataFrame) -> tuple[list[Column], list[str], li
         else:
             cols.append(column_from_series(header, pd.to_numeric(summary[key], errors="coerce"), fmt))
         groups.append(group)
-        generic = re.sub(r"^(TIU|GDMA|SDMA|CDMA) ", "<engine> ", header)
-        if all(generic != d[0] for d in definitions):
-            definitions.append((generic, definition))
+        if all(defined != d[0] for d in definitions):
+            definitions.append((defined, definition))
     for key in summary.columns:  # metrics added to the contract later: shown, not lost
         if key not in known:
             fmt = _PCT if key.endswith(("_util", "_rate")) else None

@@ -1,0 +1,380 @@
+"""PerfAI_output.xlsx: read the workbook back and compare it with the Profile it came from.
+
+Values are checked against the model (commands, registers, tables) and against
+``engine_summary``; structure (headers, number formats, autofilter, frozen panes, sheet
+splitting) against hand-written expectations. A LibreOffice conversion checks that a real
+spreadsheet application opens the file and sees the same numbers.
+"""
+from __future__ import annotations
+
+import csv
+import math
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import openpyxl
+import pandas as pd
+import pytest
+import xlsxwriter
+
+from reportgen.analysis.metrics import engine_summary
+from reportgen.errors import OutputError
+from reportgen.model import Profile
+from reportgen.testing.profiles import make_profile
+from reportgen.writers import xlsx
+
+COMMON = ["Engine Id", "Core Id", "Global Idx", "Cmd Id", "Kernel", "Function Type",
+          "Function Name", "Cycles", "Start Time(ns)", "End Time(ns)", "Duration(ns)"]
+TIU = COMMON + ["Alg Ops", "uArch Ops", "uArch Rate", "Alg Cycle", "Data Type", "Dep Cmd Id"]
+DMA = COMMON + ["DMA data size(B)", "Direction", "Data Type", "Stall Cycle", "DDR Bandwidth(GB/s)",
+                "L2M Bandwidth(GB/s)", "GMEM Xact", "Dep Cmd Id"]
+#: header -> model column, for the value comparison
+MODEL_OF = {"Core Id": "core", "Global Idx": "global_idx", "Cmd Id": "cmd_id", "Kernel": "kernel",
+            "Function Type": "func_type", "Function Name": "func_name", "Cycles": "cycles",
+            "Start Time(ns)": "start_ns", "End Time(ns)": "end_ns", "Alg Ops": "alg_ops",
+            "uArch Ops": "uarch_ops", "uArch Rate": "uarch_rate", "Alg Cycle": "alg_cycle",
+            "Data Type": "dtype", "Dep Cmd Id": "dep_cmd_id", "DMA data size(B)": "bytes",
+            "Direction": "direction", "Stall Cycle": "stall_cycles",
+            "DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw",
+            "GMEM Xact": "gmem_xact"}
+PER_ENGINE = 60
+
+
+def _profile() -> Profile:
+    p = make_profile(cores=2, per_engine=PER_ENGINE, seed=3, cdma_ports=(0, 2))
+    c = p.commands
+    c["kernel"] = c["kernel"].cat.add_categories(["<r>raw</r>"])
+    c.loc[c.index[:5], "kernel"] = np.nan            # unknown kernel -> empty cell
+    c.loc[c.index[5], "kernel"] = "<r>raw</r>"       # would be written unescaped by xlsxwriter
+    tiu = c.index[c["engine"] == "TIU"]
+    gdma = c.index[c["engine"] == "GDMA"]
+    rng = np.random.default_rng(7)
+    p.registers["TIU"] = pd.DataFrame({
+        "des_res0_addr": rng.integers(0, 2**40, len(tiu)),
+        "des_opd0_n": pd.array(np.where(np.arange(len(tiu)) % 3 == 0, None, np.arange(len(tiu))),
+                               dtype="Int64"),
+        "des_tsk_typ": np.array(["conv", "mm2", "ar"], object)[np.arange(len(tiu)) % 3],
+    }, index=tiu)
+    p.registers["GDMA"] = pd.DataFrame({
+        "src_start_addr": rng.integers(0, 2**40, len(gdma)).astype(np.uint64),
+        "mask_start_addr": np.full(len(gdma), 2**60 + 5, dtype=np.uint64),  # > 2**53: hex text
+        "nchw_copy": np.arange(len(gdma)) % 2 == 0,
+        "unused": np.full(len(gdma), np.nan),        # no value anywhere: no column
+    }, index=gdma)
+    p.tables["Ops: top/k"] = pd.DataFrame({"op": ["matmul", "add", None], "calls": [3, 2, 1],
+                                           "self_us": [1.5, np.nan, 0.25]})
+    return p
+
+
+@pytest.fixture(scope="module")
+def written(tmp_path_factory):
+    p = _profile()
+    s = engine_summary(p)
+    path = xlsx.write(p, s, tmp_path_factory.mktemp("out"), quiet=True)
+    return p, s, path
+
+
+def _rows(path, sheet):
+    wb = openpyxl.load_workbook(path, read_only=True)
+    try:
+        return [list(r) for r in wb[sheet].iter_rows(values_only=True)]
+    finally:
+        wb.close()
+
+
+def _frame(path, sheet) -> pd.DataFrame:
+    rows = _rows(path, sheet)
+    return pd.DataFrame(rows[1:], columns=rows[0], dtype=object)  # keep int vs None as read
+
+
+def _same(cell, model) -> bool:
+    """One cell against one model value: missing <-> empty, numbers to double precision."""
+    if cell is not None and isinstance(cell, float) and math.isnan(cell):
+        cell = None  # pandas turned an empty cell (None) into NaN while aligning rows
+    if model is None or model is pd.NA or (isinstance(model, float) and math.isnan(model)):
+        return cell is None
+    if isinstance(model, (bool, np.bool_)):
+        return cell is bool(model)
+    if isinstance(model, (int, np.integer)):
+        return type(cell) is int and cell == int(model)
+    if isinstance(model, (float, np.floating)):
+        return isinstance(cell, (int, float)) and math.isclose(cell, float(model), rel_tol=1e-15)
+    return cell == str(model)
+
+
+def test_path_and_sheet_order(written):
+    p, _, path = written
+    assert path == path.parent.parent / "PerfDoc" / "PerfAI_output.xlsx"
+    wb = openpyxl.load_workbook(path, read_only=True)
+    assert wb.sheetnames == ["Engine Summary", "TIU_0", "GDMA_0", "SDMA_0", "TIU_1", "GDMA_1",
+                             "SDMA_1", "CDMA_0", "CDMA_2", "Ops_ top_k"]
+    assert wb.sheetnames[1:-1] == p.sheets()
+    wb.close()
+    assert not [f for f in path.parent.iterdir() if f.name != path.name]  # no temp file left
+
+
+def test_headers(written):
+    _, _, path = written
+    assert _rows(path, "TIU_0")[0] == TIU + ["des_res0_addr", "des_opd0_n", "des_tsk_typ"]
+    assert _rows(path, "GDMA_1")[0] == DMA + ["src_start_addr", "mask_start_addr", "nchw_copy"]
+    assert _rows(path, "SDMA_0")[0] == DMA          # no registers for SDMA
+    assert _rows(path, "CDMA_2")[0] == DMA
+    assert _rows(path, "TIU_0")[0][2] == "Global Idx"   # column C
+
+
+def test_every_command_once_with_its_values(written):
+    p, _, path = written
+    c = p.commands
+    seen = 0
+    for sheet in p.sheets():
+        got = _frame(path, sheet)
+        model = c[c["sheet"] == sheet].set_index("global_idx")
+        assert sorted(got["Global Idx"]) == list(range(len(model)))   # each exactly once
+        got = got.set_index("Global Idx").loc[model.index]
+        seen += len(got)
+        engine = str(model["engine"].iloc[0])
+        assert (got["Engine Id"] == {"TIU": 0, "GDMA": 1, "SDMA": 3, "CDMA": 4}[engine]).all()
+        assert (got["Duration(ns)"] == model["end_ns"] - model["start_ns"]).all()
+        for header in got.columns:
+            if header not in MODEL_OF or header == "Global Idx":
+                continue
+            col = MODEL_OF[header]
+            want = model[col].astype(object)
+            if header == "Kernel":  # the writer adds a space to defuse "<r>...</r>"
+                want = want.replace("<r>raw</r>", "<r>raw</r> ")
+            bad = [i for i, (a, b) in enumerate(zip(got[header].tolist(), want.tolist()))
+                   if not _same(a, b)]
+            assert not bad, (sheet, header, got[header].iloc[bad[0]], model[col].iloc[bad[0]])
+    assert seen == len(c)
+
+
+def test_missing_values_are_empty_cells(written):
+    p, _, path = written
+    got = _frame(path, "TIU_0")
+    assert got["Kernel"].iloc[:5].isna().all()           # NaN kernel: empty, not "nan"
+    assert got["Kernel"].iloc[5] == "<r>raw</r> "        # escaped path, still readable
+    gdma = _frame(path, "GDMA_0")
+    sys_rows = gdma["Function Type"] == "sys"
+    assert sys_rows.any()
+    assert gdma.loc[sys_rows, "Direction"].isna().all()
+    assert gdma.loc[sys_rows, "Data Type"].isna().all()
+    assert gdma.loc[sys_rows, "DDR Bandwidth(GB/s)"].isna().all()
+    values = {v for r in _rows(path, "GDMA_0") for v in r}
+    assert not values & {"nan", "NaN", "<NA>", "None"}
+
+
+def test_number_formats_and_types(written):
+    _, _, path = written
+    wb = openpyxl.load_workbook(path, read_only=True)
+    ws = wb["TIU_0"]
+    header = [c.value for c in next(ws.iter_rows(min_row=1, max_row=1))]
+    row = next(ws.iter_rows(min_row=10, max_row=10))   # rows 2-6 have no kernel
+    cell = dict(zip(header, row))
+    assert cell["uArch Rate"].number_format == "0.0%"
+    assert isinstance(cell["uArch Rate"].value, (int, float)) and 0 < cell["uArch Rate"].value <= 1
+    assert cell["Start Time(ns)"].number_format == "#,##0" and type(cell["Start Time(ns)"].value) is int
+    assert cell["des_res0_addr"].number_format == "0" and type(cell["des_res0_addr"].value) is int
+    assert cell["Global Idx"].data_type == "n" and cell["Kernel"].data_type in ("s", "inlineStr")
+    g = wb["GDMA_0"]
+    gh = [c.value for c in next(g.iter_rows(min_row=1, max_row=1))]
+    gcell = dict(zip(gh, next(g.iter_rows(min_row=2, max_row=2))))
+    assert gcell["mask_start_addr"].value == hex(2**60 + 5)   # beyond a double: exact hex text
+    assert gcell["nchw_copy"].value is True
+    wb.close()
+
+
+def test_register_values(written):
+    p, _, path = written
+    regs = p.registers["TIU"]
+    c = p.commands
+    for sheet in ("TIU_0", "TIU_1"):
+        got = _frame(path, sheet).set_index("Global Idx")
+        model = c[c["sheet"] == sheet]
+        r = regs.loc[model.index].set_axis(model["global_idx"].to_numpy())
+        for name in ("des_res0_addr", "des_opd0_n", "des_tsk_typ"):
+            pairs = zip(got[name].loc[r.index].tolist(), r[name].astype(object).tolist())
+            assert all(_same(a, b) for a, b in pairs), (sheet, name)
+        assert got["des_opd0_n"].isna().sum() == (r["des_opd0_n"].isna()).sum() > 0
+    g = p.registers["GDMA"]
+    got = _frame(path, "GDMA_1").set_index("Global Idx")
+    model = c[c["sheet"] == "GDMA_1"]
+    assert got["src_start_addr"].loc[model["global_idx"]].tolist() == \
+        [int(v) for v in g.loc[model.index, "src_start_addr"]]
+
+
+def test_autofilter_frozen_panes_widths(written):
+    p, s, path = written
+    wb = openpyxl.load_workbook(path)       # full mode: reads sheet views and filters
+    for sheet in p.sheets():
+        ws = wb[sheet]
+        n = int((p.commands["sheet"] == sheet).sum())
+        ncol = len(next(ws.iter_rows(min_row=1, max_row=1)))
+        last = openpyxl.utils.get_column_letter(ncol)
+        assert ws.auto_filter.ref == f"A1:{last}{n + 1}"
+        assert ws.freeze_panes == "D2"
+        assert ws.column_dimensions["E"].width > len("Kernel")  # kernel names are long
+    ws = wb["Engine Summary"]
+    header_row = next(r[0].row for r in ws.iter_rows() if r[0].value == "Core")
+    ncol = sum(1 for c in ws[header_row] if c.value is not None)
+    assert ws.auto_filter.ref == (f"A{header_row}:{openpyxl.utils.get_column_letter(ncol)}"
+                                  f"{header_row + len(s)}")
+    assert ws.freeze_panes == f"B{header_row + 1}"
+    assert ws["A1"].value and wb.active.title == "Engine Summary"
+    t = wb["Ops_ top_k"]
+    assert t.auto_filter.ref == "A1:C4" and t.freeze_panes == "B2"
+    wb.close()
+
+
+def _summary_table(path):
+    rows = _rows(path, "Engine Summary")
+    h = next(i for i, r in enumerate(rows) if r[0] == "Core")
+    header = [v for v in rows[h] if v is not None]
+    body = [r[:len(header)] for r in rows[h + 1:]]
+    body = body[:next(i for i, r in enumerate(body) if r[0] is None)]
+    return rows, pd.DataFrame(body, columns=header)
+
+
+def test_engine_summary_cells_equal_engine_summary(written):
+    p, s, path = written
+    rows, got = _summary_table(path)
+    facts = {r[0]: r[1] for r in rows[:20] if r[0]}
+    assert facts["Chip"] == "AKS" and facts["Cores"] == 2 and facts["Capture mode"] == "2"
+    assert facts["TIU clock (MHz)"] == 1000 and facts["Commands"] == len(p.commands)
+    assert facts["Register fields"] == "included"
+    assert facts["Warnings"] == 1
+    assert any("[synthetic]" in str(r[1]) for r in rows[:20])
+    assert got["Core"].tolist() == [0, 1, "Overall"]
+    # every engine_summary column is shown once, as a number
+    assert got.shape[1] == s.shape[1]
+    pairs = {"Span (ns)": "span_ns", "TIU cmds": "tiu_cmds", "TIU busy (ns)": "tiu_busy_ns",
+             "TIU util": "tiu_util", "GDMA DDR bytes (B)": "gdma_ddr_bytes",
+             "GDMA DDR BW busy (GB/s)": "gdma_ddr_bw_busy", "SDMA L2M BW wall (GB/s)": "sdma_l2m_bw_wall",
+             "CDMA busy (ns)": "cdma_busy_ns", "TIU uArch rate": "tiu_uarch_rate",
+             "Parallelism": "parallelism", "Compute ratio": "compute_ratio",
+             "CDMA stall (cycles)": "cdma_stall_cycles"}
+    for header, key in pairs.items():
+        for a, b in zip(got[header].tolist(), s[key].tolist()):
+            assert _same(a, b), (header, a, b)
+    # hand-checkable: each core has PER_ENGINE TIU commands; CDMA ports 0 and 2 hold 15 each,
+    # submitted by the last core
+    assert got["TIU cmds"].tolist() == [PER_ENGINE, PER_ENGINE, 2 * PER_ENGINE]
+    assert got["CDMA cmds"].tolist() == [0, 30, 30]
+    wb = openpyxl.load_workbook(path, read_only=True)
+    ws = wb["Engine Summary"]
+    h = next(i for i, r in enumerate(rows) if r[0] == "Core") + 1
+    cells = {c.value: i for i, c in enumerate(next(ws.iter_rows(min_row=h, max_row=h)))}
+    first = next(ws.iter_rows(min_row=h + 1, max_row=h + 1))
+    assert first[cells["TIU util"]].number_format == "0.0%"
+    assert first[cells["TIU busy (ns)"]].number_format == "#,##0"
+    wb.close()
+    assert any(r[0] == "Definitions" for r in rows)
+
+
+def test_registers_auto_off_above_limit(tmp_path, monkeypatch):
+    p = _profile()
+    monkeypatch.setattr(xlsx, "REGISTER_AUTO_LIMIT", 100)
+    path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
+    assert _rows(path, "TIU_0")[0] == TIU
+    facts = {r[0]: r[1] for r in _rows(path, "Engine Summary")[:20] if r[0]}
+    assert facts["Register fields"].startswith(f"left out: {len(p.commands):,} commands")
+    path = xlsx.write(p, engine_summary(p), tmp_path, registers=True, quiet=True)
+    assert "des_res0_addr" in _rows(path, "TIU_0")[0]
+    path = xlsx.write(p, engine_summary(p), tmp_path, registers=False, quiet=True)
+    assert _rows(path, "GDMA_0")[0] == DMA
+    with pytest.raises(ValueError):
+        xlsx.write(p, engine_summary(p), tmp_path, registers="yes", quiet=True)
+
+
+def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
+    p = make_profile(cores=1, per_engine=PER_ENGINE, seed=5)
+    monkeypatch.setattr(xlsx, "SHEET_MAX_ROWS", 26)   # header + 25 data rows per sheet
+    path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
+    wb = openpyxl.load_workbook(path)
+    assert wb.sheetnames == ["Engine Summary", "TIU_0", "TIU_0 (2)", "TIU_0 (3)", "GDMA_0",
+                             "GDMA_0 (2)", "GDMA_0 (3)", "SDMA_0", "SDMA_0 (2)", "SDMA_0 (3)", "CDMA_0"]
+    idx = []
+    for name, n in (("TIU_0", 25), ("TIU_0 (2)", 25), ("TIU_0 (3)", 10)):
+        ws = wb[name]
+        assert ws.max_row == n + 1 and ws["C1"].value == "Global Idx"
+        assert ws.auto_filter.ref == f"A1:Q{n + 1}" and ws.freeze_panes == "D2"
+        idx += [r[0] for r in ws.iter_rows(min_row=2, min_col=3, max_col=3, values_only=True)]
+    assert idx == list(range(PER_ENGINE))   # nothing dropped, nothing repeated, in order
+    wb.close()
+
+
+def test_refused_row_is_an_error(tmp_path):
+    wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"), {"constant_memory": True})
+    ws = wb.add_worksheet("T")
+    ws.xls_rowmax = 3     # stand-in for Excel's limit: xlsxwriter returns -1 past it
+    book = xlsx._Book.__new__(xlsx._Book)
+    book.wb, book._num = wb, {None: None}
+    col = xlsx.Column("n", [1, 2, 3, 4, 5], "number")
+    with pytest.raises(OutputError, match="refused row 4"):
+        xlsx.write_rows(ws, "T", [col], 0, 5, 0, book)
+    wb.close()
+
+
+def test_extra_tables_written_generically(written):
+    p, _, path = written
+    rows = _rows(path, "Ops_ top_k")
+    assert rows == [["op", "calls", "self_us"], ["matmul", 3, 1.5], ["add", 2, None], [None, 1, 0.25]]
+
+
+def test_output_errors_and_empty_profile(tmp_path):
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    p = make_profile(cores=1, per_engine=5)
+    with pytest.raises(OutputError):
+        xlsx.write(p, engine_summary(p), blocker, quiet=True)   # PerfDoc under a file
+    empty = Profile()
+    path = xlsx.write(empty, engine_summary(empty), tmp_path / "e", quiet=True)
+    wb = openpyxl.load_workbook(path, read_only=True)
+    assert wb.sheetnames == ["Engine Summary"]
+    wb.close()
+
+
+def test_progress_on_stderr_unless_quiet(tmp_path, capfd):
+    p = make_profile(cores=1, per_engine=50)
+    xlsx.write(p, engine_summary(p), tmp_path / "a", quiet=True)
+    assert capfd.readouterr().err == ""
+    xlsx.write(p, engine_summary(p), tmp_path / "b", quiet=False)
+    out = capfd.readouterr()
+    assert "xlsx TIU_0" in out.err and out.out == ""
+
+
+def _soffice():
+    return shutil.which("libreoffice") or shutil.which("soffice")
+
+
+@pytest.mark.skipif(_soffice() is None, reason="LibreOffice (libreoffice/soffice) is not on PATH; "
+                    "install Debian package libreoffice-calc to run this test")
+def test_libreoffice_reads_the_workbook(written, tmp_path):
+    p, s, path = written
+    # 12th token -1: every sheet to <name>-<sheet>.csv; 9th false: raw values, not as shown
+    flt = "csv:Text - txt - csv (StarCalc):44,34,76,1,,0,false,true,false,false,false,-1"
+    res = subprocess.run([_soffice(), f"-env:UserInstallation=file://{tmp_path}/profile",
+                          "--headless", "--convert-to", flt, "--outdir", str(tmp_path), str(path)],
+                         capture_output=True, text=True, timeout=180)
+    stem = path.stem
+    out = tmp_path / f"{stem}-GDMA_1.csv"
+    assert out.exists(), res.stdout + res.stderr
+    with open(out, newline="", encoding="utf-8") as fh:
+        rows = list(csv.reader(fh))
+    c = p.commands
+    model = c[c["sheet"] == "GDMA_1"].sort_values("global_idx")
+    assert rows[0][:len(DMA)] == DMA and len(rows) == len(model) + 1
+    got = pd.DataFrame(rows[1:], columns=rows[0])
+    assert got["Global Idx"].astype(int).tolist() == model["global_idx"].tolist()
+    assert got["Start Time(ns)"].astype(int).tolist() == model["start_ns"].tolist()
+    assert got["Function Name"].tolist() == model["func_name"].astype(str).tolist()
+    assert got["Direction"].tolist() == model["direction"].astype(object).fillna("").tolist()
+    bw = pd.to_numeric(got["DDR Bandwidth(GB/s)"].replace("", np.nan))
+    assert np.allclose(bw, model["ddr_bw"], rtol=1e-12, equal_nan=True)
+    with open(tmp_path / f"{stem}-Engine Summary.csv", newline="", encoding="utf-8") as fh:
+        summary_rows = list(csv.reader(fh))
+    h = next(i for i, r in enumerate(summary_rows) if r and r[0] == "Core")
+    col = summary_rows[h].index("TIU busy (ns)")
+    assert [int(r[col]) for r in summary_rows[h + 1:h + 4]] == s["tiu_busy_ns"].astype(int).tolist()
