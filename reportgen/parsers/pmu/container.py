@@ -1,0 +1,158 @@
+"""TLV block container of `cdmlib*.profile` / `cdma*.profile` files, and `global.profile`.
+
+A core file is a concatenation of blocks ``u32 type, u32 length, payload`` (spec §4). The
+reader checks every header against the bytes really present before slicing, so a corrupt
+length can never cause a giant allocation, and names the file and byte offset of any problem.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+
+from reportgen.errors import InputError
+from reportgen.model import Meta
+from reportgen.parsers.pmu.chips import Chip, chip_for_arch
+from reportgen.parsers.pmu.records import Block
+
+KNOWN_BLOCKS = {int(b) for b in Block}
+
+
+@dataclass
+class BlockRef:
+    type: int
+    offset: int           # offset of the block header in the file
+    payload: memoryview
+
+
+def read_blocks(path: Path, data: bytes | None = None) -> list[BlockRef]:
+    """All blocks of a core/CDMA file in file order."""
+    if data is None:
+        data = path.read_bytes()
+    view = memoryview(data)
+    blocks: list[BlockRef] = []
+    off, size = 0, len(data)
+    while off < size:
+        if size - off < 8:
+            raise InputError(path, f"truncated block header: {size - off} bytes left, expected 8",
+                             offset=off)
+        btype, length = np.frombuffer(data, "<u4", 2, off)
+        btype, length = int(btype), int(length)
+        if btype not in KNOWN_BLOCKS:
+            raise InputError(path, f"unknown block type {btype} (expected one of the dump block "
+                             "types 1-17 or 100)", offset=off)
+        if length > size - off - 8:
+            raise InputError(path, f"block type {Block(btype).name} claims {length} payload bytes "
+                             f"but only {size - off - 8} remain (truncated file?)", offset=off)
+        blocks.append(BlockRef(btype, off, view[off + 8: off + 8 + length]))
+        off += 8 + length
+    return blocks
+
+
+@dataclass
+class GlobalProfile:
+    path: Path
+    chip: Chip
+    bmodel: bool = False
+    tpu_freq: float | None = None
+    core_num: int | None = None
+    max_record_num: int | None = None
+    tail_offset_ns: int | None = None
+    #: `core{N}_tiu_record` etc. -> (value, line number)
+    records: dict[str, tuple[int, int]] = field(default_factory=dict)
+
+
+_INT_KEYS = ("core_num", "max_record_num", "tail_offset_ns")
+
+
+def read_global_profile(path: Path, meta: Meta) -> GlobalProfile:
+    """Parse `global.profile` (spec §3). Blank lines and junk lines are tolerated with a warning."""
+    try:
+        text = path.read_bytes().decode("utf-8", errors="replace")
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror}") from None
+    values: dict[str, tuple[str, int]] = {}
+    bmodel = False
+    junk = []
+    for lineno, raw in enumerate(text.splitlines(), 1):
+        line = raw.strip()
+        if not line:
+            continue
+        if "bmodel" in line:
+            bmodel = True
+            if "=" not in line:
+                continue
+        if "=" not in line:
+            junk.append(lineno)
+            continue
+        key, _, value = line.partition("=")
+        values[key.strip()] = (value.strip(), lineno)
+    if junk:
+        meta.warn("global-junk", f"ignored {len(junk)} line(s) without '=' (first: line {junk[0]})",
+                  str(path))
+    if "arch" not in values:
+        raise InputError(path, "does not declare the chip: expected a line 'arch=<5|8800|AKS|6|140814|AKSV>'")
+    arch, arch_line = values["arch"]
+    chip = chip_for_arch(arch)
+    if chip is None:
+        raise InputError(path, f"unsupported chip arch={arch!r}: expected AKS (5, 8800, AKS, SG2260) "
+                         "or AKSV (6, 140814, AKSV, SG2260E)", line=arch_line)
+    gp = GlobalProfile(path=path, chip=chip, bmodel=bmodel)
+    for key in _INT_KEYS:
+        if key in values:
+            setattr(gp, key, _int_value(path, key, *values[key]))
+    if "tpu_freq" in values:
+        freq = _float_value(path, "tpu_freq", *values["tpu_freq"])
+        if freq <= 0:
+            raise InputError(path, f"tpu_freq must be > 0 MHz, found {freq}", line=values["tpu_freq"][1])
+        gp.tpu_freq = freq
+    for key, (value, lineno) in values.items():
+        if key.endswith("_record"):
+            n = _int_value(path, key, value, lineno)
+            if n < 0:
+                raise InputError(path, f"{key}={n}: a record count cannot be negative", line=lineno)
+            if gp.max_record_num is not None and n > gp.max_record_num:
+                raise InputError(path, f"{key}={n} exceeds max_record_num={gp.max_record_num}",
+                                 line=lineno)
+            gp.records[key] = (n, lineno)
+    return gp
+
+
+def _int_value(path: Path, key: str, value: str, lineno: int) -> int:
+    try:
+        return int(value, 0)
+    except ValueError:
+        raise InputError(path, f"{key}={value!r}: expected an integer", line=lineno) from None
+
+
+def _float_value(path: Path, key: str, value: str, lineno: int) -> float:
+    try:
+        return float(value)
+    except ValueError:
+        raise InputError(path, f"{key}={value!r}: expected a number", line=lineno) from None
+
+
+_NUMBERS = re.compile(r"\d+")
+_CDMA_NAME = re.compile(r"cdma\d*_(\d+)\.profile$")
+
+
+def core_files(directory: Path) -> list[Path]:
+    """Core files in core order: sorted numerically by the numbers in the name (spec §2)."""
+    files = [p for p in directory.glob("cdmlib*.profile") if p.is_file()]
+    return sorted(files, key=lambda p: [int(n) for n in _NUMBERS.findall(p.name)])
+
+
+def cdma_files(directory: Path, chip: Chip) -> dict[int, Path]:
+    ports: dict[int, Path] = {}
+    for p in sorted(directory.glob("cdma*.profile")):
+        m = _CDMA_NAME.search(p.name)
+        if not m:
+            raise InputError(p, "CDMA file name should be cdma_<port>.profile or cdma<N>_<port>.profile")
+        port = int(m.group(1))
+        if port >= chip.cdma_ports:
+            raise InputError(p, f"CDMA port {port} does not exist on {chip.name} "
+                             f"(ports 0..{chip.cdma_ports - 1})")
+        ports[port] = p
+    return dict(sorted(ports.items()))

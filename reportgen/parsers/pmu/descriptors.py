@@ -1,0 +1,190 @@
+"""Command descriptor decoding driven by the register tables in ``data/`` (spec §8).
+
+Field layouts are data (``data/AKS.csv``, ``data/AKSV.csv``: op, field, bit offset, width);
+this module only knows how descriptors are *classified* (which bits select the op) and
+extracts every field of a batch of same-op descriptors at once with numpy.
+"""
+from __future__ import annotations
+
+import csv
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from importlib import resources
+
+import numpy as np
+
+#: TIU op -> tsk_typ (spec §8.2); long forms drop the leading "s".
+TIU_TSK_TYP = {
+    "sCONV": 0, "sCONV_BW": 0, "sPorD": 1, "sMM": 2, "sMM2": 2, "sAR": 3, "sRQ&sDQ": 4,
+    "sCW&sBC": 5, "sSG": 6, "sSGL": 6, "LAR": 7, "RAND": 8, "sSFU": 9, "sLIN": 10,
+    "SYS_TR_ACC": 12, "sCMP": 13, "sVC": 14, "SYS": 15,
+}
+#: short op -> long op name in the register tables
+LONG_FORM = {"sCONV": "CONV", "sCONV_BW": "CONV_BW", "sPorD": "PorD", "sMM": "MM", "sMM2": "MM2",
+             "sAR": "AR", "sRQ&sDQ": "RQ&DQ", "sCW&sBC": "CW&BC", "sSG": "SG", "sSGL": "SGL",
+             "sSFU": "SFU", "sLIN": "LIN", "sCMP": "CMP", "sVC": "VC"}
+SHORT_FORM = {v: k for k, v in LONG_FORM.items()}
+
+#: DMA cmd_type -> op (GDMA and SDMA share the tables); 6 is the 128-bit system command
+DMA_OPS = {0: "DMA_tensor", 1: "DMA_matrix", 2: "DMA_masked_select", 3: "DMA_general",
+           4: "DMA_cw_transpose", 5: "DMA_nonzero", 6: "sDMA_sys", 7: "DMA_gather",
+           8: "DMA_scatter", 9: "DMA_reverse", 12: "DMA_lossy_compress", 13: "DMA_lossy_decompress"}
+#: CDMA cmd_type (bits 7..4) -> op
+CDMA_OPS = {0: "CDMA_send", 1: "CDMA_read", 2: "CDMA_write", 3: "CDMA_general", 4: "CDMA_receive",
+            5: "CDMA_lossy_compress", 6: "CDMA_lossy_decompress", 7: "sCDMA_sys",
+            8: "CDMA_tcp_send", 9: "CDMA_tcp_receive"}
+
+
+@dataclass(frozen=True)
+class Layout:
+    op: str
+    bits: int
+    fields: tuple[tuple[str, int, int], ...]   # (name, bit offset, width) in register order
+
+    @property
+    def nbytes(self) -> int:
+        return self.bits // 8
+
+
+def _data_file(name: str):
+    return resources.files("reportgen.parsers.pmu").joinpath("data", name)
+
+
+@lru_cache(maxsize=None)
+def layouts(chip: str) -> dict[str, Layout]:
+    """op -> Layout for a chip (AKS / AKSV)."""
+    rows: dict[str, list] = {}
+    bits: dict[str, int] = {}
+    with _data_file(f"{chip}.csv").open(encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            op = re.sub(r"[（(].*$", "", r["op"]).strip()   # "DMA_tensor（0x000）" -> "DMA_tensor"
+            fields = rows.setdefault(op, [])
+            entry = (r["field"], int(r["bit_offset"]), int(r["bit_width"]))
+            if entry not in fields:
+                fields.append(entry)
+            bits[op] = int(r["descriptor_bits"])
+    return {op: Layout(op, bits[op], tuple(f)) for op, f in rows.items()}
+
+
+@lru_cache(maxsize=None)
+def mode2_names() -> dict[tuple[str, int], str]:
+    """(register op, tsk_eu_typ) -> Function Name, e.g. ("sMM2", 4) -> "mm2.nn"."""
+    out = {}
+    with _data_file("mode2-names.csv").open(encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            out[(r["function_type"], int(r["eu_or_special"]))] = r["function_name"]
+    return out
+
+
+@lru_cache(maxsize=None)
+def mode1_names(chip: str) -> dict[tuple[str, int, int], tuple[str, str]]:
+    """(TIU|DMA|CDMA, cmd type, eu/special) -> (Function Type, Function Name)."""
+    out = {}
+    with _data_file(f"{chip}-mode1-names.csv").open(encoding="utf-8") as fh:
+        for r in csv.DictReader(fh):
+            out[(r["engine"], int(r["cmd_type"]), int(r["special_or_eu"]))] = (
+                r["function_type"], r["function_name"])
+    return out
+
+
+def extract(buf: np.ndarray, offset: int, width: int) -> np.ndarray:
+    """Field ``[offset, offset+width)`` of every row of ``buf`` (n x nbytes uint8) as uint64.
+
+    Rows are little endian; a field may straddle 64-bit words (up to 64 bits wide).
+    """
+    first, last = offset // 8, (offset + width - 1) // 8
+    span = buf[:, first:last + 1].astype(np.uint64)
+    value = np.zeros(len(buf), np.uint64)
+    for i in range(span.shape[1]):          # at most 9 bytes: a loop over bytes, not rows
+        shift = 8 * i - (offset % 8)
+        if shift >= 0:
+            value |= span[:, i] << np.uint64(shift)
+        else:
+            value |= span[:, i] >> np.uint64(-shift)
+    if width < 64:
+        value &= np.uint64((1 << width) - 1)
+    return value
+
+
+def as_matrix(blobs: list[bytes], nbytes: int) -> np.ndarray:
+    """Stack descriptor byte strings into an n x nbytes matrix (zero padded / cut)."""
+    out = np.zeros((len(blobs), nbytes), np.uint8)
+    for i, b in enumerate(blobs):       # one memcpy per command: the bytes come from a list
+        m = min(len(b), nbytes)
+        out[i, :m] = np.frombuffer(b, np.uint8, m)
+    return out
+
+
+def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
+    """Every register field of a batch of descriptors of one op."""
+    if buf.shape[1] < layout.nbytes:
+        buf = np.pad(buf, ((0, 0), (0, layout.nbytes - buf.shape[1])))
+    return {name: extract(buf, off, width) for name, off, width in layout.fields}
+
+
+# -- classification ---------------------------------------------------------------------------
+
+@lru_cache(maxsize=None)
+def _tiu_eu_table(chip: str) -> dict[tuple[int, int, int], str]:
+    """(cmd_short, tsk_typ, eu) -> register op, from the mode-2 name table and §8.2."""
+    names = mode2_names()
+    have = layouts(chip)
+    table: dict[tuple[int, int, int], str] = {}
+    for (op, eu) in names:
+        if op in ("SYS", "SYS_TR_ACC"):
+            for short in (0, 1):
+                table[(short, TIU_TSK_TYP[op], eu)] = op
+        elif op in TIU_TSK_TYP and op in have:
+            table[(1, TIU_TSK_TYP[op], eu)] = op
+        elif op in SHORT_FORM and op in have:
+            table[(0, TIU_TSK_TYP[SHORT_FORM[op]], eu)] = op
+        elif op in ("LAR", "RAND") and op in have:
+            table[(0, TIU_TSK_TYP[op], eu)] = op
+            table[(1, TIU_TSK_TYP[op], eu)] = op
+    return table
+
+
+def classify_tiu(buf: np.ndarray, chip: str) -> np.ndarray:
+    """Register op name of each TIU descriptor (object array; None if unknown)."""
+    short = extract(buf, 0, 1).astype(int)
+    typ = extract(buf, 41, 4).astype(int)
+    eu = extract(buf, 45, 5).astype(int)
+    eu3 = extract(buf, 45, 3).astype(int)
+    table = _tiu_eu_table(chip)
+    keys = np.stack([short, typ, eu], 1)
+    out = np.empty(len(buf), object)
+    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
+    for j, (s, t, e) in enumerate(uniq):       # one lookup per distinct key
+        op = table.get((int(s), int(t), int(e)))
+        out[inv.ravel() == j] = op
+    tr_acc = (typ == 12) & (eu3 == 0)           # SYS_TR_ACC has a 3-bit eu field
+    out[tr_acc & (out == None)] = "SYS_TR_ACC"  # noqa: E711 (object array comparison)
+    return out
+
+
+def classify_dma(buf: np.ndarray, chip: str) -> np.ndarray:
+    short = extract(buf, 3, 1).astype(int)
+    ctype = extract(buf, 32, 5).astype(int)
+    have = layouts(chip)
+    out = np.empty(len(buf), object)
+    for code, op in DMA_OPS.items():
+        if op not in have:
+            continue
+        want_short = 1 if op == "sDMA_sys" else 0
+        out[(ctype == code) & (short == want_short)] = op
+    return out
+
+
+def classify_cdma(buf: np.ndarray, chip: str) -> np.ndarray:
+    ctype = extract(buf, 4, 4).astype(int)
+    have = layouts(chip)
+    out = np.empty(len(buf), object)
+    for code, op in CDMA_OPS.items():
+        if op in have:
+            out[ctype == code] = op
+    return out
+
+
+def op_length_bytes(op: str, chip: str) -> int:
+    return layouts(chip)[op].nbytes

@@ -1,0 +1,245 @@
+"""Decode a `cdm_profile_data_devX-Y/` directory into a Profile (spec §9, 0.3.7 behaviour).
+
+Per core: read blocks, normalise the PMU streams, cut the profile-init preamble (its TIU
+record #1 end is the core's sync point), parse the dynamic nodes, and bind records to
+commands. Then anchor the CDMA ports on the anchor core, align the cores on their sync points,
+shift the earliest record to 0 ns, prune system commands at stream edges and describe every
+record (names, bytes, direction, ops) as one row of ``Profile.commands``.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportgen.errors import InputError
+from reportgen.model import Meta, Profile, finalize_commands
+from reportgen.parsers.pmu import container, describe, match
+from reportgen.parsers.pmu.chips import Chip
+from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
+from reportgen.parsers.pmu.records import DES_KV_HEADER, DYN_EXTRA_HEADER, Block
+from reportgen.parsers.pmu.streams import Stream, from_records, normalise
+
+INIT_RECORDS = 2          # profile-init commands per engine (AKS/AKSV)
+CORE_ENGINES = ("TIU", "GDMA", "SDMA")
+_MONITOR = {Block.MONITOR_BD: "TIU", Block.MONITOR_GDMA: "GDMA", Block.MONITOR_SDMA: "SDMA"}
+_BMODEL_DES = {Block.BLOCK_DES_BDC: "TIU", Block.BLOCK_DES_GDMA: "GDMA", Block.BLOCK_DES_SDMA: "SDMA"}
+
+
+@dataclass
+class CoreData:
+    index: int
+    path: Path
+    streams: dict[str, Stream] = field(default_factory=dict)
+    commands: dict[str, CommandList] = field(default_factory=dict)
+    extra: list[bytes] = field(default_factory=list)          # DYN_EXTRA descriptors
+    kv: dict[tuple[int, int], bytes] = field(default_factory=dict)
+    bmodel_des: dict[str, list[bytes]] = field(default_factory=dict)
+    sync_ns: int | None = None
+    has_nodes: bool = False
+
+
+def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True,
+              **_ignored) -> Profile:
+    """Decode a PMU dump directory. ``tiu_freq`` (MHz) overrides `tpu_freq` and the chip default."""
+    directory = Path(path)
+    if not directory.is_dir():
+        raise InputError(directory, "not a directory: expected a PMU dump directory "
+                         "(cdm_profile_data_devX-Y/ with global.profile)")
+    gpath = directory / "global.profile"
+    if not gpath.is_file():
+        raise InputError(directory, "no global.profile: this is not a TPU PMU dump directory")
+    meta = Meta(source="pmu", input_path=str(directory))
+    gp = container.read_global_profile(gpath, meta)
+    chip = gp.chip
+    tiu_mhz = float(tiu_freq or gp.tpu_freq or chip.tiu_mhz)
+    dma_mhz = chip.dma_mhz
+    files = container.core_files(directory)
+    ports = container.cdma_files(directory, chip)
+    if not files:
+        raise InputError(directory, "no cdmlib*.profile core files: nothing to decode")
+    num_cores = max(len(files), gp.core_num or 0)
+    meta.chip, meta.chip_alias, meta.num_cores = chip.name, chip.alias, num_cores
+    meta.tiu_freq_mhz, meta.dma_mhz = tiu_mhz, dma_mhz
+    meta.dma_freq_mhz = dma_mhz
+    meta.tail_offset_ns = gp.tail_offset_ns
+    meta.arch = dict(chip.arch, **{"TIU Frequency(MHz)": _num(tiu_mhz), "Core Num": chip.cores})
+    _check_names(files, meta)
+
+    cores = [_read_core(i, p, chip, tiu_mhz, dma_mhz, meta, gp.bmodel) for i, p in enumerate(files)]
+    port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
+    _check_record_counts(gp, cores, port_streams, meta)
+
+    modes = {c.index: ("bmodel" if gp.bmodel else "2" if c.extra else "1" if c.has_nodes else "0")
+             for c in cores if any(len(s) for s in c.streams.values())}
+    meta.mode = next(iter(set(modes.values()))) if len(set(modes.values())) == 1 else (
+        "mixed" if modes else "0")
+
+    bound: dict[tuple[int, str], describe.Binding] = {}
+    for core in cores:
+        for engine in CORE_ENGINES:
+            bound[(core.index, engine)] = describe.bind_engine(core, engine, chip, meta, gp.bmodel)
+
+    anchor = next((c for c in cores if c.index == chip.anchor_core), None)
+    port_bound = describe.bind_cdma(port_streams, cores, anchor, chip, meta, bound)
+
+    _align_cores(cores, bound, port_bound, anchor, meta)
+    bindings = [b for b in list(bound.values()) + list(port_bound.values())
+                if b.frame is not None and len(b.frame)]
+    if not bindings:
+        meta.warn("empty", "the dump contains no PMU records after the profile-init preamble")
+    commands, registers = describe.assemble(bindings, meta)
+    meta.cdma_ports = sorted(int(p) for p in commands.loc[commands["engine"] == "CDMA", "port"].dropna().unique())
+    return Profile(commands=commands, registers=registers, meta=meta)
+
+
+def _num(x: float):
+    return int(x) if float(x).is_integer() else x
+
+
+def _check_names(files: list[Path], meta: Meta) -> None:
+    import re
+    numbers = [int(m[-1]) if (m := re.findall(r"\d+", f.name)) else None for f in files]
+    if numbers != list(range(len(files))) and None not in numbers:
+        meta.warn("core-numbering", f"core files are numbered {numbers}: cores are taken in that "
+                  "order as 0..N-1 (a missing file renumbers the following cores)", str(files[0].parent))
+
+
+def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: float, meta: Meta,
+               bmodel: bool) -> CoreData:
+    core = CoreData(index, path)
+    data = path.read_bytes()
+    if not data:
+        meta.warn("empty-core", "zero-length core file: the core has no records", str(path))
+    blocks = container.read_blocks(path, data)
+    warn = lambda code, msg: meta.warn(code, msg, str(path))  # noqa: E731
+    dyn: list[tuple[int, np.ndarray]] = []
+    seen: set[str] = set()
+    for b in blocks:
+        if b.type in _MONITOR:
+            engine = _MONITOR[b.type]
+            if engine in seen:
+                warn("extra-monitor-block", f"second {engine} monitor block ignored (offset {b.offset})")
+                continue
+            seen.add(engine)
+            core.streams[engine] = from_records(engine, b.payload, warn)
+        elif b.type == Block.DYN_DATA:
+            nwords = len(b.payload) // 4
+            if nwords * 4 != len(b.payload):
+                warn("partial-record", "DYN_DATA length is not a multiple of 4: tail ignored")
+            dyn.append((b.offset + 8, np.frombuffer(b.payload, "<u4", nwords)))
+        elif b.type == Block.DYN_EXTRA:
+            core.extra.extend(_dyn_extra_entries(b.payload, path, b.offset + 8, warn))
+        elif b.type == Block.BLOCK_DES_KV:
+            if len(b.payload) < DES_KV_HEADER.itemsize:
+                raise InputError(path, "BLOCK_DES_KV shorter than its 12-byte header", offset=b.offset)
+            key, num, _ = np.frombuffer(b.payload, DES_KV_HEADER, 1)[0]
+            core.kv[(int(key), int(num))] = bytes(b.payload[12:])
+        elif b.type in _BMODEL_DES:
+            core.bmodel_des.setdefault(_BMODEL_DES[b.type], []).append(bytes(b.payload))
+    for engine in CORE_ENGINES:
+        s = core.streams[engine] if engine in core.streams else Stream(engine, {k: np.zeros(0, np.int64) for k in (
+            "start_raw", "end_raw", "raw_id", "order")} | {"sys_like": np.zeros(0, bool)})
+        s = normalise(s, tiu_mhz if engine == "TIU" else dma_mhz, warn)
+        core.streams[engine] = s
+    if len(dyn) > 1:
+        warn("multiple-dyn-data", f"{len(dyn)} DYN_DATA blocks: they are read as one stream")
+    if dyn:
+        words = np.concatenate([w for _, w in dyn])
+        core.commands = parse_dyn_data(words, chip, path, dyn[0][0])
+        core.has_nodes = True
+    # profile-init preamble: first 2 records and first 2 nodes per engine
+    tiu = core.streams["TIU"]
+    if len(tiu) >= INIT_RECORDS:
+        core.sync_ns = int(tiu["end_ns"][INIT_RECORDS - 1])
+    else:
+        warn("no-sync", "TIU stream has fewer than 2 records: the core cannot be aligned")
+    for engine in CORE_ENGINES:
+        s = core.streams[engine]
+        core.streams[engine] = s.take(slice(min(INIT_RECORDS, len(s)), None))
+        if engine in core.commands:
+            core.commands[engine] = core.commands[engine].take(slice(INIT_RECORDS, None))
+    return core
+
+
+def _dyn_extra_entries(payload: memoryview, path: Path, base: int, warn) -> list[bytes]:
+    out, off, n = [], 0, len(payload)
+    while off + DYN_EXTRA_HEADER.itemsize <= n:
+        _, etype, length = (int(x) for x in np.frombuffer(payload, "<u4", 3, off))
+        if etype not in (0, 1, 100):
+            raise InputError(path, f"DYN_EXTRA entry of unknown type {etype} (expected 0, 1 or 100)",
+                             offset=base + off)
+        if off + 12 + length > n:
+            warn("partial-record", "truncated trailing DYN_EXTRA entry dropped")
+            break
+        out.append(bytes(payload[off + 12: off + 12 + length]))
+        off += 12 + length
+    return out
+
+
+def _read_port(port: int, path: Path, dma_mhz: float, meta: Meta) -> Stream:
+    warn = lambda code, msg: meta.warn(code, msg, str(path))  # noqa: E731
+    blocks = container.read_blocks(path)
+    payloads = [b.payload for b in blocks if b.type == Block.MONITOR_CDMA]
+    if not payloads:
+        warn("empty-port", "CDMA file without a MONITOR_CDMA block")
+        payloads = [memoryview(b"")]
+    s = from_records("CDMA", payloads[0], warn)
+    s = normalise(s, dma_mhz, warn)
+    s["port"] = np.full(len(s), port, np.int64)
+    return s
+
+
+def _check_record_counts(gp, cores, ports, meta: Meta) -> None:
+    for key, (value, line) in gp.records.items():
+        parts = key.split("_")
+        try:
+            if key.startswith("core"):
+                idx, engine = int(parts[0][4:]), parts[1].upper()
+                if idx >= len(cores):
+                    continue
+                have = len(cores[idx].streams[engine]) + INIT_RECORDS
+            elif key.startswith("cdma_port"):
+                p = int(parts[1][4:])
+                if p not in ports:
+                    continue
+                have = len(ports[p])
+            else:
+                continue
+        except (ValueError, KeyError, IndexError):
+            continue
+        if value == 0:
+            meta.warn("idle-engine", f"{key}=0: engine idle or PMU data missing", str(gp.path))
+        elif have != value:
+            meta.warn("record-count", f"{key}={value} (line {line}) but the file holds {have} records",
+                      str(gp.path))
+
+
+def _align_cores(cores, bound, port_bound, anchor, meta: Meta) -> None:
+    """Sync points coincide, then the earliest first record starts at 0 (spec §9.5)."""
+    ref = next((c.sync_ns for c in cores if c.sync_ns is not None), None)
+    for c in cores:
+        delta = (c.sync_ns - ref) if (c.sync_ns is not None and ref is not None) else 0
+        for engine in CORE_ENGINES:
+            f = bound[(c.index, engine)].frame
+            if f is not None and delta:
+                f["start_ns"] -= delta
+                f["end_ns"] -= delta
+        if anchor is not None and c.index == anchor.index and delta:
+            for b in port_bound.values():
+                if b.frame is not None and b.anchored:
+                    b.frame["start_ns"] -= delta
+                    b.frame["end_ns"] -= delta
+    frames = [b.frame for b in list(bound.values()) + list(port_bound.values())
+              if b.frame is not None and len(b.frame)]
+    if not frames:
+        return
+    zero = min(int(f["start_ns"].iloc[0]) for f in frames)
+    for f in frames:
+        f["start_ns"] -= zero
+        f["end_ns"] -= zero
+    meta.pmu_tail_ns = max(int(f["end_ns"].iloc[-1]) for f in frames)
+    if min(int(f["start_ns"].min()) for f in frames) < 0:
+        meta.warn("unsorted", "a stream is not sorted by time: some commands start before 0 ns")

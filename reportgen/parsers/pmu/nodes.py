@@ -1,0 +1,207 @@
+"""DYN_DATA node streams -> per-engine command lists (spec §6).
+
+The firmware records one 32-bit word per dispatched command, interleaved over the engines of a
+core, plus a few markers (kernel name, id resets, descriptor-chain references). This module
+turns a block of such words into one :class:`CommandList` per engine (and per CDMA port): the
+id each command will carry in the PMU stream, its type fields, mode, kernel tags and the index
+of its DYN_EXTRA descriptor. Only marker records are visited one by one; per-command work is
+vectorised.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from reportgen.errors import InputError
+from reportgen.parsers.pmu.chips import Chip
+from reportgen.parsers.pmu.records import Node, node_fields
+
+RVT_WRAP_ID = 0x3FFFF
+_VALID_TYPES = {int(t) for t in Node}
+
+
+@dataclass
+class CommandList:
+    """Commands of one engine (or CDMA port) of one core, in dispatch order."""
+
+    engine: str
+    ids: np.ndarray                 # id the PMU record will carry (0-based counter)
+    tsk_typ: np.ndarray
+    eu: np.ndarray
+    extra_info: np.ndarray
+    mode: np.ndarray                # object: TDI / RVT / DES
+    kernel: np.ndarray              # object: kernel name or None
+    scope: np.ndarray               # func scope id, -1 when none
+    batch: np.ndarray               # batch index, -1 when none
+    extra_idx: np.ndarray           # DYN_EXTRA entry of the command, -1 when none
+    section: np.ndarray             # section number (runs split at resets / DES refs)
+    #: DES references: section number -> (key, cmd_num)
+    des: dict[int, tuple[int, int]] = field(default_factory=dict)
+    #: DES section number -> (kernel, scope, batch) at the reference
+    des_tags: dict[int, tuple] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def take(self, idx) -> "CommandList":
+        return CommandList(self.engine, self.ids[idx], self.tsk_typ[idx], self.eu[idx],
+                           self.extra_info[idx], self.mode[idx], self.kernel[idx],
+                           self.scope[idx], self.batch[idx], self.extra_idx[idx],
+                           self.section[idx], self.des, self.des_tags)
+
+
+def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: int):
+    """Visit FUNC and DES records (the only multi-word ones) and mark their payload words.
+
+    Returns (payload mask, {FUNC index: name}, {DES index: (key, cmd_num)}).
+    """
+    payload = np.zeros(len(words), bool)
+    names: dict[int, str] = {}
+    des: dict[int, tuple[int, int]] = {}
+    candidates = np.flatnonzero((types == Node.FUNC) | ((types >= Node.DES_TIU) & (types <= Node.DES_CDMA)))
+    skip_until = -1
+    for i in candidates:
+        if i < skip_until:
+            continue
+        w = int(words[i])
+        if types[i] == Node.FUNC:
+            n = w >> 7
+            nwords = (n + 3) // 4
+            if i + 1 + nwords > len(words):
+                raise InputError(path, f"kernel name of {n} bytes runs past the end of the DYN_DATA block",
+                                 offset=base_offset + 4 * int(i))
+            raw = words[i + 1: i + 1 + nwords].astype("<u4").tobytes()[:n]
+            names[int(i)] = raw.decode("utf-8", errors="replace")
+            payload[i + 1: i + 1 + nwords] = True
+            skip_until = i + 1 + nwords
+        else:
+            if i + 1 >= len(words):
+                raise InputError(path, "descriptor reference without its count word at the end of "
+                                 "the DYN_DATA block", offset=base_offset + 4 * int(i))
+            des[int(i)] = (w >> 7, int(words[i + 1]))
+            payload[i + 1] = True
+            skip_until = i + 2
+    return payload, names, des
+
+
+def _ffill(positions: np.ndarray, values: np.ndarray, n: int, default) -> np.ndarray:
+    """Value of the last event at or before each index (``default`` before the first)."""
+    out_idx = np.full(n, -1, np.int64)
+    out_idx[positions] = np.arange(len(positions))
+    out_idx = np.maximum.accumulate(out_idx)
+    vals = np.asarray(values, dtype=object if not np.issubdtype(np.asarray(values).dtype, np.number) else None)
+    result = np.where(out_idx >= 0, vals[np.maximum(out_idx, 0)] if len(vals) else default, default)
+    return result
+
+
+def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
+                   extra_base: int = 0) -> dict[str, CommandList]:
+    """One DYN_DATA block -> {"TIU": ..., "GDMA": ..., "SDMA": ..., "CDMA<p>": ...}."""
+    n = len(words)
+    f = node_fields(words)
+    types = f["type"]
+    payload, names, des_refs = _strings_and_des(words, types, path, base_offset)
+    bad = ~payload & ~np.isin(types, list(_VALID_TYPES))
+    if bad.any():
+        i = int(np.flatnonzero(bad)[0])
+        raise InputError(path, f"unknown dynamic node type {int(types[i])} (word 0x{int(words[i]):08x})",
+                         offset=base_offset + 4 * i)
+    live = ~payload
+    engine_name = np.array([chip.node_engines.get(int(e), None) for e in range(8)], object)[f["engine"]]
+    is_set = live & ((types == Node.NODE_SET) | (types == Node.RVT_NODE_SET))
+    bad_engine = (is_set | (live & (types == Node.ID_RESET))) & (engine_name == None)  # noqa: E711
+    if bad_engine.any():
+        i = int(np.flatnonzero(bad_engine)[0])
+        raise InputError(path, f"dynamic node for engine code {int(f['engine'][i])}, which {chip.name} "
+                         "does not have", offset=base_offset + 4 * i)
+
+    # kernel tags: FUNC opens a scope with a name, FUNC_END closes it; BATCH_IDX is sticky
+    func_pos = np.array(sorted(names), np.int64)
+    end_pos = np.flatnonzero(live & (types == Node.FUNC_END))
+    ev_pos = np.concatenate([func_pos, end_pos])
+    order = np.argsort(ev_pos, kind="stable")
+    ev_pos = ev_pos[order]
+    ev_scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos), -1)])[order]
+    ev_name = np.array([names[int(p)] for p in func_pos] + [None] * len(end_pos), object)[order]
+    scope = _ffill(ev_pos, ev_scope, n, -1).astype(np.int64) if len(ev_pos) else np.full(n, -1)
+    kernel = _ffill(ev_pos, ev_name, n, None) if len(ev_pos) else np.full(n, None, object)
+    batch_pos = np.flatnonzero(live & (types == Node.BATCH_IDX))
+    batch = (_ffill(batch_pos, f["packed"][batch_pos], n, -1).astype(np.int64)
+             if len(batch_pos) else np.full(n, -1, np.int64))
+
+    # DYN_EXTRA entries are consumed one per TDI NODE_SET, every engine included
+    tdi = live & (types == Node.NODE_SET)
+    extra_idx = np.where(tdi, extra_base + np.cumsum(tdi) - 1, -1)
+
+    # which list each command goes to: engine (VSDMA joins SDMA, HAU dropped), CDMA per port
+    lane = np.where(engine_name == "VSDMA", "SDMA", engine_name).astype(object)
+    cdma = lane == "CDMA"
+    port = (f["extra_info"] >> 8) & 0xF
+    lane[cdma] = np.array([f"CDMA{p}" for p in port[cdma]], object)
+
+    des_pos = np.array(sorted(des_refs), np.int64)
+    des_lane = {int(Node.DES_TIU): "TIU", int(Node.DES_GDMA): "GDMA", int(Node.DES_SDMA): "SDMA"}
+    resets = live & (types == Node.ID_RESET)
+
+    out: dict[str, CommandList] = {}
+    lanes = sorted({l for l in lane[is_set] if l not in (None, "HAU")} |
+                   {des_lane.get(int(types[p]), f"CDMA{des_refs[int(p)][1] >> 28}") for p in des_pos})
+    for name in lanes:
+        mine = is_set & (lane == name)
+        # a lane's counter restarts at its own ID_RESET and at every DES reference
+        my_reset = resets & (lane == name)
+        reset_pos = np.union1d(np.flatnonzero(my_reset), des_pos)
+        out[name] = _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel,
+                            scope, batch, extra_idx)
+    _apply_rvt_wrap(out)
+    return out
+
+
+def _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel, scope, batch,
+            extra_idx) -> CommandList:
+    idx = np.flatnonzero(mine)
+    # counter value = commands of this lane since the last reset before them
+    seg = np.searchsorted(reset_pos, idx, side="right")        # segment number per command
+    first_in_seg = np.r_[True, seg[1:] != seg[:-1]] if len(idx) else np.zeros(0, bool)
+    run_start = np.maximum.accumulate(np.where(first_in_seg, np.arange(len(idx)), 0)) if len(idx) else idx
+    ids = np.arange(len(idx)) - run_start
+    mode = np.where(types[idx] == Node.RVT_NODE_SET, "RVT", "TDI").astype(object)
+    cl = CommandList(
+        engine=name, ids=ids.astype(np.int64), tsk_typ=f["des_tsk_typ"][idx], eu=f["des_tsk_eu_typ"][idx],
+        extra_info=f["extra_info"][idx], mode=mode, kernel=kernel[idx], scope=scope[idx],
+        batch=batch[idx], extra_idx=extra_idx[idx],
+        section=seg.astype(np.int64) * 2)
+    # DES references of this lane become their own (empty-bodied) sections, placed in order
+    mine_des = [p for p in des_pos if des_lane.get(int(types[p]), None) == name or
+                (name.startswith("CDMA") and types[p] == Node.DES_CDMA and
+                 f"CDMA{des_refs[int(p)][1] >> 28}" == name)]
+    if mine_des:
+        # section number of a DES ref: 2*segment(before it)+1 keeps order with the TDI runs
+        seg_of = np.searchsorted(reset_pos, np.array(mine_des), side="left") * 2 + 1
+        for p, s in zip(mine_des, seg_of):
+            key, cmd_num = des_refs[int(p)]
+            if types[p] == Node.DES_CDMA:
+                cmd_num &= 0x0FFFFFFF
+            cl.des[int(s)] = (key, cmd_num)
+            cl.des_tags[int(s)] = (kernel[p], int(scope[p]), int(batch[p]))
+    return cl
+
+
+def _apply_rvt_wrap(lists: dict[str, CommandList]) -> None:
+    """AKSV RVT id wrap (spec §6.6): rare, so handled where it happens, not per command."""
+    tiu = lists.get("TIU")
+    if tiu is None or not (tiu.mode == "RVT").any():
+        return
+    wrap = np.flatnonzero((tiu.ids == RVT_WRAP_ID - 1) & (tiu.mode == "RVT"))
+    if len(wrap):
+        # Each wrap point restarts the TIU ids; the firmware-injected `swr` commands are
+        # represented by splitting the section so matching treats the wrap as a reset.
+        for w in wrap:
+            tiu.section[w + 1:] += 2
+            tiu.ids[w + 1:] -= RVT_WRAP_ID
+
+
+def split_init(cl: CommandList, count: int) -> tuple[CommandList, CommandList]:
+    """The profile-init commands (first ``count``) and the rest."""
+    return cl.take(slice(0, count)), cl.take(slice(count, None))
