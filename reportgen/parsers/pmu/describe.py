@@ -32,6 +32,8 @@ class Binding:
     frame: pd.DataFrame | None = None
     registers: pd.DataFrame | None = None
     anchored: bool = False
+    #: Function Type -> its register fields in register order (for the RegInfo layout)
+    field_order: dict[str, list[str]] = field(default_factory=dict)
 
 
 # -- descriptor chains -------------------------------------------------------------------------
@@ -325,6 +327,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     # 3) full descriptors (mode 2, DES, bmodel)
     desc = np.flatnonzero(rec["source"] == "desc")
     reg_frames = []
+    field_order: dict[str, list[str]] = {}
     if len(desc):
         kind = "CDMA" if engine == "CDMA" else ("TIU" if engine == "TIU" else "DMA")
         maxlen = max(len(b) for b in rec["blob"][desc])
@@ -369,6 +372,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
                     if hi in fields:
                         reg[name] = (fields[hi].astype(np.int64) << 32) + fields[lo].astype(np.int64)
             reg_frames.append(reg)
+            field_order[str(ftype[rows[0]])] = list(reg.columns)
     is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != "RVT")
     if engine != "TIU":
         sys_rows = ctype == SYS_TYPE[engine]
@@ -405,7 +409,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     frame["dep_cmd_id"] = frame["dep_cmd_id"].where(frame["dep_cmd_id"] >= 0)
     frame["port"] = frame["port"].where(frame["port"] >= 0)
     registers = pd.concat(reg_frames).sort_index() if reg_frames else None
-    return Binding(frame=frame, registers=registers)
+    return Binding(frame=frame, registers=registers, field_order=field_order)
 
 
 def _tiu_dtype(op: str, fields) -> np.ndarray:
@@ -569,6 +573,7 @@ def assemble(bindings: list[Binding], meta: Meta):
     """Concatenate the bound streams, prune system commands at their edges, number the rows
     of each sheet (global_idx) and collect the register side tables per engine."""
     frames, regs = [], []
+    orders: dict[str, dict[str, list[str]]] = {}
     any_cdma = any(b.frame["engine"].iloc[0] == "CDMA" for b in bindings)
     for b in bindings:
         f = b.frame.reset_index(drop=True)
@@ -586,6 +591,7 @@ def assemble(bindings: list[Binding], meta: Meta):
         f["global_idx"] = np.arange(len(f))
         frames.append(f)
         regs.append(r)
+        orders.setdefault(str(f["engine"].iloc[0]), {}).update(b.field_order)
     if not frames:
         return finalize_commands(pd.DataFrame(columns=["core", "engine"])), {}
     offsets = np.cumsum([0] + [len(f) for f in frames[:-1]])
@@ -596,4 +602,8 @@ def assemble(bindings: list[Binding], meta: Meta):
             r = r.copy()
             r.index = r.index + off
             registers.setdefault(str(f["engine"].iloc[0]), []).append(r)
-    return commands, {e: pd.concat(parts) for e, parts in registers.items()}
+    tables = {}
+    for e, parts in registers.items():
+        tables[e] = pd.concat(parts)
+        tables[e].attrs["field_order"] = orders.get(e, {})
+    return commands, tables

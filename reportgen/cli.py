@@ -1,0 +1,132 @@
+"""`bigTpuProfile INPUT [OUT]`: command-line compatible with the vendor tool 0.3.0 and 0.3.7.
+
+Outputs (all on by default; see README "Outputs and options"):
+  OUT/summary.txt + summary.json      off with --disable_summary
+  OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
+  OUT/*RegInfo_*.txt                  with the workbook (the vendor writes them with its doc)
+  OUT/PerfWeb/result.html             off with --disable_web
+  OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
+
+A user mistake (bad input, bad option) prints one line and exits non-zero; a writer failure
+exits 3 and leaves no half-written file (every output is written under a temporary name).
+"""
+from __future__ import annotations
+
+import argparse
+import importlib
+import os
+import sys
+import time
+from pathlib import Path
+
+from reportgen.errors import OutputError, ReportgenError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="bigTpuProfile",
+        description="Profile reports (xlsx, html, perfetto, summary) from a TPU PMU dump "
+                    "directory or a framework trace.")
+    p.add_argument("input", help="PMU dump directory (cdm_profile_data_devX-Y/), chrome trace JSON, "
+                   "Ascend ASCEND_PROFILER_OUTPUT or MindSpore profiler folder")
+    p.add_argument("output", nargs="?", default="profile_out", help="output folder (default: profile_out)")
+    p.add_argument("--disable_web", action="store_true", help="do not write PerfWeb/result.html")
+    p.add_argument("--disable_doc", action="store_true", help="do not write the xlsx and RegInfo files")
+    p.add_argument("--enable_doc", action="store_true", help="(0.3.7) write the xlsx and RegInfo files: on by default")
+    p.add_argument("--perfetto", action="store_true", help="(0.3.0) write perfetto.pftrace: on by default")
+    p.add_argument("--no_perfetto", action="store_true", help="do not write perfetto.pftrace")
+    p.add_argument("--disable_summary", action="store_true", help="do not write summary.txt/summary.json")
+    p.add_argument("--trace_file", metavar="F", help="host chrome trace (tpudnn/PyTorch JSON, .gz) to "
+                   "merge above the device timeline")
+    p.add_argument("--tiu_freq", type=float, metavar="MHZ", help="TIU clock in MHz (default: tpu_freq "
+                   "from global.profile, else the chip default)")
+    p.add_argument("--num_core", type=int, metavar="N", help="(0.3.0) accepted for compatibility; the "
+                   "core count comes from the dump")
+    p.add_argument("--registers", choices=("auto", "on", "off"), default="auto",
+                   help="register columns in the workbook (auto: only below ~200k commands)")
+    p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
+    p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept")
+    p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
+    return p
+
+
+#: (option that disables it, module, label) in the order outputs are written
+WRITERS = [
+    ("disable_doc", "reportgen.writers.xlsx", "workbook"),
+    ("disable_web", "reportgen.writers.html", "web report"),
+    ("no_perfetto", "reportgen.writers.perfetto", "perfetto trace"),
+]
+
+
+def run(args: argparse.Namespace) -> int:
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.parsers.detect import load_profile
+    from reportgen.writers import text
+
+    t0 = time.perf_counter()
+    options = {"tiu_freq": args.tiu_freq, "quiet": args.quiet}
+    if args.min_depth is not None:
+        options["min_depth"] = args.min_depth
+    if args.max_depth is not None:
+        options["max_depth"] = args.max_depth
+    profile = load_profile(args.input, **options)
+    if args.trace_file:
+        from reportgen.analysis.host_align import attach_host_trace
+        attach_host_trace(profile, args.trace_file)
+    summary = engine_summary(profile)
+    out = Path(args.output)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise OutputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
+    written: list[Path] = []
+    if not args.disable_summary:
+        written += text.write_summary(profile, summary, out)
+    if not args.disable_doc:
+        written += _guard("RegInfo files", lambda: text.write_reginfo(profile, out))
+    for flag, module, label in WRITERS:
+        if getattr(args, flag):
+            continue
+        writer = importlib.import_module(module)
+        kwargs = {"quiet": args.quiet}
+        if module.endswith("xlsx"):
+            kwargs["registers"] = {"auto": "auto", "on": True, "off": False}[args.registers]
+        written.append(_guard(label, lambda: writer.write(profile, summary, out, **kwargs)))
+    if not args.quiet:
+        if not args.disable_summary:
+            print(text.summary_text(profile, summary))
+        print(f"Wrote {len(written)} file(s) to {out.resolve()} in {time.perf_counter() - t0:.1f} s:")
+        for p in written:
+            print(f"  {p}")
+    return 0
+
+
+def _guard(label: str, fn):
+    """Run a writer; any failure becomes an OutputError (exit 3), never a silent success."""
+    try:
+        return fn()
+    except ReportgenError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"{label}: {exc.filename or ''} {exc.strerror or exc}".strip()) from exc
+    except Exception as exc:  # a writer bug must not look like success
+        raise OutputError(f"{label} failed: {type(exc).__name__}: {exc} "
+                          "(set REPORTGEN_DEBUG=1 for the traceback)") from exc
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        return run(args)
+    except ReportgenError as exc:
+        if os.environ.get("REPORTGEN_DEBUG"):
+            raise
+        print(f"bigTpuProfile: error: {exc}", file=sys.stderr)
+        return exc.exit_code
+    except KeyboardInterrupt:
+        print("bigTpuProfile: interrupted", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

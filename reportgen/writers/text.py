@@ -1,0 +1,205 @@
+"""summary.txt / summary.json and the RegInfo text files.
+
+The summary shows the engine summary of ``reportgen.analysis.metrics`` as a fixed-width table
+(the same numbers the xlsx Engine Summary and the HTML overview show); summary.json holds the
+same values unformatted. RegInfo files follow the vendor's layout (reference-tool.md §6):
+``__CHIP_ARCH_ARGS__`` then one ``__TIU_REG_INFO__`` / ``__TDMA_REG_INFO__`` /
+``__CDMA_REG_INFO__`` block per command with tab-indented ``key: value`` lines.
+"""
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import ENGINE_IDS, Profile
+from reportgen.writers.atomic import atomic_open
+
+#: (header, summary column, kind) of the printed table; kind: pct, us, gbs, num
+SUMMARY_COLUMNS = [
+    ("CoreId", "core", "id"),
+    ("Parallelism(%)", "parallelism", "pct"),
+    ("totalTime(us)", "span_ns", "us"),
+    ("TIU busy(us)", "tiu_busy_ns", "us"),
+    ("TIU util(%)", "tiu_util", "pct"),
+    ("uArch rate(%)", "tiu_uarch_rate", "pct"),
+    ("GDMA busy(us)", "gdma_busy_ns", "us"),
+    ("GDMA util(%)", "gdma_util", "pct"),
+    ("GDMA DDR BW(GB/s)", "gdma_ddr_bw_busy", "gbs"),
+    ("GDMA L2M BW(GB/s)", "gdma_l2m_bw_busy", "gbs"),
+    ("SDMA busy(us)", "sdma_busy_ns", "us"),
+    ("SDMA util(%)", "sdma_util", "pct"),
+    ("SDMA DDR BW(GB/s)", "sdma_ddr_bw_busy", "gbs"),
+    ("CDMA DDR BW(GB/s)", "cdma_ddr_bw_busy", "gbs"),
+]
+
+
+def _fmt(value, kind: str) -> str:
+    if isinstance(value, str):
+        return value
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    if kind == "id":
+        return str(int(value))
+    if kind == "pct":
+        return f"{100.0 * value:.2f}%"
+    if kind == "us":
+        return f"{value / 1000.0:.3f}"
+    return f"{value:.2f}"
+
+
+def summary_table(summary: pd.DataFrame) -> str:
+    headers = [h for h, _, _ in SUMMARY_COLUMNS]
+    rows = [[_fmt(r[c], k) for _, c, k in SUMMARY_COLUMNS] for r in summary.to_dict("records")]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
+    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    width = len(line(headers))
+    out = ["=" * width, "Summary", "=" * width, line(headers), "-" * width]
+    out += [line(r) for r in rows[:-1]] + ["-" * width, line(rows[-1]), "=" * width]
+    return "\n".join(out)
+
+
+def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
+    m = profile.meta
+    head = [f"Input: {m.input_path}",
+            f"Chip: {m.chip} ({m.chip_alias})  cores: {m.num_cores}  capture mode: {m.mode}  "
+            f"TIU clock: {m.tiu_freq_mhz:g} MHz  DMA clock: {m.dma_freq_mhz:g} MHz",
+            f"Commands: {len(profile.commands)}  CDMA ports: {m.cdma_ports or 'none'}"]
+    body = summary_table(summary)
+    notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
+             "util = busy / totalTime; BW = bytes / busy time of the commands that moved them; "
+             "uArch rate n/a = no command with a modelled op (modes 0/1)."]
+    warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
+    if len(m.warnings) > 50:
+        warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
+    return "\n".join(head + [""] + [body] + notes + ([""] + warn if warn else [])) + "\n"
+
+
+def _jsonable(v):
+    if isinstance(v, (np.integer,)):
+        return int(v)
+    if isinstance(v, (np.floating, float)):
+        return None if math.isnan(v) else float(v)
+    return v
+
+
+def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:
+    out_dir = Path(out_dir)
+    txt = out_dir / "summary.txt"
+    with atomic_open(txt, "w", encoding="utf-8") as fh:
+        fh.write(summary_text(profile, summary))
+    js = out_dir / "summary.json"
+    m = profile.meta
+    doc = {
+        "input": m.input_path, "chip": m.chip, "cores": m.num_cores, "mode": m.mode,
+        "tiu_freq_mhz": m.tiu_freq_mhz, "dma_freq_mhz": m.dma_freq_mhz, "cdma_ports": m.cdma_ports,
+        "commands": int(len(profile.commands)),
+        "warnings": [{"code": w.code, "message": w.message, "where": w.where} for w in m.warnings],
+        "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
+    }
+    with atomic_open(js, "w", encoding="utf-8") as fh:
+        json.dump(doc, fh, indent=1)
+    return txt, js
+
+
+# -- RegInfo ----------------------------------------------------------------------------------
+
+def rate_text(alg: np.ndarray, uarch: np.ndarray) -> np.ndarray:
+    """uArch Rate as the vendor prints it: Python '{:.1%}' of alg / uarch, '0.0%' if uarch is 0."""
+    out = np.full(len(alg), "", object)
+    ok = ~np.isnan(alg) & ~np.isnan(uarch)
+    vals = np.where(uarch[ok] != 0, alg[ok] / np.where(uarch[ok] != 0, uarch[ok], 1), 0.0)
+    out[ok] = [f"{v:.1%}" for v in vals.tolist()]
+    return out
+
+
+def _text(col: pd.Series) -> pd.Series:
+    """Values as text the way the vendor files show them (integers without '.0')."""
+    if pd.api.types.is_float_dtype(col) and not pd.api.types.is_extension_array_dtype(col):
+        whole = col.notna() & (col == np.floor(col.fillna(0)))
+        txt = col.astype(str)
+        txt[whole] = col[whole].astype(np.int64).astype(str)
+        return txt
+    return col.astype(object).astype(str)
+
+
+def _lines(frame: pd.DataFrame, keys: list[tuple[str, str]]) -> pd.Series:
+    """One text block per row: '\\t<key>: <value>\\n' for each (key, column) with a value."""
+    acc = pd.Series("", index=frame.index, dtype=object)
+    for key, col in keys:
+        if col not in frame:
+            continue
+        v = frame[col]
+        have = v.notna()
+        if not have.any():
+            continue
+        acc[have] = acc[have] + ("\t" + key + ": ") + _text(v[have]) + "\n"
+    return acc
+
+
+def _register_lines(reg: pd.DataFrame, func_type: pd.Series, order: dict[str, list[str]]) -> pd.Series:
+    """Register fields of each row, in the register order of the row's op."""
+    out = pd.Series("", index=reg.index, dtype=object)
+    if reg.shape[1] == 0:
+        return out
+    ft = func_type.astype(str)
+    for name, rows in reg.groupby(ft.to_numpy(), sort=False):
+        cols = order.get(name, list(reg.columns))
+        out[rows.index] = _lines(rows, [(k, k) for k in cols if k in rows])
+    return out
+
+
+def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
+    """tiuRegInfo_<core>.txt, tdmaRegInfo_<core>.txt (GDMA then SDMA), cdmaRegInfo_<port>.txt."""
+    out_dir = Path(out_dir)
+    for old in out_dir.glob("*RegInfo_*.txt"):
+        old.unlink()
+    c = profile.commands
+    if c.empty:
+        return []
+    arch = "__CHIP_ARCH_ARGS__\n" + "".join(f"\t{k}: {v}\n" for k, v in profile.meta.arch.items())
+    frame = c.copy()
+    frame["Engine Id"] = frame["engine"].astype(str).map(ENGINE_IDS)
+    frame["uArch Rate"] = rate_text(frame["alg_ops"].to_numpy(float), frame["uarch_ops"].to_numpy(float))
+    frame.loc[frame["uArch Rate"] == "", "uArch Rate"] = None
+    info = [("Function Name", "func_name"), ("Function Type", "func_type"),
+            ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"), ("Cmd Id", "cmd_id"),
+            ("Asic Cycle", "cycles"), ("Engine Id", "Engine Id")]
+    tiu_ops = [("Alg Ops", "alg_ops"), ("uArch Ops", "uarch_ops"), ("uArch Rate", "uArch Rate"),
+               ("Alg Cycle", "alg_cycle")]
+    dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("Function Type", "func_type"),
+           ("Function Name", "func_name"), ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"),
+           ("Cmd Id", "cmd_id"), ("Data Type", "dtype"), ("Asic Cycle", "cycles"),
+           ("Stall Cycle", "stall_cycles"), ("DMA data size(B)", "bytes"), ("gmem_xact_cnt", "gmem_xact"),
+           ("DDR Bandwidth(GB/s)", "ddr_bw"), ("L2M Bandwidth(GB/s)", "l2m_bw")]
+    tail = [("Global Idx", "global_idx"), ("Core Id", "core"), ("mode", "mode"),
+            ("kernel_func", "kernel"), ("func_scope_id", "func_scope"), ("batch_launch", "batch")]
+    written = []
+    groups: dict[Path, list[tuple[str, pd.DataFrame]]] = {}
+    for sheet in profile.sheets():
+        eng, _, n = sheet.partition("_")
+        name = {"TIU": "tiuRegInfo", "GDMA": "tdmaRegInfo", "SDMA": "tdmaRegInfo",
+                "CDMA": "cdmaRegInfo"}[eng]
+        groups.setdefault(out_dir / f"{name}_{n}.txt", []).append((eng, frame[frame["sheet"] == sheet]))
+    for path, parts in groups.items():
+        with atomic_open(path, "w", encoding="utf-8") as fh:
+            fh.write(arch)
+            for eng, rows in parts:
+                regs = profile.registers.get(eng)
+                reg = regs.reindex(rows.index) if regs is not None else pd.DataFrame(index=rows.index)
+                reg_txt = _register_lines(reg, rows["func_type"],
+                                          regs.attrs.get("field_order", {}) if regs is not None else {})
+                if eng == "TIU":
+                    head = "__TIU_REG_INFO__\n"
+                    body = _lines(rows, info + tiu_ops + tail)
+                    has = reg_txt != ""
+                    body[has] = body[has] + rows["func_type"][has].astype(str) + ":\n" + reg_txt[has]
+                else:
+                    head = "__CDMA_REG_INFO__\n" if eng == "CDMA" else "__TDMA_REG_INFO__\n"
+                    body = reg_txt + _lines(rows, dma + tail)
+                fh.write("".join((head + body).tolist()))
+        written.append(path)
+    return written
