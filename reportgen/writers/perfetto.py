@@ -1,0 +1,772 @@
+"""``perfetto.pftrace``: every command as a Perfetto slice, with typed args, flows and counters.
+
+Layout (track tree; every track is declared once, uuids are derived from the track's path so
+two runs write identical bytes)::
+
+    <chip> TPU                                   device root
+      Core N                                     explicit order by core number
+        Kernel Function                          one slice per func_scope (or kernel run)
+        TIU, TIU #2...                           commands; "#k" lanes only when commands overlap
+        TIU uArch Rate (%)          [counter]    uArch rate of the running modelled TIU command
+        GDMA, GDMA Bandwidth (GB/s) [counter]    summed DDR/L2M bandwidth of the running commands
+        SDMA, SDMA Bandwidth (GB/s) [counter]
+      CDMA
+        CDMA port P (, #2...)
+    host process (pid) -> thread (tid) (, "#k" lanes)   from profile.host (--trace_file)
+
+Slices: name = Function Name, category = Function Type, debug args as typed values (int /
+double / interned string; an unknown value is left out, never written as text or 0):
+``Global Idx``, ``Sheet``, ``Cmd Id``, ``Cycles``, ``DMA data size(B)``, ``DDR Bandwidth(GB/s)``,
+``L2M Bandwidth(GB/s)``, ``uArch Rate`` (a number in %), ``Direction``, ``Data Type``,
+``Kernel Function``, ``Mode``, ``Stall Cycles``, ``Dep Cmd Id``, ``Batch``, ``Port``.  So SQL such as
+``EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50`` works without CAST.
+
+Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits
+for, and a GDMA descriptor's names the TIU command it waits for (the two engines synchronise
+through each other's command ids; SDMA/CDMA have no such field we model).  Ids restart with every
+kernel launch, so the source of a dependency is the *latest* command of the other engine on the
+same core with ``cmd_id == dep_cmd_id`` that started no later than the dependent command
+(``dep_cmd_id`` 0 means "none").  On the golden dumps this resolves every dependency and the
+source always ends before the dependent starts.  One flow per dependency, id = dependent row + 1,
+starting on the source slice and terminating on the dependent one.  send/wait message pairs are
+not linked (their message ids are not in the command table).
+
+Timestamps are device ns; when a host trace was attached (``meta.extra["host_alignment"]``) they
+are on the host clock (device ns + offset), so the host slices keep their own times.
+
+Encoding.  Each track is its own packet sequence (interned names, categories, arg names and
+string values are declared once per sequence, in its first packet), and its packets are written
+in timestamp order.  Event packets are encoded by a small vectorised protobuf wire encoder
+(:class:`_Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
+loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
+stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
+``perfetto_trace_pb2``.  The file is a concatenation of ``Trace`` messages, which is one trace.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from reportgen.analysis.host_align import lanes as nesting_lanes, nest
+from reportgen.model import Profile
+from reportgen.writers.atomic import atomic_open
+
+FILE_NAME = "perfetto.pftrace"
+CHUNK = 65_536                      # slices encoded and written at a time
+
+SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
+SEQ_CLEARED, SEQ_NEEDS_STATE = 1, 2
+DESCRIPTOR_SEQ = 1                  # sequence of the track descriptors
+
+
+# == vectorised protobuf wire encoding ======================================================
+def _varint_bytes(value: int) -> bytes:
+    out = bytearray()
+    while True:
+        b = value & 0x7F
+        value >>= 7
+        if value:
+            out.append(b | 0x80)
+        else:
+            out.append(b)
+            return bytes(out)
+
+
+def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Varint encoding of each uint64: a (n, 10) byte matrix and the byte count per row."""
+    v = np.asarray(values).astype(np.uint64, copy=False)
+    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
+    groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
+    lens = 1 + ((v[:, None] >> shifts[None, 1:]) != 0).sum(1)
+    more = np.arange(10)[None, :] < (lens - 1)[:, None]
+    return (groups | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8), lens
+
+
+class _Rows:
+    """One protobuf message per row, built column by column.
+
+    Parts are (bytes matrix, per-row length) pairs in field order; a row's message is the
+    concatenation of each part's first ``len`` bytes.  A field is left out of a row by giving
+    it length 0 (``present`` masks), so optional values cost nothing.
+    """
+
+    def __init__(self, n: int) -> None:
+        self.n = n
+        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+
+    def _add(self, mat: np.ndarray, lens: np.ndarray, present) -> None:
+        if present is not None:
+            lens = np.where(present, lens, 0)
+        self.parts.append((mat, np.asarray(lens, np.int64)))
+
+    def _tag(self, field: int, wire: int, present) -> None:
+        tag = np.frombuffer(_varint_bytes(field << 3 | wire), np.uint8)
+        self._add(np.broadcast_to(tag, (self.n, len(tag))), np.full(self.n, len(tag)), present)
+
+    def varint(self, field: int, values, present=None) -> "_Rows":
+        if np.isscalar(values):
+            values = np.full(self.n, values, np.uint64)
+        self._tag(field, 0, present)
+        mat, lens = _varint_matrix(np.asarray(values).astype(np.int64).view(np.uint64)
+                                   if np.asarray(values).dtype.kind == "i" else values)
+        self._add(mat, lens, present)
+        return self
+
+    def fixed64(self, field: int, values, present=None) -> "_Rows":
+        """double / fixed64 (the 8 little-endian bytes of ``values``)."""
+        self._tag(field, 1, present)
+        raw = np.ascontiguousarray(np.asarray(values)).astype(np.asarray(values).dtype.newbyteorder("<"))
+        self._add(raw.view(np.uint8).reshape(self.n, 8), np.full(self.n, 8), present)
+        return self
+
+    def message(self, field: int, sub: "_Rows", present=None) -> "_Rows":
+        length = sub.lengths()
+        self._tag(field, 2, present)
+        mat, lens = _varint_matrix(length)
+        self._add(mat, lens, present)
+        for m, ln in sub.parts:
+            self._add(m, ln, present)
+        return self
+
+    def ragged(self, flat: np.ndarray, lens: np.ndarray) -> "_Rows":
+        """Pre-encoded bytes of variable length per row (e.g. repeated fields), in row order."""
+        self.parts.append((flat, np.asarray(lens, np.int64)))
+        return self
+
+    def lengths(self) -> np.ndarray:
+        total = np.zeros(self.n, np.int64)
+        for _, ln in self.parts:
+            total += ln
+        return total
+
+    def tobytes(self) -> bytes:
+        lens = np.stack([ln for _, ln in self.parts], axis=1)
+        row_len = lens.sum(1)
+        row_start = np.cumsum(row_len) - row_len
+        offset = np.cumsum(lens, axis=1) - lens
+        out = np.empty(int(row_len.sum()), np.uint8)
+        for k, (mat, ln) in enumerate(self.parts):
+            base = row_start + offset[:, k]
+            if mat.ndim == 1:                        # ragged
+                rows = np.repeat(np.arange(self.n), ln)
+                within = np.arange(len(mat)) - np.repeat(np.cumsum(ln) - ln, ln)
+                out[base[rows] + within] = mat
+            else:
+                mask = np.arange(mat.shape[1])[None, :] < ln[:, None]
+                pos = base[:, None] + np.arange(mat.shape[1])[None, :]
+                out[pos[mask]] = mat[mask]
+        return out.tobytes()
+
+
+def _fixed64_ragged(row: np.ndarray, ids: np.ndarray, field: int, n: int):
+    """Repeated fixed64 ``field`` holding ``ids`` for rows ``row`` (sorted): flat bytes + lengths."""
+    tag = np.frombuffer(_varint_bytes(field << 3 | 1), np.uint8)
+    one = np.empty((len(ids), len(tag) + 8), np.uint8)
+    one[:, :len(tag)] = tag
+    one[:, len(tag):] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
+    lens = np.bincount(row, minlength=n) * one.shape[1]
+    return one.reshape(-1), lens
+
+
+# == string tables ===========================================================================
+class _Interned:
+    """Global iid per string (1-based); each sequence declares the iids it uses."""
+
+    def __init__(self) -> None:
+        self.ids: dict[str, int] = {}
+
+    def codes(self, values) -> np.ndarray:
+        """iid per value (0 = missing)."""
+        s = pd.Series(values, dtype=object)
+        codes, uniques = pd.factorize(s, use_na_sentinel=True)
+        table = np.array([self.get(str(u)) for u in uniques] + [0], np.int64)
+        return table[codes]                     # code -1 (missing) picks the trailing 0
+
+    def get(self, text: str) -> int:
+        iid = self.ids.get(text)
+        if iid is None:
+            iid = self.ids[text] = len(self.ids) + 1
+        return iid
+
+    def names(self) -> dict[int, str]:
+        return {i: s for s, i in self.ids.items()}
+
+
+def _uuid(path: str) -> int:
+    return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=8).digest(), "little") >> 1
+
+
+# == the writer ==============================================================================
+ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
+             "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
+             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Func Scope Id", "Commands")
+ENGINE_RANK = {"Kernel Function": 0, "TIU": 1, "TIU uArch Rate (%)": 2, "GDMA": 3,
+               "GDMA Bandwidth (GB/s)": 4, "SDMA": 5, "SDMA Bandwidth (GB/s)": 6}
+
+
+class _Trace:
+    """Collects tracks, string tables and sequences while the file is written."""
+
+    def __init__(self, fh) -> None:
+        self.fh = fh
+        self.names, self.cats, self.arg_names, self.strings = (_Interned(), _Interned(),
+                                                               _Interned(), _Interned())
+        self.arg_iid = {a: self.arg_names.get(a) for a in ARG_NAMES}
+        self.descriptors = pb.Trace()
+        self.next_seq = DESCRIPTOR_SEQ + 1
+        self.uuids: set[int] = set()
+        self.bytes_written = 0
+
+    def write(self, data: bytes) -> None:
+        self.fh.write(data)
+        self.bytes_written += len(data)
+
+    def track(self, path: str, name: str, parent: int | None = None, rank: int | None = None,
+              counter_unit: str | None = None, explicit: bool = False, description: str = "",
+              process: tuple[int, str] | None = None, thread: tuple[int, int, str] | None = None) -> int:
+        uuid = _uuid(path)
+        if uuid in self.uuids:
+            raise RuntimeError(f"duplicate track {path}")
+        self.uuids.add(uuid)
+        pkt = self.descriptors.packet.add()
+        pkt.trusted_packet_sequence_id = DESCRIPTOR_SEQ
+        d = pkt.track_descriptor
+        d.uuid = uuid
+        if process is not None:
+            d.process.pid, d.process.process_name = process
+        elif thread is not None:
+            d.thread.pid, d.thread.tid, d.thread.thread_name = thread
+        else:
+            d.name = name
+        if parent is not None:
+            d.parent_uuid = parent
+        if rank is not None:
+            d.sibling_order_rank = rank
+        if explicit:
+            d.child_ordering = pb.TrackDescriptor.EXPLICIT
+        if description:
+            d.description = description
+        if counter_unit is not None:
+            d.counter.unit_name = counter_unit
+        return uuid
+
+    def flush_descriptors(self) -> None:
+        self.write(self.descriptors.SerializeToString())
+        self.descriptors = pb.Trace()
+
+    def sequences(self, count: int) -> np.ndarray:
+        first = self.next_seq
+        self.next_seq += count
+        return np.arange(first, first + count, dtype=np.int64)
+
+    def intern(self, seq: np.ndarray, first_ts: np.ndarray, used: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """One packet per sequence declaring the iids it uses (and clearing incremental state).
+
+        ``used[table] = (seq of each use, iid of each use)``; tables: names, cats, args, strings.
+        """
+        out = pb.Trace()
+        lookup = {"names": self.names.names(), "cats": self.cats.names(),
+                  "args": self.arg_names.names(), "strings": self.strings.names()}
+        per_seq: dict[int, dict[str, np.ndarray]] = {int(s): {} for s in seq}
+        for table, (s_use, iid_use) in used.items():
+            pairs = np.unique(np.stack([s_use, iid_use], 1), axis=0) if len(s_use) else np.zeros((0, 2), np.int64)
+            pairs = pairs[pairs[:, 1] > 0]
+            cuts = np.searchsorted(pairs[:, 0], seq)
+            ends = np.searchsorted(pairs[:, 0], seq, "right")
+            for s, a, b in zip(seq, cuts, ends):
+                per_seq[int(s)][table] = pairs[a:b, 1]
+        for s, ts in zip(seq, first_ts):
+            pkt = out.packet.add()
+            pkt.trusted_packet_sequence_id = int(s)
+            pkt.sequence_flags = SEQ_CLEARED
+            pkt.timestamp = int(ts)
+            data = pkt.interned_data
+            tables = per_seq[int(s)]
+            for iid in tables.get("names", ()):
+                data.event_names.add(iid=int(iid), name=lookup["names"][int(iid)])
+            for iid in tables.get("cats", ()):
+                data.event_categories.add(iid=int(iid), name=lookup["cats"][int(iid)])
+            for iid in tables.get("args", ()):
+                data.debug_annotation_names.add(iid=int(iid), name=lookup["args"][int(iid)])
+            for iid in tables.get("strings", ()):
+                data.debug_annotation_string_values.add(iid=int(iid),
+                                                        str=lookup["strings"][int(iid)].encode())
+        self.write(out.SerializeToString())
+
+
+def _annotations(te: _Rows, trace: _Trace, args: list[tuple[str, str, np.ndarray, np.ndarray]]) -> None:
+    """Typed debug annotations: (name, kind int|double|string|bool, values, present)."""
+    for name, kind, values, present in args:
+        ann = _Rows(te.n).varint(1, np.full(te.n, trace.arg_iid[name], np.int64))
+        if kind == "int":
+            ann.varint(4, values.astype(np.int64))
+        elif kind == "bool":
+            ann.varint(2, values.astype(np.int64))
+        elif kind == "double":
+            ann.fixed64(5, values.astype(np.float64))
+        else:                                        # interned string
+            ann.varint(17, values.astype(np.int64))
+        te.message(4, ann, present)
+
+
+def _packet(n: int, ts: np.ndarray, seq: np.ndarray, event: _Rows) -> _Rows:
+    pkt = _Rows(n).varint(8, ts.astype(np.int64)).message(11, event)
+    return pkt.varint(10, seq.astype(np.int64)).varint(13, np.full(n, SEQ_NEEDS_STATE, np.int64))
+
+
+def _lanes_non_overlapping(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Lane per command so that no two commands of a (track, lane) overlap.
+
+    Lane 0 keeps each command that starts after every earlier one (same track) ended; the
+    rest move to the next lane and the rule repeats.  Each round is vectorised.
+    """
+    lane = np.zeros(len(start), np.int32)
+    todo = np.lexsort((end, start, track))
+    k = 0
+    while len(todo):
+        t = track[todo]
+        run_end = pd.Series(end[todo]).groupby(t).cummax().to_numpy(np.int64)
+        prev_end = np.full(len(todo), np.iinfo(np.int64).min)
+        same = t[1:] == t[:-1]
+        prev_end[1:][same] = run_end[:-1][same]
+        overlap = start[todo] < prev_end
+        lane[todo[~overlap]] = k
+        todo = todo[overlap]
+        k += 1
+    return lane
+
+
+def _time_base(profile: Profile) -> int:
+    align = profile.meta.extra.get("host_alignment") or {}
+    base = int(align.get("offset_ns", 0)) if len(profile.host) else 0
+    lows = [profile.commands["start_ns"].min() if len(profile.commands) else 0,
+            profile.host["start_ns"].min() if len(profile.host) else 0]
+    low = min(int(x) for x in lows)
+    return max(base, -low)
+
+
+def _column(c: pd.DataFrame, name: str, kind: str):
+    """(values, present) of a command column for an annotation of ``kind``."""
+    s = c[name]
+    present = s.notna().to_numpy(bool)
+    if kind == "double":
+        return s.astype("float64").fillna(0).to_numpy(np.float64), present
+    return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
+
+
+def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (module doc)."""
+    if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
+                          "engine": c["engine"].astype(str).to_numpy(), "start": c["start_ns"].to_numpy(np.int64),
+                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
+                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
+    src_rows, dst_rows = [], []
+    for target, source in (("TIU", "GDMA"), ("GDMA", "TIU")):
+        dst = frame[(frame["engine"] == target) & (frame["dep"] > 0)].sort_values("start")
+        src = frame[frame["engine"] == source].sort_values("start")
+        if dst.empty or src.empty:
+            continue
+        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
+                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
+                          direction="backward", suffixes=("", "_src"))
+        m = m[m["row_src"].notna()]
+        src_rows.append(m["row_src"].to_numpy(np.int64))
+        dst_rows.append(m["row"].to_numpy(np.int64))
+    if not src_rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src_rows), np.concatenate(dst_rows)
+
+
+def _core_description(summary: pd.DataFrame | None, core: int) -> str:
+    if summary is None or summary.empty:
+        return ""
+    row = summary[summary["core"].astype(str) == str(core)]
+    if row.empty:
+        return ""
+    r = row.iloc[0]
+    parts = [f"{e.upper()} util {r[f'{e}_util'] * 100:.1f}%" for e in ("tiu", "gdma", "sdma")
+             if f"{e}_util" in r and not pd.isna(r[f"{e}_util"])]
+    if "tiu_uarch_rate" in r and not pd.isna(r["tiu_uarch_rate"]):
+        parts.append(f"TIU uArch rate {r['tiu_uarch_rate'] * 100:.1f}%")
+    return ", ".join(parts)
+
+
+def write(profile: Profile, summary: pd.DataFrame | None, out_dir, *, quiet: bool = False) -> Path:
+    """Write ``out_dir/perfetto.pftrace`` (atomically) and return its path."""
+    out = Path(out_dir) / FILE_NAME
+    with atomic_open(out, "wb") as fh:
+        _TraceWriter(profile, summary, _Trace(fh), quiet).run()
+    return out
+
+
+class _TraceWriter:
+    def __init__(self, profile: Profile, summary, trace: _Trace, quiet: bool) -> None:
+        self.p, self.summary, self.t, self.quiet = profile, summary, trace, quiet
+        self.base = _time_base(profile)
+        chip = profile.meta.chip or "TPU"
+        self.root = trace.track("device", f"{chip} TPU" if chip != "TPU" else "TPU", explicit=True)
+        self.core_tracks: dict[int, int] = {}
+
+    def core_track(self, core: int) -> int:
+        if core not in self.core_tracks:
+            self.core_tracks[core] = self.t.track(f"device/core/{core}", f"Core {core}", self.root,
+                                                  rank=core, explicit=True,
+                                                  description=_core_description(self.summary, core))
+        return self.core_tracks[core]
+
+    def run(self) -> None:
+        c = self.p.commands
+        plan = []
+        if len(c):
+            plan.append(self._commands_plan(c))
+            plan.append(self._kernels_plan(c))
+            plan.extend(self._counters_plan(c))
+        if len(self.p.host):
+            plan.append(self._host_plan(self.p.host))
+        plan = [x for x in plan if x is not None and x["n"]]
+        self.t.flush_descriptors()
+        # interned data of every sequence first: all of a sequence's events come after it
+        seqs = np.concatenate([x["seq_ids"] for x in plan]) if plan else np.zeros(0, np.int64)
+        first = np.concatenate([x["first_ts"] for x in plan]) if plan else np.zeros(0, np.int64)
+        used = {k: (np.concatenate([x["used"][k][0] for x in plan if k in x["used"]] or [np.zeros(0, np.int64)]),
+                    np.concatenate([x["used"][k][1] for x in plan if k in x["used"]] or [np.zeros(0, np.int64)]))
+                for k in ("names", "cats", "args", "strings")}
+        self.t.intern(seqs, first, used)
+        chunks = sum(math.ceil(x["n"] / CHUNK) for x in plan)
+        from tqdm import tqdm
+        with tqdm(total=chunks, desc="perfetto", unit="chunk", disable=self.quiet, leave=False) as bar:
+            for x in plan:
+                for lo in range(0, x["n"], CHUNK):
+                    self.t.write(x["encode"](lo, min(lo + CHUNK, x["n"])))
+                    bar.update()
+
+    # -- commands ---------------------------------------------------------------------------
+    def _commands_plan(self, c: pd.DataFrame) -> dict:
+        t = self.t
+        engine = c["engine"].astype(str).to_numpy()
+        core = c["core"].to_numpy(np.int64)
+        port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
+        is_cdma = engine == "CDMA"
+        owner = np.where(is_cdma, port, core)
+        base_key = pd.Series(engine, dtype=object) + "/" + pd.Series(owner).astype(str)
+        base_code, base_names = pd.factorize(base_key)
+        start = c["start_ns"].to_numpy(np.int64)
+        end = c["end_ns"].to_numpy(np.int64)
+        lane = _lanes_non_overlapping(base_code, start, end)
+        track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+        # declare the tracks
+        cdma_root = None
+        uuid_of = np.zeros(len(track_keys), np.int64)
+        for k, key in enumerate(track_keys.to_numpy()):
+            b, ln = divmod(int(key), 1024)
+            eng, own = base_names[b].split("/")
+            label = eng if ln == 0 else f"{eng} #{ln + 1}"
+            if eng == "CDMA":
+                if cdma_root is None:
+                    cdma_root = t.track("device/cdma", "CDMA", self.root, rank=1 << 20, explicit=True)
+                label = f"CDMA port{own}" + ("" if ln == 0 else f" #{ln + 1}")
+                uuid_of[k] = t.track(f"device/cdma/{own}/{ln}", label, cdma_root,
+                                     rank=int(own) * 64 + ln)
+            else:
+                rank = ENGINE_RANK.get(eng, 7) * 64 + ln
+                uuid_of[k] = t.track(f"device/core/{own}/{eng}/{ln}", label,
+                                     self.core_track(int(own)), rank=rank)
+        seq_ids = t.sequences(len(track_keys))
+        order = np.lexsort((end, start, track_code))
+        seq = seq_ids[track_code]
+        # strings and args
+        name_iid = t.names.codes(c["func_name"].astype(object))
+        cat_iid = t.cats.codes(c["func_type"].astype(object))
+        str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
+                    "Kernel Function": "kernel", "Mode": "mode"}
+        strings = {a: t.strings.codes(c[col].astype(object)) for a, col in str_cols.items()}
+        src, dst = _command_dependencies(c)
+        flow_id = dst + 1
+        is_dst = np.zeros(len(c), bool)
+        is_dst[dst] = True
+        dst_flow = np.zeros(len(c), np.int64)
+        dst_flow[dst] = flow_id
+        src_order = np.argsort(src, kind="stable")
+        src_sorted, src_ids = src[src_order], flow_id[src_order]
+        # position of every row in the output order, to cut the flow lists per chunk
+        position = np.empty(len(c), np.int64)
+        position[order] = np.arange(len(c))
+        flow_pos = position[src_sorted]
+        fo = np.argsort(flow_pos, kind="stable")
+        flow_pos, flow_ids_sorted = flow_pos[fo], src_ids[fo]
+
+        int_args = [("Global Idx", "global_idx"), ("Cmd Id", "cmd_id"), ("Cycles", "cycles"),
+                    ("DMA data size(B)", "bytes"), ("Stall Cycles", "stall_cycles"),
+                    ("Dep Cmd Id", "dep_cmd_id"), ("Batch", "batch"), ("Port", "port")]
+        ints = {a: _column(c, col, "int") for a, col in int_args}
+        dbl = {"DDR Bandwidth(GB/s)": _column(c, "ddr_bw", "double"),
+               "L2M Bandwidth(GB/s)": _column(c, "l2m_bw", "double")}
+        rate, rate_ok = _column(c, "uarch_rate", "double")
+        dbl["uArch Rate"] = (np.round(rate * 100.0, 6), rate_ok)
+        base = self.base
+
+        def encode(lo: int, hi: int) -> bytes:
+            rows = order[lo:hi]
+            n = len(rows)
+            te = _Rows(n).varint(9, np.full(n, SLICE_BEGIN, np.int64)).varint(11, uuid_of[track_code[rows]])
+            te.varint(10, name_iid[rows], name_iid[rows] > 0).varint(3, cat_iid[rows], cat_iid[rows] > 0)
+            args = [(a, "int", v[rows], ok[rows]) for a, (v, ok) in ints.items()]
+            args += [(a, "double", v[rows], ok[rows]) for a, (v, ok) in dbl.items()]
+            args += [(a, "string", v[rows], v[rows] > 0) for a, v in strings.items()]
+            _annotations(te, t, args)
+            a, b = np.searchsorted(flow_pos, [lo, hi])
+            flat, lens = _fixed64_ragged(flow_pos[a:b] - lo, flow_ids_sorted[a:b], 47, n)
+            te.ragged(flat, lens)
+            te.fixed64(48, dst_flow[rows].astype(np.uint64), is_dst[rows])
+            rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq[rows], te))
+            end_ev = _Rows(n).varint(9, np.full(n, SLICE_END, np.int64)).varint(11, uuid_of[track_code[rows]])
+            rec.message(1, _packet(n, end[rows] + base, seq[rows], end_ev))
+            return rec.tobytes()
+
+        first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
+        np.minimum.at(first_ts, track_code, start + base)
+        arg_used = np.concatenate([np.full(len(c), t.arg_iid[a]) for a in
+                                   [*ints, *dbl, *strings]])
+        present = np.concatenate([ok for _, ok in ints.values()] + [ok for _, ok in dbl.values()]
+                                 + [v > 0 for v in strings.values()])
+        seq_rep = np.tile(seq, len(ints) + len(dbl) + len(strings))
+        return {"n": len(c), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+                "used": {"names": (seq, name_iid), "cats": (seq, cat_iid),
+                         "args": (seq_rep[present], arg_used[present]),
+                         "strings": (np.tile(seq, len(strings)), np.concatenate(list(strings.values())))}}
+
+    # -- kernel functions -------------------------------------------------------------------
+    def _kernels_plan(self, c: pd.DataFrame) -> dict | None:
+        t = self.t
+        dev = c[(c["engine"].astype(str) != "CDMA") & (c["kernel"].notna() | c["func_scope"].notna())]
+        if dev.empty:
+            return None
+        dev = dev.sort_values(["core", "start_ns"], kind="stable")
+        kernel = dev["kernel"].astype(object)
+        scope = dev["func_scope"].astype("Float64")
+        # scope key: the func_scope id; without one, a run of the same kernel name on a core
+        run = (kernel.ne(kernel.shift()) | dev["core"].ne(dev["core"].shift())).cumsum()
+        key = np.where(scope.notna().to_numpy(bool), "s" + scope.fillna(0).astype("int64").astype(str),
+                       "r" + run.astype(str))
+        g = dev.assign(_key=key).groupby(["core", "_key"], sort=False, observed=True)
+        k = pd.DataFrame({"core": g["core"].first(), "start": g["start_ns"].min(), "end": g["end_ns"].max(),
+                          "kernel": g["kernel"].first(), "scope": g["func_scope"].first(),
+                          "count": g.size()}).reset_index(drop=True)
+        start, end = k["start"].to_numpy(np.int64), k["end"].to_numpy(np.int64)
+        core = k["core"].to_numpy(np.int64)
+        lane = _lanes_non_overlapping(core, start, end)
+        track_code, keys = pd.factorize(pd.Series(core * 1024 + lane))
+        uuid_of = np.array([t.track(f"device/core/{kk // 1024}/kernel/{kk % 1024}",
+                                    "Kernel Function" + ("" if kk % 1024 == 0 else f" #{kk % 1024 + 1}"),
+                                    self.core_track(int(kk // 1024)), rank=kk % 1024)
+                            for kk in keys.to_numpy()], np.int64)
+        seq_ids = t.sequences(len(keys))
+        seq = seq_ids[track_code]
+        label = k["kernel"].astype(object).where(k["kernel"].notna(),
+                                                 "scope " + k["scope"].astype("Float64").fillna(-1).astype("int64").astype(str))
+        name_iid = t.names.codes(label)
+        kern_iid = t.strings.codes(k["kernel"].astype(object))
+        scope_v, scope_ok = _column(k, "scope", "int")
+        count = k["count"].to_numpy(np.int64)
+        order = np.lexsort((end, start, track_code))
+        base = self.base
+
+        def encode(lo: int, hi: int) -> bytes:
+            rows = order[lo:hi]
+            n = len(rows)
+            te = _Rows(n).varint(9, np.full(n, SLICE_BEGIN, np.int64)).varint(11, uuid_of[track_code[rows]])
+            te.varint(10, name_iid[rows])
+            _annotations(te, t, [("Kernel Function", "string", kern_iid[rows], kern_iid[rows] > 0),
+                                 ("Func Scope Id", "int", scope_v[rows], scope_ok[rows]),
+                                 ("Commands", "int", count[rows], np.ones(n, bool))])
+            rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq[rows], te))
+            end_ev = _Rows(n).varint(9, np.full(n, SLICE_END, np.int64)).varint(11, uuid_of[track_code[rows]])
+            rec.message(1, _packet(n, end[rows] + base, seq[rows], end_ev))
+            return rec.tobytes()
+
+        first_ts = np.full(len(keys), np.iinfo(np.int64).max)
+        np.minimum.at(first_ts, track_code, start + base)
+        args = [t.arg_iid[a] for a in ("Kernel Function", "Func Scope Id", "Commands")]
+        return {"n": len(k), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+                "used": {"names": (seq, name_iid), "strings": (seq, kern_iid),
+                         "args": (np.repeat(seq_ids, 3), np.tile(args, len(seq_ids)))}}
+
+    # -- counters ---------------------------------------------------------------------------
+    def _counters_plan(self, c: pd.DataFrame) -> list[dict]:
+        """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
+        bandwidth (sum over the running commands) per core, as double counters."""
+        engine = c["engine"].astype(str).to_numpy()
+        series = []                                    # (core, track name, ts, value)
+        tiu = c[(engine == "TIU") & c["uarch_rate"].notna().to_numpy(bool)]
+        if len(tiu):
+            tiu = tiu.sort_values(["core", "start_ns", "end_ns"], kind="stable")
+            core = tiu["core"].to_numpy(np.int64)
+            s, e = tiu["start_ns"].to_numpy(np.int64), tiu["end_ns"].to_numpy(np.int64)
+            run_end = pd.Series(e).groupby(core).cummax().to_numpy(np.int64)
+            next_start = np.full(len(s), np.iinfo(np.int64).max)
+            same = core[1:] == core[:-1]
+            next_start[:-1][same] = s[1:][same]
+            idle = next_start > run_end
+            rate = np.round(tiu["uarch_rate"].to_numpy(np.float64) * 100.0, 6)
+            ts = np.concatenate([s, run_end[idle]])
+            val = np.concatenate([rate, np.zeros(idle.sum())])
+            cores = np.concatenate([core, core[idle]])
+            kind = np.concatenate([np.arange(len(s)) * 2, np.flatnonzero(idle) * 2 + 1])
+            o = np.lexsort((kind, ts, cores))
+            series.append(("TIU uArch Rate (%)", "%", cores[o], ts[o], val[o]))
+        for eng in ("GDMA", "SDMA"):
+            d = c[(engine == eng) & ~c["is_sys"].to_numpy(bool)]
+            bw = d["ddr_bw"].astype("float64").fillna(d["l2m_bw"].astype("float64"))
+            d = d[bw.notna().to_numpy(bool)]
+            bw = bw[bw.notna()]
+            if d.empty:
+                continue
+            # integer 1e-4 GB/s steps keep the running sum exact
+            units = np.round(bw.to_numpy(np.float64) * 1e4).astype(np.int64)
+            core = d["core"].to_numpy(np.int64)
+            ts = np.concatenate([d["start_ns"].to_numpy(np.int64), d["end_ns"].to_numpy(np.int64)])
+            delta = np.concatenate([units, -units])
+            cores = np.concatenate([core, core])
+            o = np.lexsort((delta, ts, cores))          # ends (negative) first at equal times
+            ts, delta, cores = ts[o], delta[o], cores[o]
+            level = pd.Series(delta).groupby(cores).cumsum().to_numpy(np.int64)
+            last = np.ones(len(ts), bool)              # one point per (core, time)
+            last[:-1] = (ts[1:] != ts[:-1]) | (cores[1:] != cores[:-1])
+            series.append((f"{eng} Bandwidth (GB/s)", "GB/s", cores[last], ts[last], level[last] / 1e4))
+        return [self._counter_plan(*s) for s in series]
+
+    def _counter_plan(self, name: str, unit: str, core: np.ndarray, ts: np.ndarray, value: np.ndarray) -> dict:
+        t = self.t
+        cores, track_code = np.unique(core, return_inverse=True)
+        uuid_of = np.array([t.track(f"device/core/{k}/counter/{name}", name, self.core_track(int(k)),
+                                    rank=ENGINE_RANK[name] * 64, counter_unit=unit) for k in cores], np.int64)
+        seq_ids = t.sequences(len(cores))
+        seq = seq_ids[track_code]
+        base = self.base
+
+        def encode(lo: int, hi: int) -> bytes:
+            n = hi - lo
+            te = _Rows(n).varint(9, np.full(n, COUNTER, np.int64)).varint(11, uuid_of[track_code[lo:hi]])
+            te.fixed64(44, value[lo:hi].astype(np.float64))
+            return _Rows(n).message(1, _packet(n, ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+
+        first_ts = np.full(len(cores), np.iinfo(np.int64).max)
+        np.minimum.at(first_ts, track_code, ts + base)
+        return {"n": len(ts), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode, "used": {}}
+
+    # -- host -------------------------------------------------------------------------------
+    def _host_plan(self, h: pd.DataFrame) -> dict:
+        t = self.t
+        pid_s, tid_s = h["pid"].astype(str), h["tid"].astype(str)
+        pid_num = pd.to_numeric(h["pid"], errors="coerce")
+        tid_num = pd.to_numeric(h["tid"], errors="coerce")
+        numeric = (pid_num.notna().all() and tid_num.notna().all()
+                   and pid_num.abs().max() < 2**31 and tid_num.abs().max() < 2**31
+                   and (pid_num % 1 == 0).all() and (tid_num % 1 == 0).all())
+        proc_code, procs = pd.factorize(pid_s)
+        thread_code, threads = pd.factorize(pid_s + "\x1f" + tid_s)
+        start, end = h["start_ns"].to_numpy(np.int64), h["end_ns"].to_numpy(np.int64)
+        lane = nesting_lanes(thread_code, start, end)
+        # real process/thread tracks (numeric ids) or stand-in ids named after the originals
+        pid_of = (pid_num.astype("int64").to_numpy() if numeric else proc_code + 1)
+        tid_of = (tid_num.astype("int64").to_numpy() if numeric else thread_code + 1)
+        proc_uuid = {}
+        for k, name in enumerate(procs):
+            row = int(np.flatnonzero(proc_code == k)[0])
+            proc_uuid[k] = t.track(f"host/{name}", "", process=(int(pid_of[row]), f"host {name}"))
+        lane_code, lane_keys = pd.factorize(pd.Series(thread_code.astype(np.int64) * 1024 + lane))
+        uuid_of = np.zeros(len(lane_keys), np.int64)
+        for k, key in enumerate(lane_keys.to_numpy()):
+            th, ln = divmod(int(key), 1024)
+            row = int(np.flatnonzero(thread_code == th)[0])
+            label = f"{tid_s.iloc[row]}"
+            if ln == 0:
+                uuid_of[k] = t.track(f"host/{threads[th]}/0", "", thread=(int(pid_of[row]), int(tid_of[row]),
+                                                                          f"thread {label}"))
+            else:
+                uuid_of[k] = t.track(f"host/{threads[th]}/{ln}", f"thread {label} #{ln + 1}",
+                                     proc_uuid[int(proc_code[row])], rank=ln)
+        seq_ids = t.sequences(len(lane_keys))
+        # events: B at start, E at end (I for zero-length); at equal times ends first (deepest
+        # first), then begins/instants in nesting order, which keeps every lane balanced
+        n = len(h)
+        zero = start == end
+        depth = nest(lane_code, start, end)[0].astype(np.int64)   # depth within its lane
+        ev_row = np.concatenate([np.arange(n), np.flatnonzero(~zero)])
+        ev_ts = np.concatenate([start, end[~zero]])
+        ev_type = np.concatenate([np.where(zero, INSTANT, SLICE_BEGIN), np.full((~zero).sum(), SLICE_END)])
+        pre = np.empty(n, np.int64)
+        pre[np.lexsort((np.arange(n), -end, start, lane_code))] = np.arange(n)
+        ev_class = (ev_type == SLICE_END).astype(np.int64) ^ 1          # 0 = end, 1 = begin
+        ev_tie = np.where(ev_type == SLICE_END, -depth[ev_row], pre[ev_row])
+        ev_lane = lane_code[ev_row]
+        o = np.lexsort((ev_tie, ev_class, ev_ts, ev_lane))
+        ev_row, ev_ts, ev_type, ev_lane = ev_row[o], ev_ts[o], ev_type[o], ev_lane[o]
+        name_iid = t.names.codes(h["name"].astype(object))
+        cat_iid = t.cats.codes(h["category"].astype(object))
+        host_args = self._host_args(h["args"].to_numpy(object))
+        seq = seq_ids[ev_lane]
+        base = self.base
+
+        def encode(lo: int, hi: int) -> bytes:
+            rows, typ = ev_row[lo:hi], ev_type[lo:hi]
+            m = hi - lo
+            opens = typ != SLICE_END
+            te = _Rows(m).varint(9, typ).varint(11, uuid_of[ev_lane[lo:hi]])
+            te.varint(10, name_iid[rows], opens).varint(3, cat_iid[rows], opens & (cat_iid[rows] > 0))
+            _annotations(te, t, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
+            return _Rows(m).message(1, _packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+
+        first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)
+        np.minimum.at(first_ts, lane_code, start + base)
+        row_seq = seq_ids[lane_code]
+        arg_seq = np.concatenate([row_seq[ok] for *_, ok in host_args] or [np.zeros(0, np.int64)])
+        arg_iid = np.concatenate([np.full(ok.sum(), t.arg_iid[a]) for a, _, _, ok in host_args]
+                                 or [np.zeros(0, np.int64)])
+        str_args = [(v, ok) for _, kind, v, ok in host_args if kind == "string"]
+        return {"n": len(ev_ts), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+                "used": {"names": (row_seq, name_iid), "cats": (row_seq, cat_iid),
+                         "args": (arg_seq, arg_iid),
+                         "strings": (np.concatenate([row_seq[ok] for _, ok in str_args] or [np.zeros(0, np.int64)]),
+                                     np.concatenate([v[ok] for v, ok in str_args] or [np.zeros(0, np.int64)]))}}
+
+    MAX_HOST_ARGS = 32
+
+    def _host_args(self, args: np.ndarray) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
+        """Top-level host args as typed annotations (nested values as JSON text), most common keys."""
+        t = self.t
+        has = np.array([isinstance(a, dict) and bool(a) for a in args])
+        if not has.any():
+            return []
+        counts = pd.Series([k for a in args[has] for k in a]).value_counts()
+        out = []
+        for key in counts.index[: self.MAX_HOST_ARGS]:
+            if key not in t.arg_iid:
+                t.arg_iid[key] = t.arg_names.get(str(key))
+            vals = pd.Series([a.get(key) if isinstance(a, dict) else None for a in args], dtype=object)
+            typ = vals.map(type)
+            is_bool = (typ == bool).to_numpy()
+            is_int = (typ == int).to_numpy() & vals.map(lambda v: isinstance(v, int) and -2**63 <= v < 2**63).to_numpy(bool)
+            is_float = (typ == float).to_numpy() & vals.map(lambda v: isinstance(v, float) and math.isfinite(v)).to_numpy(bool)
+            is_none = vals.isna().to_numpy()
+            is_str = ~(is_bool | is_int | is_float | is_none)
+            if is_bool.any():
+                out.append((key, "bool", np.where(is_bool, vals, False).astype(bool), is_bool))
+            if is_int.any():
+                out.append((key, "int", np.where(is_int, vals, 0).astype(np.int64), is_int))
+            if is_float.any():
+                out.append((key, "double", np.where(is_float, vals, 0.0).astype(np.float64), is_float))
+            if is_str.any():
+                text = vals.where(pd.Series(is_str), None).map(
+                    lambda v: v if isinstance(v, str) or v is None else json.dumps(v, default=str))
+                codes = t.strings.codes(text)
+                out.append((key, "string", codes, codes > 0))
+        return out

@@ -1,0 +1,363 @@
+"""perfetto.pftrace: decode the written file with the perfetto package's protos and check it.
+
+No trace_processor here (it downloads a binary on first use, which fails offline), so the file
+is decoded with ``perfetto_trace_pb2`` and every structural rule a trace processor relies on is
+checked directly; the README-style SQL queries run only when ``TRACE_PROCESSOR_SHELL`` points to
+a local binary.
+"""
+from __future__ import annotations
+
+import os
+from collections import defaultdict
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+
+from reportgen.analysis.host_align import attach_host_trace
+from reportgen.model import Meta, Profile, finalize_commands
+from reportgen.testing.profiles import make_profile
+from reportgen.writers import perfetto
+
+CASE = Path("/work/shared/data/pmu/aks-m2-trace")
+B, E, I, C = 1, 2, 3, 4
+
+
+# -- an independent decoder ----------------------------------------------------------------
+def decode(path: Path) -> dict:
+    """Decode a .pftrace and check the sequence rules; return tracks, slices, counters, flows."""
+    trace = pb.Trace.FromString(Path(path).read_bytes())
+    tracks: dict[int, pb.TrackDescriptor] = {}
+    interned: dict[int, dict[str, dict[int, str]]] = {}
+    last_ts: dict[int, int] = {}
+    stacks: dict[int, list] = defaultdict(list)
+    slices, counters = [], []
+    flows_out, flows_in = defaultdict(list), {}
+    for pkt in trace.packet:
+        seq = pkt.trusted_packet_sequence_id
+        if pkt.HasField("track_descriptor"):
+            d = pkt.track_descriptor
+            assert d.uuid not in tracks, f"track {d.uuid} declared twice"
+            tracks[d.uuid] = d
+            continue
+        if pkt.HasField("timestamp"):
+            assert pkt.timestamp >= last_ts.get(seq, 0), f"sequence {seq} goes back in time"
+            last_ts[seq] = pkt.timestamp
+        if pkt.sequence_flags & 1:
+            assert seq not in interned, f"sequence {seq} cleared twice"
+            interned[seq] = {"names": {}, "cats": {}, "args": {}, "strings": {}}
+        if pkt.HasField("interned_data"):
+            data, table = pkt.interned_data, interned[seq]
+            table["names"].update((x.iid, x.name) for x in data.event_names)
+            table["cats"].update((x.iid, x.name) for x in data.event_categories)
+            table["args"].update((x.iid, x.name) for x in data.debug_annotation_names)
+            table["strings"].update((x.iid, x.str.decode()) for x in data.debug_annotation_string_values)
+        if not pkt.HasField("track_event"):
+            continue
+        assert pkt.sequence_flags == 2 and seq in interned, "event before its sequence's interned data"
+        te, table = pkt.track_event, interned[seq]
+        assert te.track_uuid in tracks, "event on an undeclared track"
+        if te.type == C:
+            assert tracks[te.track_uuid].HasField("counter")
+            counters.append((te.track_uuid, pkt.timestamp, te.double_counter_value))
+            continue
+        if te.type == E:
+            assert stacks[te.track_uuid], "slice end without a begin"
+            sl = stacks[te.track_uuid].pop()
+            sl["dur"] = pkt.timestamp - sl["ts"]
+            continue
+        args = {}
+        for a in te.debug_annotations:
+            key = table["args"][a.name_iid]
+            kind = a.WhichOneof("value")
+            args[key] = table["strings"][a.string_value_iid] if kind == "string_value_iid" else getattr(a, kind)
+        sl = {"track": te.track_uuid, "name": table["names"][te.name_iid], "ts": pkt.timestamp,
+              "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
+              "depth": len(stacks[te.track_uuid]), "dur": 0, "id": len(slices)}
+        slices.append(sl)
+        for f in te.flow_ids:
+            flows_out[f].append(sl["id"])
+        for f in te.terminating_flow_ids:
+            assert f not in flows_in, "flow terminated twice"
+            flows_in[f] = sl["id"]
+        if te.type == B:
+            stacks[te.track_uuid].append(sl)
+    assert all(not s for s in stacks.values()), "unbalanced slices"
+    for d in tracks.values():
+        assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"
+    return {"tracks": tracks, "slices": slices, "counters": counters,
+            "flows_out": flows_out, "flows_in": flows_in}
+
+
+def track_path(tracks, uuid) -> str:
+    names = []
+    while uuid in tracks:
+        d = tracks[uuid]
+        names.append(d.name or d.thread.thread_name or d.process.process_name)
+        uuid = d.parent_uuid if d.HasField("parent_uuid") else None
+    return "/".join(reversed(names))
+
+
+def command_slices(dec) -> pd.DataFrame:
+    rows = [dict(s, path=track_path(dec["tracks"], s["track"])) for s in dec["slices"]]
+    df = pd.DataFrame(rows)
+    return df[df["path"].str.contains("/Core |/CDMA/") & ~df["path"].str.contains("Kernel Function")]
+
+
+# -- fixtures ------------------------------------------------------------------------------
+def small_profile() -> Profile:
+    """Hand-made: two TIU commands depend on GDMA ids, GDMA commands overlap (a second lane)."""
+    rows = [
+        # core engine global_idx cmd_id start end func_type func_name bytes direction ddr_bw dep rate
+        (0, "GDMA", 0, 1, 0, 100, "DMA_tensor", "tensorLd", 1000, "DDR->LMEM", 10.0, 0, None),
+        (0, "GDMA", 1, 2, 50, 150, "DMA_tensor", "tensorLd", 500, "DDR->LMEM", 5.0, 0, None),
+        (0, "GDMA", 2, 3, 150, 250, "DMA_tensor", "tensorSt", 2000, "LMEM->DDR", 20.0, 1, None),
+        (0, "TIU", 0, 1, 100, 200, "sMM2", "mm2.nn", None, None, None, 1, 0.5),
+        (0, "TIU", 1, 2, 200, 300, "sAR", "arith.add", None, None, None, 2, None),
+        (0, "TIU", 2, 3, 300, 300, "SYS", "system.send_msg", None, None, None, 0, None),
+    ]
+    df = pd.DataFrame(rows, columns=["core", "engine", "global_idx", "cmd_id", "start_ns", "end_ns",
+                                     "func_type", "func_name", "bytes", "direction", "ddr_bw",
+                                     "dep_cmd_id", "uarch_rate"])
+    df["cycles"] = df["end_ns"] - df["start_ns"] + 1
+    df["is_sys"] = df["func_type"] == "SYS"
+    df["kernel"] = "k0"
+    df["func_scope"] = 7
+    df["port"] = None
+    return Profile(commands=finalize_commands(df), meta=Meta(chip="AKS", num_cores=1))
+
+
+def write_and_decode(profile, tmp_path) -> dict:
+    out = perfetto.write(profile, profile.metrics(), tmp_path, quiet=True)
+    assert out == tmp_path / "perfetto.pftrace"
+    return decode(out)
+
+
+# -- tests -------------------------------------------------------------------------------
+def test_hand_made_profile(tmp_path):
+    dec = write_and_decode(small_profile(), tmp_path)
+    sl = command_slices(dec).set_index("name", drop=False)
+    paths = sorted(set(sl["path"]))
+    # GDMA 1 overlaps GDMA 0 -> its own lane "GDMA #2"; GDMA 2 starts when GDMA 1 ends -> lane 0
+    assert paths == ["AKS TPU/Core 0/GDMA", "AKS TPU/Core 0/GDMA #2", "AKS TPU/Core 0/TIU"]
+    by_idx = {(r.path.split("/")[-1].split(" ")[0], r.args["Global Idx"]): r for r in sl.itertuples()}
+    assert by_idx[("GDMA", 1)].path.endswith("GDMA #2")
+    mm = by_idx[("TIU", 0)]
+    assert (mm.ts, mm.dur, mm.cat) == (100, 100, "sMM2")
+    assert mm.args["uArch Rate"] == 50.0 and isinstance(mm.args["uArch Rate"], float)
+    assert mm.args["Cmd Id"] == 1 and mm.args["Cycles"] == 101 and mm.args["Kernel Function"] == "k0"
+    assert "DMA data size(B)" not in mm.args and "Direction" not in mm.args     # unknown: left out
+    st = by_idx[("GDMA", 2)]
+    assert st.args["DMA data size(B)"] == 2000 and st.args["DDR Bandwidth(GB/s)"] == 20.0
+    assert st.args["Direction"] == "LMEM->DDR" and st.args["Sheet"] == "GDMA_0"
+    # flows: TIU0 (dep 1) <- GDMA cmd 1; TIU1 (dep 2) <- GDMA cmd 2 (the overlapping one);
+    # GDMA2 (dep 1) <- TIU cmd 1
+    pairs = set()
+    for fid, srcs in dec["flows_out"].items():
+        assert len(srcs) == 1 and fid in dec["flows_in"]
+        s, d = dec["slices"][srcs[0]], dec["slices"][dec["flows_in"][fid]]
+        pairs.add((s["name"], s["args"]["Cmd Id"], d["name"], d["args"]["Cmd Id"]))
+    assert pairs == {("tensorLd", 1, "mm2.nn", 1), ("tensorLd", 2, "arith.add", 2),
+                     ("mm2.nn", 1, "tensorSt", 3)}
+    assert set(dec["flows_in"]) == set(dec["flows_out"])
+    # counters: GDMA bandwidth = sum over running commands; TIU rate at start, 0 when idle
+    tracks = dec["tracks"]
+    gdma = [(ts, v) for u, ts, v in dec["counters"] if tracks[u].name == "GDMA Bandwidth (GB/s)"]
+    assert gdma == [(0, 10.0), (50, 15.0), (100, 5.0), (150, 20.0), (250, 0.0)]
+    tiu = [(ts, v) for u, ts, v in dec["counters"] if tracks[u].name == "TIU uArch Rate (%)"]
+    assert tiu == [(100, 50.0), (200, 0.0)]
+    kern = [s for s in dec["slices"] if track_path(tracks, s["track"]).endswith("Kernel Function")]
+    assert [(k["name"], k["ts"], k["dur"], k["args"]["Func Scope Id"], k["args"]["Commands"])
+            for k in kern] == [("k0", 0, 300, 7, 6)]
+
+
+def test_every_command_once_with_args_and_times(tmp_path):
+    prof = make_profile(cores=2, per_engine=400, seed=3, cdma_ports=(0, 1))
+    dec = write_and_decode(prof, tmp_path)
+    sl = command_slices(dec)
+    c = prof.commands
+    assert len(sl) == len(c)
+    got = pd.DataFrame({"sheet": [a["Sheet"] for a in sl["args"]],
+                        "global_idx": [a["Global Idx"] for a in sl["args"]],
+                        "ts": sl["ts"].to_numpy(), "dur": sl["dur"].to_numpy(),
+                        "name": sl["name"].to_numpy(), "cat": sl["cat"].to_numpy(),
+                        "args": sl["args"].to_numpy()})
+    assert not got.duplicated(["sheet", "global_idx"]).any()
+    m = c.assign(sheet=c["sheet"].astype(str)).merge(got, on=["sheet", "global_idx"], validate="1:1")
+    assert len(m) == len(c)
+    assert (m["ts"] == m["start_ns"]).all() and (m["dur"] == m["end_ns"] - m["start_ns"]).all()
+    assert (m["name"] == m["func_name"].astype(str)).all() and (m["cat"] == m["func_type"].astype(str)).all()
+    for r in m.sample(200, random_state=1).itertuples():
+        a = r.args
+        assert a["Cmd Id"] == r.cmd_id and a["Cycles"] == r.cycles and type(a["Cycles"]) is int
+        if pd.isna(r.uarch_rate):
+            assert "uArch Rate" not in a
+        else:
+            assert a["uArch Rate"] == pytest.approx(r.uarch_rate * 100, abs=1e-6)
+        for key, col in (("DDR Bandwidth(GB/s)", "ddr_bw"), ("L2M Bandwidth(GB/s)", "l2m_bw")):
+            if pd.isna(getattr(r, col)):
+                assert key not in a
+            else:
+                assert a[key] == getattr(r, col) and type(a[key]) is float
+        if not pd.isna(r.bytes):
+            assert a["DMA data size(B)"] == r.bytes
+        if not pd.isna(r.direction):
+            assert a["Direction"] == r.direction
+        assert a["Kernel Function"] == r.kernel
+    # every TIU dependency that names an earlier GDMA id on the same core got a flow
+    assert dec["flows_out"] and set(dec["flows_in"]) == set(dec["flows_out"])
+    ids = {s["id"] for s in dec["slices"]}
+    for fid, srcs in dec["flows_out"].items():
+        assert all(x in ids for x in srcs) and dec["flows_in"][fid] in ids
+        src, dst = dec["slices"][srcs[0]], dec["slices"][dec["flows_in"][fid]]
+        assert dst["args"]["Dep Cmd Id"] == src["args"]["Cmd Id"] and src["ts"] <= dst["ts"]
+    # tracks: one Core per core, TIU/GDMA/SDMA under each, CDMA ports under CDMA
+    names = sorted(track_path(dec["tracks"], u) for u in dec["tracks"])
+    for core in (0, 1):
+        for eng in ("TIU", "GDMA", "SDMA", "Kernel Function", "TIU uArch Rate (%)", "GDMA Bandwidth (GB/s)"):
+            assert f"AKS TPU/Core {core}/{eng}" in names
+    assert "AKS TPU/CDMA/CDMA port0" in names and "AKS TPU/CDMA/CDMA port1" in names
+
+
+def test_deterministic_bytes(tmp_path):
+    prof = make_profile(cores=1, per_engine=200, seed=5)
+    a = perfetto.write(prof, None, tmp_path / "a", quiet=True).read_bytes()
+    b = perfetto.write(prof, None, tmp_path / "b", quiet=True).read_bytes()
+    assert a == b
+
+
+def test_host_tracks_nested_and_aligned(tmp_path):
+    prof = make_profile(cores=1, per_engine=50, seed=2)
+    prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
+    attach_host_trace(prof, CASE / "trace.json")
+    offset = prof.meta.extra["host_alignment"]["offset_ns"]
+    dec = write_and_decode(prof, tmp_path)
+    tracks = dec["tracks"]
+    host = [s for s in dec["slices"] if not track_path(tracks, s["track"]).startswith("AKS TPU")]
+    assert len(host) == len(prof.host) == 10
+    # device slices are on the host clock: device ns + offset
+    dev = command_slices(dec)
+    assert dev["ts"].min() == prof.commands["start_ns"].min() + offset
+    got = sorted((s["name"], s["ts"] - offset, s["dur"]) for s in host)
+    want = sorted(zip(prof.host["name"], prof.host["start_ns"], prof.host["end_ns"] - prof.host["start_ns"]))
+    assert got == want
+    # thread 2's aten ops overlap without nesting: they go to "thread 2 #k" lanes, properly nested
+    lanes = {track_path(tracks, s["track"]) for s in host}
+    assert any("#2" in x for x in lanes)
+    thread_tracks = [d for d in tracks.values() if d.HasField("thread")]
+    assert sorted((d.thread.pid, d.thread.tid) for d in thread_tracks) == [(1, 1), (1, 2)]
+
+
+def test_host_nesting_matches_model(tmp_path):
+    prof = make_profile(cores=1, per_engine=10, seed=2)
+    trace = tmp_path / "t.json"
+    events = [("tpudnn", "launch", 10, 5), ("cpu_op", "outer", 0, 100), ("cpu_op", "mid", 10, 50),
+              ("cpu_op", "inner", 20, 10), ("cpu_op", "zero", 30, 0), ("cpu_op", "zero_in", 20, 0), ("cpu_op", "next", 60, 40),
+              ("cpu_op", "touch", 100, 10)]
+    import json
+    trace.write_text(json.dumps([{"ph": "X", "cat": c, "name": n, "ts": ts, "dur": d, "pid": 7,
+                                  "tid": 1 if c == "cpu_op" else 2, "args": {"n": i, "f": 1.5, "s": n}}
+                                 for i, (c, n, ts, d) in enumerate(events)]))
+    attach_host_trace(prof, trace)
+    dec = write_and_decode(prof, tmp_path)
+    host = {s["name"]: s for s in dec["slices"] if s["name"] in {e[1] for e in events}}
+    # a zero-length event where "inner" ends is its sibling; one where it starts is inside it;
+    # "touch" starts where "outer" ends: a new top-level event
+    want = {"launch": 0, "outer": 0, "mid": 1, "inner": 2, "zero": 2, "zero_in": 3, "next": 1, "touch": 0}
+    assert {k: v["depth"] for k, v in host.items()} == want
+    assert dict(zip(prof.host["name"], prof.host["depth"])) == want
+    names = prof.host["name"].tolist()
+    parent = {n: (names[p] if p >= 0 else None) for n, p in zip(names, prof.host["parent"])}
+    assert parent == {"launch": None, "outer": None, "mid": "outer", "inner": "mid", "zero": "mid",
+                      "zero_in": "inner", "next": "outer", "touch": None}
+    assert host["inner"]["args"] == {"n": 3, "f": 1.5, "s": "inner"}
+    assert type(host["inner"]["args"]["n"]) is int and host["zero"]["dur"] == 0
+
+
+README_QUERIES = [
+    # TIU commands whose uArch rate is below 50 %
+    "SELECT name, ts, dur FROM slice WHERE EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50",
+    # DMA commands moving more than 64 KiB at over 20 GB/s of DDR bandwidth
+    "SELECT name, EXTRACT_ARG(arg_set_id, 'debug.DMA data size(B)') AS size FROM slice "
+    "WHERE EXTRACT_ARG(arg_set_id, 'debug.DDR Bandwidth(GB/s)') > 20 "
+    "AND EXTRACT_ARG(arg_set_id, 'debug.DMA data size(B)') > 65536",
+    # the command with a given Global Idx on a given sheet
+    "SELECT s.name, s.ts FROM slice s WHERE EXTRACT_ARG(s.arg_set_id, 'debug.Global Idx') = 42 "
+    "AND EXTRACT_ARG(s.arg_set_id, 'debug.Sheet') = 'TIU_0'",
+]
+
+
+def test_readme_queries_typed(tmp_path):
+    """The three queries need numeric args; check the types by decoding (offline)."""
+    prof = make_profile(cores=1, per_engine=300, seed=4)
+    dec = write_and_decode(prof, tmp_path)
+    sl = command_slices(dec)
+    low = [s for s in sl["args"] if "uArch Rate" in s and s["uArch Rate"] < 50]
+    c = prof.commands
+    want = int(((c["uarch_rate"] * 100) < 50).sum())
+    assert len(low) == want > 0
+    big = [a for a in sl["args"] if a.get("DDR Bandwidth(GB/s)", 0) > 20 and a.get("DMA data size(B)", 0) > 65536]
+    assert len(big) == int(((c["ddr_bw"] > 20) & (c["bytes"] > 65536)).sum()) > 0
+    one = [a for a in sl["args"] if a["Global Idx"] == 42 and a["Sheet"] == "TIU_0"]
+    assert len(one) == 1
+
+
+@pytest.mark.skipif(not os.environ.get("TRACE_PROCESSOR_SHELL"),
+                    reason="trace_processor downloads its binary; set TRACE_PROCESSOR_SHELL to run offline")
+def test_readme_queries_trace_processor(tmp_path):
+    from perfetto.trace_processor import TraceProcessor, TraceProcessorConfig
+
+    prof = make_profile(cores=1, per_engine=300, seed=4)
+    out = perfetto.write(prof, None, tmp_path, quiet=True)
+    tp = TraceProcessor(trace=str(out), config=TraceProcessorConfig(bin_path=os.environ["TRACE_PROCESSOR_SHELL"]))
+    c = prof.commands
+    assert len(tp.query(README_QUERIES[0]).as_pandas_dataframe()) == int(((c["uarch_rate"] * 100) < 50).sum())
+    assert len(tp.query(README_QUERIES[1]).as_pandas_dataframe()) == int(((c["ddr_bw"] > 20) & (c["bytes"] > 65536)).sum())
+    assert len(tp.query(README_QUERIES[2]).as_pandas_dataframe()) == 1
+    tp.close()
+
+
+def test_golden_host_placement_matches_reference(tmp_path):
+    """aks-m2-trace: host events relative to the first/last TPU command, as the reference put them."""
+    ref = pb.Trace.FromString((CASE / "reference-0.3.7" / "perfetto.pftrace").read_bytes())
+    names = {d.track_descriptor.uuid: d.track_descriptor.name for d in ref.packet if d.HasField("track_descriptor")}
+    host_tracks = {u for u, n in names.items() if n.startswith(("cpu op", "tpudnn op"))}
+    device = [p.timestamp for p in ref.packet if p.HasField("track_event")
+              and p.track_event.track_uuid not in host_tracks and p.track_event.type in (B, E)]
+    ref_first, ref_last = min(device), max(device)
+    opened, ref_host = {}, []
+    for p in ref.packet:
+        te = p.track_event
+        if p.HasField("track_event") and te.track_uuid in host_tracks:
+            if te.type == B:
+                opened[te.track_uuid] = (te.name, p.timestamp)
+            elif te.type == E:
+                name, ts = opened.pop(te.track_uuid)
+                ref_host.append((name, ts - ref_first, p.timestamp - ref_first))
+    expected = pd.read_csv(CASE / "expected_commands.csv")
+    assert ref_last - ref_first == expected["end_ns"].max() - expected["start_ns"].min()
+    try:
+        from reportgen.parsers.pmu import load_dump
+        prof = load_dump(CASE / "input")
+    except (ImportError, AttributeError):
+        # the decoder has not landed: the alignment only needs the dump's tail numbers
+        prof = make_profile(cores=1, per_engine=10)
+        prof.meta.tail_offset_ns = 850_000                       # global.profile
+        prof.meta.pmu_tail_ns = int(expected["end_ns"].max())   # last PMU end, device frame
+    attach_host_trace(prof, CASE / "trace.json")
+    assert prof.meta.extra["host_alignment"]["rule"] == "tail_offset"
+    ours = sorted(zip(prof.host["name"], prof.host["start_ns"], prof.host["end_ns"]))
+    assert ours == sorted(ref_host)
+    dec = write_and_decode(prof, tmp_path)
+    host = [s for s in dec["slices"] if not track_path(dec["tracks"], s["track"]).startswith("AKS")]
+    first_host = min(s["ts"] for s in host)
+    first_dev = command_slices(dec)["ts"].min()
+    assert first_host - first_dev == min(x[1] for x in ref_host) == -25_191
+
+
+def test_empty_profile_and_output_errors(tmp_path):
+    out = perfetto.write(Profile(), None, tmp_path, quiet=True)
+    dec = decode(out)
+    assert dec["slices"] == [] and len(dec["tracks"]) == 1
