@@ -39,22 +39,31 @@ def unwrap_ids16(raw: np.ndarray) -> np.ndarray:
 
 
 def unwrap_time(start: np.ndarray, end: np.ndarray, cdma: bool = False):
-    """Undo u32 counter wrap. A record (and all later ones) gets +2^32 when its start is below
-    the previous end and that end is above 2^31 (CDMA: when both start and end regress)."""
+    """Undo u32 counter wraps (spec §9.1 step 4), vectorised.
+
+    Sequentially: a record (and every later one) gets +2^32 when its start is below the
+    previous record's (already corrected) end and that end is above 2^31; a record whose end
+    is then below its start gets +2^32 on the end (it straddles the wrap). CDMA: +2^32 only
+    when both start and end regress.
+    """
     s = start.astype(np.int64)
     e = end.astype(np.int64)
+    straddle = e < s
     if len(s) < 2:
-        return s, np.where(e < s, e + U32, e)
+        return s, np.where(straddle, e + U32, e)
     if cdma:
         wrap = (s[1:] < s[:-1]) & (e[1:] < e[:-1])
     else:
-        wrap = (s[1:] < e[:-1]) & (e[:-1] > (1 << 31))
-    # the wrap test compares raw values of neighbours; lifting later records keeps them raw+k*2^32
+        prev_end = (e + straddle * U32)[:-1]          # previous end after its own fix, lift aside
+        below = s[1:] < prev_end
+        high = prev_end > (1 << 31)
+        # once one wrap has lifted the stream, every later previous end is above 2^31
+        first = np.flatnonzero(below & high)
+        wrap = below & high
+        if len(first):
+            wrap |= below & (np.arange(len(below)) > first[0])
     lift = np.concatenate([[0], np.cumsum(wrap)]) * U32
-    s = s + lift
-    e = e + lift
-    e = np.where(e < s, e + U32, e)
-    return s, e
+    return s + lift, e + lift + straddle * U32
 
 
 def sdma_send_retire_reorder(start: np.ndarray, end: np.ndarray) -> np.ndarray:

@@ -77,6 +77,16 @@ def from_records(engine: str, payload: memoryview, warn) -> Stream:
     return s
 
 
+def _wrap_explains(s: Stream) -> bool:
+    """True when the stream's steps back in time are u32 counter wraps (a step back of more
+    than 2^31 cycles), not a lapped ring buffer (a step back by the ring's time span)."""
+    start = s["start_raw"]
+    end = np.where(s["end_raw"] < start, s["end_raw"] + match.U32, s["end_raw"])
+    back = end[:-1] - start[1:]
+    steps = back[back > 0]
+    return bool(len(steps)) and bool((steps > (1 << 31)).all())
+
+
 def normalise(s: Stream, mhz: float, warn) -> Stream:
     """Rotation, id unwrap, SDMA repairs, time unwrap, cycles -> ns (spec §9.1, in order)."""
     if len(s) == 0:
@@ -84,7 +94,7 @@ def normalise(s: Stream, mhz: float, warn) -> Stream:
         for k in ("start", "end", "cycles", "start_ns", "end_ns"):
             s[k] = np.zeros(0, np.int64)
         return s
-    if s.engine != "CDMA":
+    if s.engine != "CDMA" and not _wrap_explains(s):
         k = match.rotate_ring(s["start_raw"], s["end_raw"])
         if k:
             warn("ring-rotated", f"{s.engine} PMU ring buffer had wrapped: rotated by {k} records "
