@@ -1,0 +1,53 @@
+"""Time and size of perfetto.pftrace for a synthetic profile (default 10^6 commands).
+
+    PYTHONPATH=. python benchmarks/bench_perfetto.py [--cores 8] [--per-engine 41667] [--decode]
+
+Prints build time of the profile (not counted), write time, file size, gzip size estimate and
+peak RSS; ``--decode`` also decodes the file with perfetto_trace_pb2 and counts the slices.
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import resource
+import tempfile
+import time
+from pathlib import Path
+
+from reportgen.testing.profiles import make_profile
+from reportgen.writers import perfetto
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--cores", type=int, default=8)
+    ap.add_argument("--per-engine", type=int, default=41_667)   # 8 x 3 x 41667 + CDMA ~ 1.01e6
+    ap.add_argument("--decode", action="store_true")
+    args = ap.parse_args()
+    t0 = time.perf_counter()
+    prof = make_profile(cores=args.cores, per_engine=args.per_engine, seed=1)
+    summary = prof.metrics()
+    t1 = time.perf_counter()
+    rss0 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    with tempfile.TemporaryDirectory() as tmp:
+        t2 = time.perf_counter()
+        out = perfetto.write(prof, summary, tmp, quiet=True)
+        t3 = time.perf_counter()
+        size = out.stat().st_size
+        data = out.read_bytes()
+        gz = len(gzip.compress(data, 6))
+        rss1 = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        n = len(prof.commands)
+        print(f"commands {n:,}  profile {t1 - t0:.1f}s  write {t3 - t2:.2f}s "
+              f"({n / (t3 - t2):,.0f} cmd/s)  size {size / 1e6:.1f} MB ({size / n:.1f} B/cmd), "
+              f"gzip {gz / 1e6:.1f} MB  peak RSS {rss0 / 1024:.0f} -> {rss1 / 1024:.0f} MB")
+        if args.decode:
+            from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+            t4 = time.perf_counter()
+            trace = pb.Trace.FromString(data)
+            begins = sum(1 for p in trace.packet if p.HasField("track_event") and p.track_event.type == 1)
+            print(f"decode {time.perf_counter() - t4:.1f}s  slice begins {begins:,}")
+
+
+if __name__ == "__main__":
+    main()
