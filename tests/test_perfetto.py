@@ -33,6 +33,7 @@ def decode(path: Path) -> dict:
     interned: dict[int, dict[str, dict[int, str]]] = {}
     last_ts: dict[int, int] = {}
     stacks: dict[int, list] = defaultdict(list)
+    default_track: dict[int, int] = {}
     slices, counters = [], []
     flows_out, flows_in = defaultdict(list), {}
     for pkt in trace.packet:
@@ -48,6 +49,8 @@ def decode(path: Path) -> dict:
         if pkt.sequence_flags & 1:
             assert seq not in interned, f"sequence {seq} cleared twice"
             interned[seq] = {"names": {}, "cats": {}, "args": {}, "strings": {}}
+        if pkt.HasField("trace_packet_defaults"):
+            default_track[seq] = pkt.trace_packet_defaults.track_event_defaults.track_uuid
         if pkt.HasField("interned_data"):
             data, table = pkt.interned_data, interned[seq]
             table["names"].update((x.iid, x.name) for x in data.event_names)
@@ -58,14 +61,15 @@ def decode(path: Path) -> dict:
             continue
         assert pkt.sequence_flags == 2 and seq in interned, "event before its sequence's interned data"
         te, table = pkt.track_event, interned[seq]
-        assert te.track_uuid in tracks, "event on an undeclared track"
+        track = te.track_uuid if te.HasField("track_uuid") else default_track[seq]
+        assert track in tracks, "event on an undeclared track"
         if te.type == C:
-            assert tracks[te.track_uuid].HasField("counter")
-            counters.append((te.track_uuid, pkt.timestamp, te.double_counter_value))
+            assert tracks[track].HasField("counter")
+            counters.append((track, pkt.timestamp, te.double_counter_value))
             continue
         if te.type == E:
-            assert stacks[te.track_uuid], "slice end without a begin"
-            sl = stacks[te.track_uuid].pop()
+            assert stacks[track], "slice end without a begin"
+            sl = stacks[track].pop()
             sl["dur"] = pkt.timestamp - sl["ts"]
             continue
         args = {}
@@ -73,9 +77,9 @@ def decode(path: Path) -> dict:
             key = table["args"][a.name_iid]
             kind = a.WhichOneof("value")
             args[key] = table["strings"][a.string_value_iid] if kind == "string_value_iid" else getattr(a, kind)
-        sl = {"track": te.track_uuid, "name": table["names"][te.name_iid], "ts": pkt.timestamp,
+        sl = {"track": track, "name": table["names"][te.name_iid], "ts": pkt.timestamp,
               "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
-              "depth": len(stacks[te.track_uuid]), "dur": 0, "id": len(slices)}
+              "depth": len(stacks[track]), "dur": 0, "id": len(slices)}
         slices.append(sl)
         for f in te.flow_ids:
             flows_out[f].append(sl["id"])
@@ -83,7 +87,7 @@ def decode(path: Path) -> dict:
             assert f not in flows_in, "flow terminated twice"
             flows_in[f] = sl["id"]
         if te.type == B:
-            stacks[te.track_uuid].append(sl)
+            stacks[track].append(sl)
     assert all(not s for s in stacks.values()), "unbalanced slices"
     for d in tracks.values():
         assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"

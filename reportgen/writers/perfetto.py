@@ -78,14 +78,27 @@ def _varint_bytes(value: int) -> bytes:
             return bytes(out)
 
 
-def _varint_matrix(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Varint encoding of each uint64: a (n, 10) byte matrix and the byte count per row."""
-    v = np.asarray(values).astype(np.uint64, copy=False)
-    shifts = np.arange(10, dtype=np.uint64) * np.uint64(7)
-    groups = (v[:, None] >> shifts[None, :]) & np.uint64(0x7F)
-    lens = 1 + ((v[:, None] >> shifts[None, 1:]) != 0).sum(1)
-    more = np.arange(10)[None, :] < (lens - 1)[:, None]
-    return (groups | (more.astype(np.uint64) << np.uint64(7))).astype(np.uint8), lens
+def _varint_matrix(values) -> tuple[np.ndarray, np.ndarray]:
+    """Varint encoding of each value: an (n, width) byte matrix and the byte count per row.
+
+    Signed values are encoded as their 64-bit two's complement (protobuf int64).  Only as many
+    byte columns as the largest value needs are computed.
+    """
+    v = np.asarray(values)
+    v = v.astype(np.int64).view(np.uint64) if v.dtype.kind in "ib" else v.astype(np.uint64)
+    n = len(v)
+    top = int(v.max()) if n else 0
+    width = max(1, (top.bit_length() + 6) // 7)
+    mat = np.empty((n, width), np.uint8)
+    lens = np.ones(n, np.int64)
+    rest = v.copy()
+    for k in range(width):
+        low = (rest & np.uint64(0x7F)).astype(np.uint8)
+        rest >>= np.uint64(7)
+        more = rest != 0
+        mat[:, k] = low | (more.astype(np.uint8) << 7)
+        lens += more
+    return mat, lens
 
 
 class _Rows:
@@ -105,38 +118,40 @@ class _Rows:
             lens = np.where(present, lens, 0)
         self.parts.append((mat, np.asarray(lens, np.int64)))
 
-    def _tag(self, field: int, wire: int, present) -> None:
-        tag = np.frombuffer(_varint_bytes(field << 3 | wire), np.uint8)
-        self._add(np.broadcast_to(tag, (self.n, len(tag))), np.full(self.n, len(tag)), present)
+    def _const(self, data: bytes, present) -> None:
+        row = np.frombuffer(data, np.uint8)
+        self._add(np.broadcast_to(row, (self.n, len(row))), np.full(self.n, len(row)), present)
+
+    def const(self, field: int, value: int, present=None) -> "_Rows":
+        """A varint field with the same value in every row."""
+        self._const(_varint_bytes(field << 3) + _varint_bytes(value), present)
+        return self
 
     def varint(self, field: int, values, present=None) -> "_Rows":
-        if np.isscalar(values):
-            values = np.full(self.n, values, np.uint64)
-        self._tag(field, 0, present)
-        mat, lens = _varint_matrix(np.asarray(values).astype(np.int64).view(np.uint64)
-                                   if np.asarray(values).dtype.kind == "i" else values)
+        self._const(_varint_bytes(field << 3), present)
+        mat, lens = _varint_matrix(values)
         self._add(mat, lens, present)
         return self
 
     def fixed64(self, field: int, values, present=None) -> "_Rows":
         """double / fixed64 (the 8 little-endian bytes of ``values``)."""
-        self._tag(field, 1, present)
-        raw = np.ascontiguousarray(np.asarray(values)).astype(np.asarray(values).dtype.newbyteorder("<"))
+        self._const(_varint_bytes(field << 3 | 1), present)
+        v = np.asarray(values)
+        raw = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<"))
         self._add(raw.view(np.uint8).reshape(self.n, 8), np.full(self.n, 8), present)
         return self
 
     def message(self, field: int, sub: "_Rows", present=None) -> "_Rows":
-        length = sub.lengths()
-        self._tag(field, 2, present)
-        mat, lens = _varint_matrix(length)
+        self._const(_varint_bytes(field << 3 | 2), present)
+        mat, lens = _varint_matrix(sub.lengths())
         self._add(mat, lens, present)
         for m, ln in sub.parts:
             self._add(m, ln, present)
         return self
 
-    def ragged(self, flat: np.ndarray, lens: np.ndarray) -> "_Rows":
-        """Pre-encoded bytes of variable length per row (e.g. repeated fields), in row order."""
-        self.parts.append((flat, np.asarray(lens, np.int64)))
+    def dense(self, mat: np.ndarray, lens: np.ndarray) -> "_Rows":
+        """Pre-encoded bytes, the first ``lens[i]`` of row ``i`` (e.g. repeated fields)."""
+        self.parts.append((mat, np.asarray(lens, np.int64)))
         return self
 
     def lengths(self) -> np.ndarray:
@@ -146,32 +161,31 @@ class _Rows:
         return total
 
     def tobytes(self) -> bytes:
-        lens = np.stack([ln for _, ln in self.parts], axis=1)
-        row_len = lens.sum(1)
-        row_start = np.cumsum(row_len) - row_len
-        offset = np.cumsum(lens, axis=1) - lens
-        out = np.empty(int(row_len.sum()), np.uint8)
-        for k, (mat, ln) in enumerate(self.parts):
-            base = row_start + offset[:, k]
-            if mat.ndim == 1:                        # ragged
-                rows = np.repeat(np.arange(self.n), ln)
-                within = np.arange(len(mat)) - np.repeat(np.cumsum(ln) - ln, ln)
-                out[base[rows] + within] = mat
-            else:
-                mask = np.arange(mat.shape[1])[None, :] < ln[:, None]
-                pos = base[:, None] + np.arange(mat.shape[1])[None, :]
-                out[pos[mask]] = mat[mask]
-        return out.tobytes()
+        # lay the parts side by side, then keep each row's valid bytes in row-major order
+        width = sum(m.shape[1] for m, _ in self.parts)
+        big = np.empty((self.n, width), np.uint8)
+        keep = np.empty((self.n, width), bool)
+        col = 0
+        for mat, ln in self.parts:
+            w = mat.shape[1]
+            big[:, col:col + w] = mat
+            keep[:, col:col + w] = np.arange(w)[None, :] < ln[:, None]
+            col += w
+        return big[keep].tobytes()
 
 
-def _fixed64_ragged(row: np.ndarray, ids: np.ndarray, field: int, n: int):
-    """Repeated fixed64 ``field`` holding ``ids`` for rows ``row`` (sorted): flat bytes + lengths."""
+def _fixed64_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
+    """Repeated fixed64 ``field`` with ``ids`` for rows ``row`` (sorted): (n, k*w) bytes + lengths."""
     tag = np.frombuffer(_varint_bytes(field << 3 | 1), np.uint8)
-    one = np.empty((len(ids), len(tag) + 8), np.uint8)
-    one[:, :len(tag)] = tag
-    one[:, len(tag):] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
-    lens = np.bincount(row, minlength=n) * one.shape[1]
-    return one.reshape(-1), lens
+    w = len(tag) + 8
+    counts = np.bincount(row, minlength=n)
+    k = int(counts.max()) if len(row) else 0
+    mat = np.zeros((n, max(k, 1), w), np.uint8)
+    if len(row):
+        within = np.arange(len(row)) - np.searchsorted(row, row, "left")
+        mat[row, within, :len(tag)] = tag
+        mat[row, within, len(tag):] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
+    return mat.reshape(n, -1), counts * w
 
 
 # == string tables ===========================================================================
@@ -265,45 +279,54 @@ class _Trace:
         self.next_seq += count
         return np.arange(first, first + count, dtype=np.int64)
 
-    def intern(self, seq: np.ndarray, first_ts: np.ndarray, used: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """One packet per sequence declaring the iids it uses (and clearing incremental state).
+    def intern(self, seq: np.ndarray, track: np.ndarray, first_ts: np.ndarray,
+               used: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+        """First packet of every sequence: clears incremental state, makes the sequence's track
+        the default ``track_uuid`` of its events and declares the iids the sequence uses.
 
-        ``used[table] = (seq of each use, iid of each use)``; tables: names, cats, args, strings.
+        ``used[table] = (sequence, iid)`` pairs, unique; tables: names, cats, args, strings.
         """
         out = pb.Trace()
         lookup = {"names": self.names.names(), "cats": self.cats.names(),
                   "args": self.arg_names.names(), "strings": self.strings.names()}
-        per_seq: dict[int, dict[str, np.ndarray]] = {int(s): {} for s in seq}
+        cut = {}
         for table, (s_use, iid_use) in used.items():
-            pairs = np.unique(np.stack([s_use, iid_use], 1), axis=0) if len(s_use) else np.zeros((0, 2), np.int64)
-            pairs = pairs[pairs[:, 1] > 0]
-            cuts = np.searchsorted(pairs[:, 0], seq)
-            ends = np.searchsorted(pairs[:, 0], seq, "right")
-            for s, a, b in zip(seq, cuts, ends):
-                per_seq[int(s)][table] = pairs[a:b, 1]
-        for s, ts in zip(seq, first_ts):
+            o = np.lexsort((iid_use, s_use))
+            s_use, iid_use = s_use[o], iid_use[o]
+            cut[table] = (iid_use, np.searchsorted(s_use, seq, "left"), np.searchsorted(s_use, seq, "right"))
+        adders = {"names": lambda d, i, x: d.event_names.add(iid=i, name=x),
+                  "cats": lambda d, i, x: d.event_categories.add(iid=i, name=x),
+                  "args": lambda d, i, x: d.debug_annotation_names.add(iid=i, name=x),
+                  "strings": lambda d, i, x: d.debug_annotation_string_values.add(iid=i, str=x.encode())}
+        for k, (s, uuid, ts) in enumerate(zip(seq, track, first_ts)):
             pkt = out.packet.add()
             pkt.trusted_packet_sequence_id = int(s)
             pkt.sequence_flags = SEQ_CLEARED
             pkt.timestamp = int(ts)
-            data = pkt.interned_data
-            tables = per_seq[int(s)]
-            for iid in tables.get("names", ()):
-                data.event_names.add(iid=int(iid), name=lookup["names"][int(iid)])
-            for iid in tables.get("cats", ()):
-                data.event_categories.add(iid=int(iid), name=lookup["cats"][int(iid)])
-            for iid in tables.get("args", ()):
-                data.debug_annotation_names.add(iid=int(iid), name=lookup["args"][int(iid)])
-            for iid in tables.get("strings", ()):
-                data.debug_annotation_string_values.add(iid=int(iid),
-                                                        str=lookup["strings"][int(iid)].encode())
+            pkt.trace_packet_defaults.track_event_defaults.track_uuid = int(uuid)
+            for table, (iids, lo, hi) in cut.items():
+                for iid in iids[lo[k]:hi[k]]:
+                    adders[table](pkt.interned_data, int(iid), lookup[table][int(iid)])
         self.write(out.SerializeToString())
+
+
+def _pairs(seq: np.ndarray, iid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Unique (sequence, iid) pairs with iid > 0, without sorting when the key space is small."""
+    keep = iid > 0
+    seq, iid = np.asarray(seq, np.int64)[keep], np.asarray(iid, np.int64)[keep]
+    if not len(seq):
+        return seq, iid
+    span = int(iid.max()) + 1
+    key = seq * span + iid
+    space = (int(seq.max()) + 1) * span
+    hits = np.flatnonzero(np.bincount(key, minlength=space)) if space <= 1 << 26 else np.unique(key)
+    return hits // span, hits % span
 
 
 def _annotations(te: _Rows, trace: _Trace, args: list[tuple[str, str, np.ndarray, np.ndarray]]) -> None:
     """Typed debug annotations: (name, kind int|double|string|bool, values, present)."""
     for name, kind, values, present in args:
-        ann = _Rows(te.n).varint(1, np.full(te.n, trace.arg_iid[name], np.int64))
+        ann = _Rows(te.n).const(1, trace.arg_iid[name])
         if kind == "int":
             ann.varint(4, values.astype(np.int64))
         elif kind == "bool":
@@ -317,7 +340,7 @@ def _annotations(te: _Rows, trace: _Trace, args: list[tuple[str, str, np.ndarray
 
 def _packet(n: int, ts: np.ndarray, seq: np.ndarray, event: _Rows) -> _Rows:
     pkt = _Rows(n).varint(8, ts.astype(np.int64)).message(11, event)
-    return pkt.varint(10, seq.astype(np.int64)).varint(13, np.full(n, SEQ_NEEDS_STATE, np.int64))
+    return pkt.varint(10, seq.astype(np.int64)).const(13, SEQ_NEEDS_STATE)
 
 
 def _lanes_non_overlapping(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
@@ -434,12 +457,15 @@ class _TraceWriter:
         plan = [x for x in plan if x is not None and x["n"]]
         self.t.flush_descriptors()
         # interned data of every sequence first: all of a sequence's events come after it
-        seqs = np.concatenate([x["seq_ids"] for x in plan]) if plan else np.zeros(0, np.int64)
-        first = np.concatenate([x["first_ts"] for x in plan]) if plan else np.zeros(0, np.int64)
-        used = {k: (np.concatenate([x["used"][k][0] for x in plan if k in x["used"]] or [np.zeros(0, np.int64)]),
-                    np.concatenate([x["used"][k][1] for x in plan if k in x["used"]] or [np.zeros(0, np.int64)]))
-                for k in ("names", "cats", "args", "strings")}
-        self.t.intern(seqs, first, used)
+        def cat(key):
+            return np.concatenate([x[key] for x in plan]) if plan else np.zeros(0, np.int64)
+
+        used = {}
+        for table in ("names", "cats", "args", "strings"):
+            pairs = [_pairs(*x["used"][table]) for x in plan if table in x["used"]]
+            used[table] = (np.concatenate([p[0] for p in pairs] or [np.zeros(0, np.int64)]),
+                           np.concatenate([p[1] for p in pairs] or [np.zeros(0, np.int64)]))
+        self.t.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used)
         chunks = sum(math.ceil(x["n"] / CHUNK) for x in plan)
         from tqdm import tqdm
         with tqdm(total=chunks, desc="perfetto", unit="chunk", disable=self.quiet, leave=False) as bar:
@@ -516,32 +542,30 @@ class _TraceWriter:
         def encode(lo: int, hi: int) -> bytes:
             rows = order[lo:hi]
             n = len(rows)
-            te = _Rows(n).varint(9, np.full(n, SLICE_BEGIN, np.int64)).varint(11, uuid_of[track_code[rows]])
+            te = _Rows(n).const(9, SLICE_BEGIN)
             te.varint(10, name_iid[rows], name_iid[rows] > 0).varint(3, cat_iid[rows], cat_iid[rows] > 0)
             args = [(a, "int", v[rows], ok[rows]) for a, (v, ok) in ints.items()]
             args += [(a, "double", v[rows], ok[rows]) for a, (v, ok) in dbl.items()]
             args += [(a, "string", v[rows], v[rows] > 0) for a, v in strings.items()]
             _annotations(te, t, args)
             a, b = np.searchsorted(flow_pos, [lo, hi])
-            flat, lens = _fixed64_ragged(flow_pos[a:b] - lo, flow_ids_sorted[a:b], 47, n)
-            te.ragged(flat, lens)
+            te.dense(*_fixed64_repeated(flow_pos[a:b] - lo, flow_ids_sorted[a:b], 47, n))
             te.fixed64(48, dst_flow[rows].astype(np.uint64), is_dst[rows])
             rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq[rows], te))
-            end_ev = _Rows(n).varint(9, np.full(n, SLICE_END, np.int64)).varint(11, uuid_of[track_code[rows]])
+            end_ev = _Rows(n).const(9, SLICE_END)
             rec.message(1, _packet(n, end[rows] + base, seq[rows], end_ev))
             return rec.tobytes()
 
         first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
         np.minimum.at(first_ts, track_code, start + base)
-        arg_used = np.concatenate([np.full(len(c), t.arg_iid[a]) for a in
-                                   [*ints, *dbl, *strings]])
-        present = np.concatenate([ok for _, ok in ints.values()] + [ok for _, ok in dbl.values()]
-                                 + [v > 0 for v in strings.values()])
-        seq_rep = np.tile(seq, len(ints) + len(dbl) + len(strings))
-        return {"n": len(c), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+        present = {**{a: ok for a, (_, ok) in ints.items()}, **{a: ok for a, (_, ok) in dbl.items()},
+                   **{a: v > 0 for a, v in strings.items()}}
+        arg_pairs = [_pairs(seq, np.where(ok, t.arg_iid[a], 0)) for a, ok in present.items()]
+        str_pairs = [_pairs(seq, v) for v in strings.values()]
+        return {"n": len(c), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts, "encode": encode,
                 "used": {"names": (seq, name_iid), "cats": (seq, cat_iid),
-                         "args": (seq_rep[present], arg_used[present]),
-                         "strings": (np.tile(seq, len(strings)), np.concatenate(list(strings.values())))}}
+                         "args": tuple(np.concatenate(x) for x in zip(*arg_pairs)),
+                         "strings": tuple(np.concatenate(x) for x in zip(*str_pairs))}}
 
     # -- kernel functions -------------------------------------------------------------------
     def _kernels_plan(self, c: pd.DataFrame) -> dict | None:
@@ -582,20 +606,20 @@ class _TraceWriter:
         def encode(lo: int, hi: int) -> bytes:
             rows = order[lo:hi]
             n = len(rows)
-            te = _Rows(n).varint(9, np.full(n, SLICE_BEGIN, np.int64)).varint(11, uuid_of[track_code[rows]])
+            te = _Rows(n).const(9, SLICE_BEGIN)
             te.varint(10, name_iid[rows])
             _annotations(te, t, [("Kernel Function", "string", kern_iid[rows], kern_iid[rows] > 0),
                                  ("Func Scope Id", "int", scope_v[rows], scope_ok[rows]),
                                  ("Commands", "int", count[rows], np.ones(n, bool))])
             rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq[rows], te))
-            end_ev = _Rows(n).varint(9, np.full(n, SLICE_END, np.int64)).varint(11, uuid_of[track_code[rows]])
+            end_ev = _Rows(n).const(9, SLICE_END)
             rec.message(1, _packet(n, end[rows] + base, seq[rows], end_ev))
             return rec.tobytes()
 
         first_ts = np.full(len(keys), np.iinfo(np.int64).max)
         np.minimum.at(first_ts, track_code, start + base)
         args = [t.arg_iid[a] for a in ("Kernel Function", "Func Scope Id", "Commands")]
-        return {"n": len(k), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+        return {"n": len(k), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts, "encode": encode,
                 "used": {"names": (seq, name_iid), "strings": (seq, kern_iid),
                          "args": (np.repeat(seq_ids, 3), np.tile(args, len(seq_ids)))}}
 
@@ -654,13 +678,13 @@ class _TraceWriter:
 
         def encode(lo: int, hi: int) -> bytes:
             n = hi - lo
-            te = _Rows(n).varint(9, np.full(n, COUNTER, np.int64)).varint(11, uuid_of[track_code[lo:hi]])
+            te = _Rows(n).const(9, COUNTER)
             te.fixed64(44, value[lo:hi].astype(np.float64))
             return _Rows(n).message(1, _packet(n, ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
 
         first_ts = np.full(len(cores), np.iinfo(np.int64).max)
         np.minimum.at(first_ts, track_code, ts + base)
-        return {"n": len(ts), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode, "used": {}}
+        return {"n": len(ts), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts, "encode": encode, "used": {}}
 
     # -- host -------------------------------------------------------------------------------
     def _host_plan(self, h: pd.DataFrame) -> dict:
@@ -720,7 +744,7 @@ class _TraceWriter:
             rows, typ = ev_row[lo:hi], ev_type[lo:hi]
             m = hi - lo
             opens = typ != SLICE_END
-            te = _Rows(m).varint(9, typ).varint(11, uuid_of[ev_lane[lo:hi]])
+            te = _Rows(m).varint(9, typ)
             te.varint(10, name_iid[rows], opens).varint(3, cat_iid[rows], opens & (cat_iid[rows] > 0))
             _annotations(te, t, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
             return _Rows(m).message(1, _packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
@@ -732,7 +756,7 @@ class _TraceWriter:
         arg_iid = np.concatenate([np.full(ok.sum(), t.arg_iid[a]) for a, _, _, ok in host_args]
                                  or [np.zeros(0, np.int64)])
         str_args = [(v, ok) for _, kind, v, ok in host_args if kind == "string"]
-        return {"n": len(ev_ts), "seq_ids": seq_ids, "first_ts": first_ts, "encode": encode,
+        return {"n": len(ev_ts), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts, "encode": encode,
                 "used": {"names": (row_seq, name_iid), "cats": (row_seq, cat_iid),
                          "args": (arg_seq, arg_iid),
                          "strings": (np.concatenate([row_seq[ok] for _, ok in str_args] or [np.zeros(0, np.int64)]),
