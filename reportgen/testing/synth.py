@@ -187,6 +187,16 @@ _OP_DST = np.array([OPS[n].dst for n in OP_NAMES], object)
 _OP_LAYOUT = np.array([OPS[n].layout for n in OP_NAMES], object)
 
 MEM_TAG = {"DDR": 1, "L2M": 30, "LMEM": 31}       # address tag bits 44..40 (§8.3)
+# per-op lookup tables (indexed by op index) so no per-command Python code is needed
+_OP_SRC_TAG = np.array([MEM_TAG.get(OPS[n].src, 1) for n in OP_NAMES], np.int64)
+_OP_DST_TAG = np.array([MEM_TAG.get(OPS[n].dst, 1) for n in OP_NAMES], np.int64)
+_OP_SRC_MEM = np.array([df.MEM_CODES.get(OPS[n].src, 0) for n in OP_NAMES], np.int64)
+_OP_DST_MEM = np.array([df.MEM_CODES.get(OPS[n].dst, 0) for n in OP_NAMES], np.int64)
+
+
+def _engine_order(eng: np.ndarray) -> np.ndarray:
+    """ENGINE_ORDER code of an array of engine names (vectorised)."""
+    return np.select([eng == "TIU", eng == "GDMA", eng == "SDMA"], [0, 1, 2], 3).astype(np.int64)
 DTYPE_SIZE = {0: 1, 1: 2, 2: 4, 5: 2}              # INT8, FP16, FP32, BF16 bytes per element
 
 
@@ -238,6 +248,12 @@ KINDS = {k.name: k for k in [
          loads=((("ld", 1),),),
          computes=tuple(((("ar_add", 1),),) * 8),
          stores=((("st", 1),),)),
+    Kind("prefetch", "tpu_weight_prefetch",             # ring option: overwritten GDMA work
+         loads=((("ld_l2", 1),), (("ld", 1),)),
+         computes=((("ar_copy", 1), (None, 3)),), stores=()),
+    Kind("kv_copy", "tpu_kv_cache_copy",                # ring option: GDMA-heavy tail kernel
+         loads=((("ld", 1),),),
+         computes=((("ar_copy", 1), (None, 7)),), stores=((("st", 1),),)),
 ]}
 REGULAR_KINDS = ("conv", "matmul", "norm", "quant", "collective")
 
@@ -532,6 +548,11 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
                                                      replace=False))
     per_kernel = cfg.cmds_per_core / n_kernels
     t_start = {c: 1200 + int(rng.integers(0, 400)) for c in busy}
+    if cfg.ring_core is not None:   # GDMA work that the lapped ring will overwrite
+        t_start[cfg.ring_core] = _solo_kernel(programs[cfg.ring_core], rng, "prefetch", cfg.mode,
+                                              t_start[cfg.ring_core],
+                                              # 2 GDMA per iteration: a span no kernel reaches
+                                              int(per_kernel) + 40 + int(rng.integers(0, 9)))
     for ki, kname in enumerate(seq):
         kind = KINDS[kname]
         ends = {}
@@ -557,16 +578,35 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             programs[core].kernels.append(KernelRun(
                 kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports))
             t_start[core] = barrier + jit + int(rng.integers(300, 3000))
+    if cfg.ring_core is not None:
+        # the kept GDMA ring (2 prefetch records + every later kernel) must be longer than any
+        # other stream of the dump, so the ring core gets a GDMA-heavy tail kernel
+        rc = programs[cfg.ring_core]
+        count = {(c, e): sum(int((r.cmds.cols["engine"] == e).sum()) for r in p.kernels)
+                 for c, p in programs.items() for e in ("TIU", "GDMA", "SDMA")}
+        longest = max(v for k, v in count.items() if k != (cfg.ring_core, "GDMA")) + 2
+        kept = count[(cfg.ring_core, "GDMA")] - int(
+            (rc.kernels[0].cmds.cols["engine"] == "GDMA").sum()) + 2
+        need = max(longest - kept + 50, 20)
+        t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
+                                              t_start[cfg.ring_core], need // 2 + 1)
     if cfg.id_wrap:
-        core = 0
         kind = KINDS["eltwise_long"]
-        kb = KernelBuilder(rng, kind, cfg.mode)
-        cmds, end = kb.build(t_start[core], 66000 // len(kind.computes) + 300, None)
-        closing = Cmds.concat([_sys_cmds("TIU", "tiu_send", [end + 20], [end + 60]),
-                               _sys_cmds("TIU", "tiu_wait", [end + 65], [end + 260])])
-        programs[core].kernels.append(KernelRun("eltwise_long", kind.func, False,
-                                                Cmds.concat([cmds, closing]), ()))
+        _solo_kernel(programs[0], rng, "eltwise_long", cfg.mode, t_start[0],
+                     66000 // len(kind.computes) + 300)
     return programs, seq, sorted(rvt_kernels), submitter
+
+
+def _solo_kernel(prog: "CoreProgram", rng, kind_name: str, mode: int, t0: int,
+                 iterations: int) -> int:
+    """Append a kernel that only this core runs (closing send/wait without a cross-core
+    barrier); returns the time the next kernel may start."""
+    kind = KINDS[kind_name]
+    cmds, end = KernelBuilder(rng, kind, mode).build(t0, iterations, None)
+    closing = Cmds.concat([_sys_cmds("TIU", "tiu_send", [end + 20], [end + 60]),
+                           _sys_cmds("TIU", "tiu_wait", [end + 65], [end + 260])])
+    prog.kernels.append(KernelRun(kind_name, kind.func, False, Cmds.concat([cmds, closing]), ()))
+    return end + 260 + int(rng.integers(300, 3000))
 
 
 # ----------------------------------------------------------------------------------------------
@@ -576,7 +616,7 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
 def _order_kernel(run: KernelRun) -> np.ndarray:
     """Program (dispatch) order of a kernel: by start time, TIU first on ties."""
     c = run.cmds.cols
-    eng = np.vectorize(ENGINE_ORDER.get)(c["engine"]) if len(run.cmds) else np.zeros(0)
+    eng = _engine_order(c["engine"])
     return np.lexsort((eng, c["start"]))
 
 
@@ -630,8 +670,7 @@ def descriptor_values(layout: str, c: dict[str, np.ndarray]) -> dict[str, object
                 addr & 0xFFFFFFFF, "dst_nstride": elems, "dst_cstride": 1, "dst_hstride": 1,
                 "dst_nsize": 1, "dst_csize": 1, "dst_hsize": 1, "dst_wsize": elems}
     if layout.startswith("DMA"):
-        src = np.array([MEM_TAG[m] for m in _OP_SRC[c["op"]]])
-        dst = np.array([MEM_TAG[m] for m in _OP_DST[c["op"]]])
+        src, dst = _OP_SRC_TAG[c["op"]], _OP_DST_TAG[c["op"]]
         bcast = eu == 3
         hw = hh * ww
         src_off = np.where(src == MEM_TAG["LMEM"], (it % 4) * 0x10000, it * ch * hw * 2 + 0x1000)
@@ -761,27 +800,25 @@ def _cdma_records(rows, rng) -> np.ndarray:
     return r
 
 
-def _extra_block(entries_op: np.ndarray, blobs: dict[int, np.ndarray],
-                 order_pos: dict[int, np.ndarray], n: int) -> bytes:
+def _extra_block(blobs: dict[int, np.ndarray], order_pos: dict[int, np.ndarray], n: int) -> bytes:
     """DYN_EXTRA payload: entry i = header(profile_id=i, BINARY, len) + descriptor (§7.1).
 
-    ``blobs[layout_id]`` holds the packed descriptors of the entries listed in
-    ``order_pos[layout_id]`` (positions 0..n-1 in node order)."""
+    ``blobs[g]`` holds the packed descriptors (all of one length) of the entries at positions
+    ``order_pos[g]`` (0..n-1, node order). Each group is scattered in one fancy-index write."""
     lens = np.zeros(n, np.int64)
-    for lid, pos in order_pos.items():
-        lens[pos] = blobs[lid].shape[1]
+    for g, pos in order_pos.items():
+        lens[pos] = blobs[g].shape[1]
     sizes = 12 + lens
     offs = np.concatenate([[0], np.cumsum(sizes)[:-1]])
-    buf = np.zeros(int(sizes.sum()), np.uint8)
-    hdr = np.zeros(n, df.DYN_EXTRA_HEADER)
-    hdr["profile_id"] = np.arange(n)
-    hdr["type"] = int(df.ExtraType.BINARY)
-    hdr["length"] = lens
-    hbytes = hdr.view(np.uint8).reshape(n, 12)
-    buf[offs[:, None] + np.arange(12)] = hbytes
-    for lid, pos in order_pos.items():
-        blob = blobs[lid]
-        buf[(offs[pos] + 12)[:, None] + np.arange(blob.shape[1])] = blob
+    buf = np.empty(int(sizes.sum()), np.uint8)
+    for g, pos in order_pos.items():
+        blob = blobs[g]
+        hdr = np.zeros(len(pos), df.DYN_EXTRA_HEADER)
+        hdr["profile_id"] = pos
+        hdr["type"] = int(df.ExtraType.BINARY)
+        hdr["length"] = blob.shape[1]
+        rows = np.concatenate([hdr.view(np.uint8).reshape(len(pos), 12), blob], axis=1)
+        buf[offs[pos][:, None] + np.arange(rows.shape[1])] = rows
     return buf.tobytes()
 
 
@@ -800,7 +837,7 @@ class DumpWriter:
         init = prog.init.cols
         n_init = len(prog.init)
         # init: program order = start order within the fixed handshake
-        io = np.lexsort((np.vectorize(ENGINE_ORDER.get)(init["engine"]), init["start"]))
+        io = np.lexsort((_engine_order(init["engine"]), init["start"]))
         parts = [Cmds({k: v[io] for k, v in init.items()})]
         kernel_of = [np.full(n_init, -1)]
         for ki, run in enumerate(prog.kernels):
@@ -812,7 +849,7 @@ class DumpWriter:
         eng = allc["engine"]
         port = allc["port"]
         # id counters: per (kernel, engine[, port]); SDMA init+VSDMA share the init group
-        ekey = np.vectorize(ENGINE_ORDER.get)(eng)
+        ekey = _engine_order(eng)
         key = (allc["kernel"] + 1) * 64 + ekey * 16 + np.where(eng == "CDMA", port + 1, 0)
         ids = _group_rank(key)
         allc["id"] = ids
@@ -862,6 +899,10 @@ class DumpWriter:
         for core in range(cfg.cores):
             if cfg.time_wrap and core == 0:
                 base = U32 - 3000 - int(rng.integers(0, 2000))   # wraps during the first kernel
+            elif core == cfg.ring_core:
+                # below 2^31: a lap's step back in time then cannot pass for a u32 wrap (the
+                # decoder's wrap rule needs the previous end above 2^31, §9.1 step 4)
+                base = int(rng.integers(100_000_000, max((1 << 31) - span_guess, 100_000_001)))
             else:
                 hi = max(U32 - span_guess - 10_000_000, 200_000_000)
                 base = int(rng.integers(100_000_000, hi))
@@ -942,11 +983,12 @@ class DumpWriter:
         core = self.cfg.ring_core
         rows = core_rows[core]
         g = np.flatnonzero(rows["engine"] == "GDMA")
+        g = g[np.argsort(rows["start_raw"][g], kind="stable")]
         kern = rows["kernel"][g]
-        ks = sorted(set(kern[kern >= 0].tolist()))
-        if len(ks) < 3:
-            raise ValueError("the ring option needs at least 3 kernels (more --cmds-per-core)")
-        cut_k = ks[len(ks) // 2]
+        cut_k = 1                               # kernel 0 is the overwritten prefetch kernel
+        spans = [int((kern == k).sum()) for k in set(kern[kern >= 0].tolist())]
+        if spans.count(int((kern == 0).sum())) > 1:
+            raise ValueError("ring: prefetch span not unique; use another seed")
         first_kept = int(np.flatnonzero(kern == cut_k)[0])
         if first_kept < 4:
             raise ValueError("ring: kernel boundary too early")
@@ -996,10 +1038,10 @@ class DumpWriter:
         op = rows["op"]
         n = len(op)
         anchor_vsdma = (rows["kernel"] < 0) & (eng == "SDMA") & (rows["id"] >= 2)
-        ecode = np.array([codes.get(e, 0) for e in eng], np.int64) if n else np.zeros(0, int)
+        ecode = np.select([eng == "TIU", eng == "GDMA", eng == "SDMA"],
+                          [codes["TIU"], codes["GDMA"], codes["SDMA"]], codes["CDMA"])
         ecode[anchor_vsdma] = codes["VSDMA"]
-        src = np.array([df.MEM_CODES.get(s, 0) for s in _OP_SRC[op]], np.int64)
-        dst = np.array([df.MEM_CODES.get(s, 0) for s in _OP_DST[op]], np.int64)
+        src, dst = _OP_SRC_MEM[op], _OP_DST_MEM[op]
         is_dma = np.isin(eng, ["GDMA", "SDMA", "CDMA"])
         is_sys = np.isin(_OP_TYP[op], [15]) & (eng == "TIU") | \
             (is_dma & np.isin(_OP_LAYOUT[op], ["sDMA_sys", "sCDMA_sys"]))
@@ -1040,7 +1082,7 @@ class DumpWriter:
             vals = descriptor_values(lname, sub)
             blobs[li] = pack_descriptors(self.layouts[lname], len(idx), vals)
             pos[li] = sel
-        return words, _extra_block(lay, blobs, pos, len(tdi))
+        return words, _extra_block(blobs, pos, len(tdi))
 
     # -- CDMA port file ---------------------------------------------------------------------
     def _port_file(self, port, port_idx, programs, submitter, anchor_base):
