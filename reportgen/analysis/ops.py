@@ -1,0 +1,548 @@
+"""Framework operator analyses over a Profile built from a trace (framework-traces.md §6).
+
+Inputs are the parsers' linked frames: ``profile.host`` (slices with their per-thread call tree:
+``parent``, ``depth``, plus ``role``, ``op_row``) and ``profile.commands`` (device slices with
+``launch_row`` = host row that issued them and ``op_row`` = the framework op they belong to).
+Every function returns a DataFrame; :func:`attach_tables` stores them in ``profile.tables``
+under stable names that the writers show as they are:
+
+* ``Host-Device`` / ``Host-Device Self``: the seed tool's table (``$$`` call paths of a monitored
+  category, host / device / launch durations), total and self attribution (§6.3).
+* ``Operators`` / ``Operators by Shape``: torch ``key_averages``-style table (§6.4).
+* ``Kernels``: per kernel calls and total/avg/min/max duration with launch geometry (§6.5).
+* ``Memory``, ``Memory Peak``, ``Memory Timeline``: allocations per operator, peaks, curve (§6.8).
+* ``Ranks``: per rank/device comparison (§6.9).
+
+All tree walks climb parents level by level over whole arrays (depth iterations, not one
+Python step per slice); groupings are pandas groupbys.
+"""
+from __future__ import annotations
+
+import json
+from typing import Iterable
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.metrics import union_length
+from reportgen.model import Profile
+
+#: device names of communication kernels/tasks (HTA's COMM class, Ascend HCCL)
+COMM_PATTERN = r"(?i)nccl|hccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|hcom_"
+MEMORY_PATTERN = r"(?i)memcpy|memset|MEMCPY"
+TIMELINE_POINTS = 2000  # per device in the "Memory Timeline" table (peaks kept)
+
+
+# ============================================================================================
+# tree helpers
+# ============================================================================================
+def _first_cat(cat: pd.Series) -> np.ndarray:
+    """Lower-case first entry of each category list, computed once per distinct value."""
+    codes, uniq = pd.factorize(cat.astype(object).fillna("").astype(str), sort=False)
+    mapped = np.array([u.split(",")[0].strip().lower() for u in uniq], dtype=object)
+    return mapped[codes] if len(codes) else np.empty(0, object)
+
+
+def _cat_mask(cats: np.ndarray, wanted: str | Iterable[str] | None) -> np.ndarray:
+    if wanted is None:
+        return np.ones(len(cats), bool)
+    if isinstance(wanted, str):
+        wanted = [wanted]
+    return np.isin(cats, [w.strip().lower() for w in wanted])
+
+
+def nearest_ancestor(parent: np.ndarray, mask: np.ndarray, rows: np.ndarray | None = None
+                     ) -> np.ndarray:
+    """For each row (default: all), the closest strict ancestor whose ``mask`` is set; -1."""
+    rows = np.arange(len(parent)) if rows is None else np.asarray(rows, np.int64)
+    out = np.full(len(rows), -1, np.int64)
+    todo = np.arange(len(rows))
+    cur = parent[rows] if len(rows) else rows
+    while len(todo):
+        hit = (cur >= 0) & mask[np.maximum(cur, 0)]
+        out[todo[hit]] = cur[hit]
+        keep = (cur >= 0) & ~hit
+        todo, cur = todo[keep], parent[cur[keep]]
+    return out
+
+
+def ancestor_pairs(anc_of: np.ndarray, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """All (row, ancestor) pairs following ``anc_of`` links (already restricted to a category)."""
+    src, dst = [], []
+    idx = np.arange(len(rows))
+    cur = anc_of[rows] if len(rows) else rows
+    while len(idx):
+        ok = cur >= 0
+        src.append(idx[ok])
+        dst.append(cur[ok])
+        idx, cur = idx[ok], anc_of[cur[ok]]
+    if not src:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src), np.concatenate(dst)
+
+
+def restricted_depth(anc_of: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """Depth counting only ``mask`` rows (1 = no masked ancestor); 0 for unmasked rows."""
+    n = len(anc_of)
+    depth = np.zeros(n, np.int64)
+    rows = np.flatnonzero(mask)
+    cur = anc_of[rows]
+    d = np.ones(len(rows), np.int64)
+    while True:
+        ok = cur >= 0
+        if not ok.any():
+            break
+        d[ok] += 1
+        cur = np.where(ok, anc_of[np.maximum(cur, 0)], -1)
+    depth[rows] = d
+    return depth
+
+
+def call_paths(names: np.ndarray, anc_of: np.ndarray, mask: np.ndarray, sep: str = "$$"
+               ) -> tuple[np.ndarray, np.ndarray]:
+    """``sep``-joined names from the outermost masked ancestor down to each masked row."""
+    depth = restricted_depth(anc_of, mask)
+    path = np.empty(len(names), object)
+    for d in range(1, int(depth.max(initial=0)) + 1):
+        rows = np.flatnonzero(depth == d)
+        if d == 1:
+            path[rows] = names[rows].astype(str)
+        else:
+            path[rows] = path[anc_of[rows]] + sep + names[rows].astype(str)
+    return path, depth
+
+
+def subtree_sum(parent_of: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Each row's value plus the values of all rows below it (``parent_of`` restricted tree)."""
+    total = values.astype(float).copy()
+    rows = np.arange(len(values))
+    vals = values.astype(float)
+    cur = parent_of.copy()
+    live = np.flatnonzero((cur >= 0) & (vals != 0))
+    cur = cur[live]
+    v = vals[live]
+    while len(live):
+        np.add.at(total, cur, v)
+        nxt = parent_of[cur]
+        ok = nxt >= 0
+        cur, v = nxt[ok], v[ok]
+        live = live[ok]
+    del rows
+    return total
+
+
+# ============================================================================================
+# (a) the seed host/device table
+# ============================================================================================
+def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_function",
+                      launch: str | Iterable[str] | None = "cuda_runtime",
+                      device: str | Iterable[str] | None = "kernel",
+                      min_depth: int | None = None, max_depth: int | None = None,
+                      self_only: bool = False, with_lists: bool = False) -> pd.DataFrame:
+    """One row per monitored host slice with ``min_depth <= depth <= max_depth``.
+
+    Depth and the ``$$`` path count only monitored ancestors on the same thread.  Launches are
+    the ``launch``-category slices inside the row's slice on its thread (tree descendants);
+    device slices are those whose issuing host slice is such a launch (or the monitored slice
+    itself, as Ascend flows link ops to tasks directly).  ``self_only``: count only what is
+    not inside a deeper monitored slice.
+    """
+    host, cmds = profile.host, profile.commands
+    cols = ["name", "host duration(ms)", "device duration(ms)", "launch duration(ms)",
+            "launches", "device slices", "depth", "rank", "pid", "tid", "start_ns"]
+    if host.empty:
+        return pd.DataFrame(columns=cols)
+    cats = _first_cat(host["category"])
+    names = host["name"].to_numpy(object)
+    parent = host["parent"].to_numpy(np.int64)
+    is_m = _cat_mask(cats, monitor)
+    is_l = _cat_mask(cats, launch) & ~is_m if launch is not None else np.zeros(len(host), bool)
+    m_anc = nearest_ancestor(parent, is_m)
+    path, depth = call_paths(names, m_anc, is_m)
+    dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
+
+    # launches -> monitored ancestors
+    lrows = np.flatnonzero(is_l)
+    if self_only:
+        l_src = np.arange(len(lrows))
+        l_dst = m_anc[lrows]
+        ok = l_dst >= 0
+        l_src, l_dst = l_src[ok], l_dst[ok]
+    else:
+        l_src, l_dst = ancestor_pairs(m_anc, np.where(m_anc[lrows] >= 0, lrows, lrows))
+        # ancestor_pairs follows m_anc from the launch itself: first hop = nearest monitored
+    launch_pairs = pd.DataFrame({"row": l_dst, "lrow": lrows[l_src]})
+
+    # device slices -> issuing host slice -> monitored ancestors (or itself if monitored)
+    dev_pairs = pd.DataFrame({"row": np.zeros(0, np.int64), "cmd": np.zeros(0, np.int64)})
+    if len(cmds) and "launch_row" in cmds.columns:
+        dcat = _first_cat(cmds["func_type"].astype(object).fillna(""))
+        dmask = _cat_mask(dcat, device) & (cmds["launch_row"].to_numpy(np.int64) >= 0)
+        crow = np.flatnonzero(dmask)
+        r = cmds["launch_row"].to_numpy(np.int64)[crow]
+        by_launch = is_l[r]
+        by_self = is_m[r]
+        crow, r = crow[by_launch | by_self], r[by_launch | by_self]
+        self_m = is_m[r]
+        first = np.where(self_m, r, m_anc[r])
+        keep = first >= 0
+        crow, first = crow[keep], first[keep]
+        if self_only:
+            d_src, d_dst = np.arange(len(crow)), first
+        else:
+            s2, d2 = ancestor_pairs(m_anc, first)
+            d_src = np.concatenate([np.arange(len(crow)), s2])
+            d_dst = np.concatenate([first, d2])
+        dev_pairs = pd.DataFrame({"row": d_dst, "cmd": crow[d_src]})
+
+    rows = np.flatnonzero(is_m)
+    lo = 1 if min_depth is None else int(min_depth)
+    hi = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
+    rows = rows[(depth[rows] >= lo) & (depth[rows] <= hi)]
+    out = pd.DataFrame({
+        "name": path[rows],
+        "host duration(ms)": dur[rows] / 1e6,
+        "row": rows,
+    })
+    ldur = pd.Series(dur[launch_pairs["lrow"].to_numpy()], index=launch_pairs.index)
+    lsum = ldur.groupby(launch_pairs["row"].to_numpy()).sum()
+    lcnt = launch_pairs.groupby("row").size()
+    cdur = (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) if len(cmds) else np.zeros(0, np.int64)
+    dsum = pd.Series(cdur[dev_pairs["cmd"].to_numpy()]).groupby(dev_pairs["row"].to_numpy()).sum()
+    dcnt = dev_pairs.groupby("row").size()
+    out["device duration(ms)"] = out["row"].map(dsum).fillna(0).to_numpy() / 1e6
+    out["launch duration(ms)"] = out["row"].map(lsum).fillna(0).to_numpy() / 1e6
+    out["launches"] = out["row"].map(lcnt).fillna(0).astype(np.int64).to_numpy()
+    out["device slices"] = out["row"].map(dcnt).fillna(0).astype(np.int64).to_numpy()
+    out["depth"] = depth[rows]
+    out["rank"] = host["rank"].to_numpy()[rows] if "rank" in host.columns else 0
+    out["pid"] = host["pid"].to_numpy()[rows]
+    out["tid"] = host["tid"].to_numpy()[rows]
+    out["start_ns"] = host["start_ns"].to_numpy()[rows]
+    if with_lists:
+        out = _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur)
+    return out.drop(columns=["row"]).reset_index(drop=True)
+
+
+def _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur):
+    """The seed's list columns: launches and kernels as [name, duration ms] and kernel args."""
+    lp = launch_pairs.sort_values(["row", "lrow"])
+    litems = [json.dumps([n, d / 1e6]) for n, d in zip(names[lp["lrow"].to_numpy()],
+                                                      dur[lp["lrow"].to_numpy()])]
+    lcol = pd.Series(litems, dtype=object).groupby(lp["row"].to_numpy()).agg(lambda s: "[" + ", ".join(s) + "]")
+    dp = dev_pairs.sort_values(["row", "cmd"])
+    kn = cmds["func_name"].astype(str).to_numpy()[dp["cmd"].to_numpy()] if len(cmds) else np.zeros(0, object)
+    kitems = [json.dumps([n, d / 1e6]) for n, d in zip(kn, cdur[dp["cmd"].to_numpy()])]
+    kcol = pd.Series(kitems, dtype=object).groupby(dp["row"].to_numpy()).agg(lambda s: "[" + ", ".join(s) + "]")
+    args = cmds["args"].to_numpy(object)[dp["cmd"].to_numpy()] if "args" in cmds.columns and len(cmds) \
+        else np.full(len(dp), None, object)
+    aitems = [json.dumps(a, default=str) for a in args]
+    acol = pd.Series(aitems, dtype=object).groupby(dp["row"].to_numpy()).agg(lambda s: "[" + ", ".join(s) + "]")
+    out["launch list"] = out["row"].map(lcol).fillna("[]").to_numpy()
+    out["kernel list"] = out["row"].map(kcol).fillna("[]").to_numpy()
+    out["kernel infos"] = out["row"].map(acol).fillna("[]").to_numpy()
+    return out
+
+
+# ============================================================================================
+# (b) key_averages
+# ============================================================================================
+def input_shapes(args: pd.Series) -> pd.Series:
+    """Canonical input-shape key: shapes joined by ';', dims by ',' (PyTorch list of lists and
+    Ascend ';'-joined strings give the same text)."""
+    def one(a):
+        if not isinstance(a, dict):
+            return ""
+        v = a.get("Input Dims", a.get("Input Shapes"))
+        if v is None:
+            return ""
+        if isinstance(v, str):
+            parts = [p.strip().strip('"').strip() for p in v.replace("\r", "").replace("\n", "").split(";")]
+            return ";".join(parts)
+        if isinstance(v, (list, tuple)):
+            return ";".join(",".join(str(x) for x in s) if isinstance(s, (list, tuple)) else str(s)
+                            for s in v)
+        return str(v)
+    return pd.Series([one(a) for a in args.to_numpy()], index=args.index, dtype=object)
+
+
+def key_averages(profile: Profile, group_by_input_shape: bool = False) -> pd.DataFrame:
+    """torch ``key_averages`` semantics (framework-traces.md §6.4), times in µs.
+
+    Rows are framework ops, user annotations and runtime calls (torch's FunctionEvents; python
+    frames are not).  Self CPU = duration - durations of the direct children among those rows;
+    Self Device = device slices attributed to the op (``op_row``); Device total adds the
+    subtree.  Both percentages divide by the sum of Self CPU (torch uses the same denominator
+    for CPU total %), Self Device % by the sum of Self Device.
+    """
+    host, cmds = profile.host, profile.commands
+    cols = ["Name", "Self CPU %", "Self CPU (us)", "CPU total %", "CPU total (us)",
+            "CPU time avg (us)", "Self Device (us)", "Self Device %", "Device total (us)",
+            "Device time avg (us)", "# of Calls"]
+    if host.empty:
+        return pd.DataFrame(columns=cols)
+    role = host["role"].to_numpy() if "role" in host.columns else np.full(len(host), "host")
+    inc = np.isin(role, ["op", "annotation", "runtime"])
+    if not np.isin(role, ["op", "annotation"]).any():
+        inc = np.ones(len(host), bool)  # generic trace: every host slice is a function
+    parent = host["parent"].to_numpy(np.int64)
+    p_inc = nearest_ancestor(parent, inc)
+    dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64).astype(float)
+    child_sum = np.zeros(len(host))
+    rows = np.flatnonzero(inc & (p_inc >= 0))
+    np.add.at(child_sum, p_inc[rows], dur[rows])
+    self_cpu = np.maximum(dur - child_sum, 0)
+    self_dev = np.zeros(len(host))
+    if len(cmds) and "op_row" in cmds.columns:
+        op = cmds["op_row"].to_numpy(np.int64)
+        ok = (op >= 0) & ~cmds["is_sys"].to_numpy(bool)
+        np.add.at(self_dev, op[ok], (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64)[ok])
+    tree_parent = np.where(inc, p_inc, -1)
+    dev_total = subtree_sum(tree_parent, np.where(inc, self_dev, 0))
+    t = pd.DataFrame({"Name": host["name"].to_numpy(), "self_cpu": self_cpu, "cpu": dur,
+                      "self_dev": self_dev, "dev": dev_total})[inc]
+    keys = ["Name"]
+    if group_by_input_shape:
+        t["Input Shapes"] = input_shapes(host["args"][inc]).to_numpy()
+        keys.append("Input Shapes")
+    g = t.groupby(keys, sort=False, dropna=False)
+    agg = g.agg(self_cpu=("self_cpu", "sum"), cpu=("cpu", "sum"), self_dev=("self_dev", "sum"),
+                dev=("dev", "sum"), calls=("cpu", "size")).reset_index()
+    tot_self = agg["self_cpu"].sum()
+    tot_dev = agg["self_dev"].sum()
+    out = pd.DataFrame({k: agg[k] for k in keys})
+    out["Self CPU %"] = 100 * agg["self_cpu"] / tot_self if tot_self else np.nan
+    out["Self CPU (us)"] = agg["self_cpu"] / 1e3
+    out["CPU total %"] = 100 * agg["cpu"] / tot_self if tot_self else np.nan
+    out["CPU total (us)"] = agg["cpu"] / 1e3
+    out["CPU time avg (us)"] = agg["cpu"] / agg["calls"] / 1e3
+    out["Self Device (us)"] = agg["self_dev"] / 1e3
+    out["Self Device %"] = 100 * agg["self_dev"] / tot_dev if tot_dev else np.nan
+    out["Device total (us)"] = agg["dev"] / 1e3
+    out["Device time avg (us)"] = agg["dev"] / agg["calls"] / 1e3
+    out["# of Calls"] = agg["calls"].astype(np.int64)
+    return out.sort_values(["Device total (us)", "CPU total (us)"], ascending=False,
+                           kind="stable").reset_index(drop=True)
+
+
+def key_averages_from_calls(calls: pd.DataFrame, group_by_input_shape: bool = False
+                            ) -> pd.DataFrame:
+    """The same table from per-call rows that already carry self/total times in µs (Ascend
+    operator_details.csv: Host Self/Total, Device Self/Total)."""
+    keys = ["Name"] + (["Input Shapes"] if group_by_input_shape and "Input Shapes" in calls else [])
+    c = calls.copy()
+    if "Input Shapes" in keys:
+        c["Input Shapes"] = input_shapes(pd.Series([{"Input Shapes": v} for v in c["Input Shapes"]],
+                                                   index=c.index))
+    g = c.groupby(keys, sort=False, dropna=False)
+    agg = g.agg(self_cpu=("host_self_us", "sum"), cpu=("host_total_us", "sum"),
+                self_dev=("device_self_us", "sum"), dev=("device_total_us", "sum"),
+                calls=("host_total_us", "size")).reset_index()
+    tot_self, tot_dev = agg["self_cpu"].sum(), agg["self_dev"].sum()
+    out = pd.DataFrame({k: agg[k] for k in keys})
+    out["Self CPU %"] = 100 * agg["self_cpu"] / tot_self if tot_self else np.nan
+    out["Self CPU (us)"] = agg["self_cpu"]
+    out["CPU total %"] = 100 * agg["cpu"] / tot_self if tot_self else np.nan
+    out["CPU total (us)"] = agg["cpu"]
+    out["CPU time avg (us)"] = agg["cpu"] / agg["calls"]
+    out["Self Device (us)"] = agg["self_dev"]
+    out["Self Device %"] = 100 * agg["self_dev"] / tot_dev if tot_dev else np.nan
+    out["Device total (us)"] = agg["dev"]
+    out["Device time avg (us)"] = agg["dev"] / agg["calls"]
+    out["# of Calls"] = agg["calls"].astype(np.int64)
+    return out.sort_values(["Device total (us)", "CPU total (us)"], ascending=False,
+                           kind="stable").reset_index(drop=True)
+
+
+# ============================================================================================
+# (c) kernels
+# ============================================================================================
+def kernel_table(profile: Profile) -> pd.DataFrame:
+    """Device slices grouped by name and launch geometry (grid/block, or Ascend core type and
+    block dim): calls, total/avg/min/max duration (µs) and share of all device time."""
+    cmds = profile.commands
+    if cmds.empty:
+        return pd.DataFrame(columns=["Name", "Type", "Calls", "Total (us)", "Avg (us)",
+                                     "Min (us)", "Max (us)", "Share %"])
+    t = pd.DataFrame({"Name": cmds["func_name"].astype(str).to_numpy(),
+                      "Type": cmds["func_type"].astype(object).fillna("").astype(str).to_numpy(),
+                      "dur": (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) / 1e3})
+    keys = ["Name", "Type"]
+    for col, label in (("core_type", "Accelerator Core"), ("block_dim", "Block Dim"),
+                       ("grid", "Grid"), ("block", "Block")):
+        if col in cmds.columns and cmds[col].notna().any():
+            t[label] = cmds[col].astype(object).where(cmds[col].notna(), "").astype(str).to_numpy()
+            keys.append(label)
+    g = t.groupby(keys, sort=False)["dur"]
+    out = g.agg(["size", "sum", "mean", "min", "max"]).reset_index()
+    out.columns = keys + ["Calls", "Total (us)", "Avg (us)", "Min (us)", "Max (us)"]
+    total = out["Total (us)"].sum()
+    out["Share %"] = 100 * out["Total (us)"] / total if total else np.nan
+    return out.sort_values("Total (us)", ascending=False, kind="stable").reset_index(drop=True)
+
+
+# ============================================================================================
+# (d) memory
+# ============================================================================================
+def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.DataFrame]:
+    """PyTorch ``[memory]`` events -> per-operator allocations, peaks, downsampled curve.
+
+    ``events``: rank, ts_ns, device_type, device_id, addr, bytes (negative = free),
+    total_allocated, total_reserved, op_row (innermost op at the event, -1).
+    """
+    if events.empty:
+        return {}
+    ev = events.sort_values("ts_ns", kind="stable").copy()
+    # old traces (2021) give only Bytes: the running sum per device is the allocated curve,
+    # relative to what was allocated before the window
+    key = [ev["rank"], ev["device_type"].fillna(0), ev["device_id"].fillna(-1)]
+    running = ev["bytes"].fillna(0).groupby(key).cumsum()
+    ev["total_allocated"] = ev["total_allocated"].fillna(running)
+    ev["device"] = np.where(ev["device_type"].fillna(0).to_numpy() == 0, "CPU",
+                            "device " + ev["device_id"].fillna(-1).astype(int).astype(str))
+    names = host["name"].to_numpy(object) if len(host) else np.empty(0, object)
+    op = ev["op_row"].to_numpy(np.int64)
+    ev["Operator"] = np.where(op >= 0, names[np.maximum(op, 0)] if len(names) else "", "(no operator)")
+    alloc = ev["bytes"].fillna(0) > 0
+    per_op = ev.groupby(["rank", "device", "Operator"], sort=False).agg(
+        allocations=("bytes", lambda b: int((b > 0).sum())),
+        allocated_bytes=("bytes", lambda b: float(b[b > 0].sum())),
+        frees=("bytes", lambda b: int((b < 0).sum())),
+        freed_bytes=("bytes", lambda b: float(-b[b < 0].sum())),
+        peak_allocated=("total_allocated", "max"),
+    ).reset_index()
+    per_op["size increase (bytes)"] = per_op["allocated_bytes"] - per_op["freed_bytes"]
+    per_op = per_op.rename(columns={"rank": "Rank", "device": "Device",
+                                    "allocations": "Allocations", "allocated_bytes": "Allocated (bytes)",
+                                    "frees": "Frees", "freed_bytes": "Freed (bytes)",
+                                    "peak_allocated": "Peak Total Allocated (bytes)",
+                                    "size increase (bytes)": "Size Increase (bytes)"})
+    per_op = per_op.sort_values("Allocated (bytes)", ascending=False, kind="stable").reset_index(drop=True)
+    del alloc
+    has_total = ev[ev["total_allocated"].notna()]
+    peak_rows = has_total.loc[has_total.groupby(["rank", "device"])["total_allocated"].idxmax()]
+    peak = pd.DataFrame({
+        "Rank": peak_rows["rank"].to_numpy(), "Device": peak_rows["device"].to_numpy(),
+        "Peak Allocated (bytes)": peak_rows["total_allocated"].to_numpy(),
+        "Peak Time (ns)": peak_rows["ts_ns"].to_numpy(),
+        "Operator at Peak": peak_rows["Operator"].to_numpy(),
+    })
+    peak["Peak Reserved (bytes)"] = peak.apply(lambda r: None, axis=1) if peak.empty else \
+        ev.groupby(["rank", "device"])["total_reserved"].max().reindex(
+            list(zip(peak["Rank"], peak["Device"]))).to_numpy()
+    timeline = downsample_curve(ev.rename(columns={"rank": "Rank", "device": "Device"}),
+                                ["Rank", "Device"], "ts_ns",
+                                ["total_allocated", "total_reserved"])
+    timeline = timeline.rename(columns={"ts_ns": "Time (ns)", "total_allocated": "Total Allocated (bytes)",
+                                        "total_reserved": "Total Reserved (bytes)"})
+    return {"Memory": per_op, "Memory Peak": peak, "Memory Timeline": timeline}
+
+
+def downsample_curve(df: pd.DataFrame, keys: list[str], time: str, values: list[str],
+                     points: int = TIMELINE_POINTS) -> pd.DataFrame:
+    """At most ``points`` rows per key: time buckets keep each value's maximum (peaks survive)."""
+    parts = []
+    for key, g in df.groupby(keys, sort=True):
+        g = g.sort_values(time, kind="stable")
+        if len(g) > points:
+            t = g[time].to_numpy(np.int64)
+            span = max(int(t[-1] - t[0]), 1)
+            bucket = ((t - t[0]) * (points - 1)) // span
+            g = g.groupby(bucket).agg({**{k: "first" for k in keys}, time: "first",
+                                       **{v: "max" for v in values}})
+        parts.append(g[keys + [time] + values])
+    return pd.concat(parts, ignore_index=True) if parts else pd.DataFrame(columns=keys + [time] + values)
+
+
+# ============================================================================================
+# (e) ranks
+# ============================================================================================
+def rank_table(profile: Profile) -> pd.DataFrame:
+    """Per rank (core): device slices, busy time (union), compute / communication / memory
+    split, host ops and steps - the numbers to spot a straggler."""
+    cmds, host = profile.commands, profile.host
+    rows = []
+    cores = sorted(set(cmds["core"].astype(int)) if len(cmds) else set()
+                   | (set(host["rank"].astype(int)) if "rank" in host.columns and len(host) else set()))
+    for core in cores:
+        c = cmds[cmds["core"].to_numpy() == core] if len(cmds) else cmds
+        work = c[~c["is_sys"].to_numpy(bool)] if len(c) else c
+        names = work["func_name"].astype(str) if len(work) else pd.Series(dtype=str)
+        ftype = work["func_type"].astype(object).fillna("").astype(str) if len(work) else pd.Series(dtype=str)
+        comm = (names.str.contains(COMM_PATTERN) | ftype.str.contains(r"(?i)hccl|comm")).to_numpy(bool)
+        memop = (names.str.contains(MEMORY_PATTERN) | ftype.str.contains(MEMORY_PATTERN)).to_numpy(bool) & ~comm
+        comp = ~comm & ~memop
+        s = work["start_ns"].to_numpy(np.int64) if len(work) else np.zeros(0, np.int64)
+        e = work["end_ns"].to_numpy(np.int64) if len(work) else np.zeros(0, np.int64)
+        h = host[host["rank"].astype(int).to_numpy() == core] if "rank" in host.columns and len(host) else host
+        steps = h[h["name"].astype(str).str.match(r"ProfilerStep#\d+")] if len(h) else h
+        span = int(e.max() - s.min()) if len(s) else 0
+        rows.append({
+            "Rank": core,
+            "Device slices": int(len(c)),
+            "Device span (us)": span / 1e3,
+            "Device busy (us)": union_length(s, e) / 1e3,
+            "Compute busy (us)": union_length(s[comp], e[comp]) / 1e3,
+            "Communication busy (us)": union_length(s[comm], e[comm]) / 1e3,
+            "Memory-op busy (us)": union_length(s[memop], e[memop]) / 1e3,
+            "Kernel time sum (us)": float((e - s).sum()) / 1e3,
+            "Host slices": int(len(h)),
+            "Steps": int(len(steps)),
+            "Mean step (us)": float((steps["end_ns"] - steps["start_ns"]).mean() / 1e3) if len(steps) else np.nan,
+        })
+    out = pd.DataFrame(rows)
+    if len(out):
+        out["Device utilisation %"] = np.where(out["Device span (us)"] > 0,
+                                               100 * out["Device busy (us)"] / out["Device span (us)"].where(out["Device span (us)"] > 0, 1), np.nan)
+        med = out["Device busy (us)"].median()
+        out["Busy vs median %"] = 100 * out["Device busy (us)"] / med if med else np.nan
+    return out
+
+
+# ============================================================================================
+# attaching
+# ============================================================================================
+def default_monitor(profile: Profile) -> str | None:
+    """The seed table's monitored category for this profile: framework ops if there are any,
+    else python frames, else the most common host category."""
+    if profile.host.empty:
+        return None
+    cats = pd.Series(_first_cat(profile.host["category"]))
+    for c in ("cpu_op", "operator", "python_function", "user_annotation"):
+        if (cats == c).any():
+            return c
+    return cats.value_counts().index[0]
+
+
+def default_launch(profile: Profile) -> list[str] | None:
+    if profile.host.empty or "role" not in profile.host.columns:
+        return None
+    cats = _first_cat(profile.host["category"][profile.host["role"] == "runtime"])
+    return sorted(set(cats)) or None
+
+
+def attach_tables(profile: Profile, monitor: str | None = None, launch: str | list | None = None,
+                  device: str | list | None = None, min_depth: int | None = None,
+                  max_depth: int | None = None, **_ignored) -> Profile:
+    """Compute every applicable framework table into ``profile.tables`` (stable names)."""
+    tables = profile.tables
+    host = profile.host
+    if not host.empty:
+        mon = monitor or default_monitor(profile)
+        lch = launch if launch is not None else default_launch(profile)
+        args = dict(monitor=mon, launch=lch, device=device, min_depth=min_depth, max_depth=max_depth)
+        tables["Host-Device"] = host_device_table(profile, **args)
+        tables["Host-Device Self"] = host_device_table(profile, self_only=True, **args)
+        tables["Operators"] = key_averages(profile)
+        if host["args"].map(lambda a: isinstance(a, dict) and ("Input Dims" in a)).any():
+            tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
+    if not profile.commands.empty:
+        tables["Kernels"] = kernel_table(profile)
+    mem = profile.meta.extra.pop("memory_events", None)
+    if mem is not None and len(mem):
+        tables.update(memory_tables(mem, host))
+    ncores = profile.commands["core"].nunique() if len(profile.commands) else 0
+    nranks = host["rank"].nunique() if "rank" in host.columns and len(host) else 0
+    if max(ncores, nranks) > 1:
+        tables["Ranks"] = rank_table(profile)
+    return profile

@@ -1,0 +1,138 @@
+"""Which parser fits an input path: sniff contents and folder layout, never trust extensions.
+
+Kinds (``detect_kind``):
+
+* ``pmu``          a TPU PMU dump folder (holds ``global.profile``)
+* ``chrome``       one Chrome trace JSON file (plain, gzip or zip; array or object form)
+* ``chrome-ranks`` a folder of Chrome trace files, one per rank
+* ``ascend``       an ``ASCEND_PROFILER_OUTPUT`` folder, a rank folder holding one, a folder of
+                   rank folders, a bare output folder (kernel_details.csv / trace_view.json),
+                   a CANN ``PROF_*`` folder or a legacy MindSpore profiler folder
+
+Anything else raises :class:`InputError` naming the path and what was expected.
+"""
+from __future__ import annotations
+
+import gzip
+import zipfile
+from pathlib import Path
+
+from reportgen.errors import InputError
+from reportgen.model import Profile
+
+EXPECTED = ("a PMU dump folder (with global.profile), a Chrome/PyTorch trace JSON (.json, .gz, "
+            ".zip), a folder of per-rank traces, or an Ascend/MindSpore profiler folder")
+_SNIFF = 4096
+
+
+def _head(path: Path) -> bytes:
+    """First bytes of the JSON text inside (decompressing gzip/zip on the fly)."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+        if magic[:2] == b"\x1f\x8b":
+            with gzip.open(path, "rb") as fh:
+                return fh.read(_SNIFF)
+        if magic == b"PK\x03\x04":
+            with zipfile.ZipFile(path) as zf:
+                names = [n for n in zf.namelist() if not n.endswith("/")]
+                pick = [n for n in names if n.lower().endswith(".json")] or names
+                if not pick:
+                    return b""
+                with zf.open(pick[0]) as fh:
+                    return fh.read(_SNIFF)
+        with open(path, "rb") as fh:
+            return fh.read(_SNIFF)
+    except (OSError, EOFError, zipfile.BadZipFile):
+        return b""
+
+
+def looks_like_trace(path: Path) -> bool:
+    """JSON array of objects, or an object whose first keys include traceEvents (or that is
+    not obviously something else; the parser then says precisely what is wrong)."""
+    head = _head(path).lstrip()
+    if head[:3] == b"\xef\xbb\xbf":
+        head = head[3:].lstrip()
+    if head[:1] == b"[":
+        rest = head[1:].lstrip()
+        return rest[:1] in (b"{", b"]", b"")
+    if head[:1] == b"{":
+        return True
+    return False
+
+
+def _is_ascend_dir(path: Path) -> bool:
+    from reportgen.parsers import ascend
+
+    if path.name == ascend.APO or (path / ascend.APO).is_dir():
+        return True
+    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")):
+        return True
+    if any(path.glob(f"*/{ascend.APO}")) or any(path.glob(f"*/*/{ascend.APO}")):
+        return True
+    if any(ascend.MS_TIMELINE.match(p.name) for p in path.iterdir()):
+        return True
+    if any(path.glob("profiler/*timeline_display_*.json")) or \
+            any(path.glob("rank_*/profiler/*timeline_display_*.json")):
+        return True
+    return ascend.is_output_dir(path)
+
+
+def trace_files(path: Path) -> list[Path]:
+    """Trace files directly inside a folder (content-sniffed), sorted by name."""
+    out = []
+    for p in sorted(path.iterdir()):
+        if p.is_file() and not p.name.startswith(".") and looks_like_trace(p):
+            out.append(p)
+    return out
+
+
+def detect_kind(path: str | Path) -> str:
+    """``pmu`` | ``chrome`` | ``chrome-ranks`` | ``ascend``; InputError for anything else."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError(str(p), "no such file or folder; expected " + EXPECTED)
+    if p.is_dir():
+        if (p / "global.profile").is_file():
+            return "pmu"
+        if _is_ascend_dir(p):
+            return "ascend"
+        if trace_files(p):
+            return "chrome-ranks"
+        raise InputError(str(p), "folder holds no recognised profile; expected " + EXPECTED)
+    if p.is_file():
+        if looks_like_trace(p):
+            return "chrome"
+        head = _head(p)
+        what = "an empty file" if not head else "SQLite database (profiler DB export, not supported)" \
+            if head.startswith(b"SQLite format 3") else "not JSON"
+        raise InputError(str(p), f"file is {what}; expected " + EXPECTED)
+    raise InputError(str(p), "not a regular file or folder; expected " + EXPECTED)
+
+
+def load_profile(path: str | Path, **options) -> Profile:
+    """Read any supported input into a Profile (framework tables attached in ``tables``)."""
+    kind = detect_kind(path)
+    if kind == "pmu":
+        from reportgen.parsers.pmu import load_dump  # written in parallel; import lazily
+
+        return load_dump(path, **options)
+    if kind == "chrome":
+        from reportgen.parsers.chrome_trace import load_chrome_trace
+
+        return load_chrome_trace(path, **options)
+    if kind == "chrome-ranks":
+        from reportgen.parsers.chrome_trace import load_chrome_traces
+
+        files = trace_files(Path(path))
+        if len(files) == 1:
+            from reportgen.parsers.chrome_trace import load_chrome_trace
+
+            return load_chrome_trace(files[0], **options)
+        return load_chrome_traces(files, str(path), **options)
+    from reportgen.parsers.ascend import load_ascend
+
+    return load_ascend(path, **options)
+
+
+__all__ = ["detect_kind", "load_profile", "looks_like_trace", "trace_files"]
