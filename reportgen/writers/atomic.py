@@ -12,6 +12,10 @@ from pathlib import Path
 from typing import Iterator
 
 
+_UMASK = os.umask(0)
+os.umask(_UMASK)
+
+
 @contextlib.contextmanager
 def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path in the target's folder; on success rename it to ``final``."""
@@ -22,6 +26,8 @@ def atomic_path(final: str | os.PathLike) -> Iterator[Path]:
     tmp_path = Path(tmp)
     try:
         yield tmp_path
+        # mkstemp makes the file private (0600); a report gets the usual permissions
+        os.chmod(tmp_path, 0o666 & ~_UMASK)
         os.replace(tmp_path, final)
     except BaseException:
         with contextlib.suppress(FileNotFoundError):
