@@ -1,0 +1,211 @@
+"""Timeline aggregates for drawing millions of commands: lanes, occupancy, bandwidth over time.
+
+A timeline shows one *lane* per sheet (``TIU_0``, ``GDMA_0``, ..., ``CDMA_1``): commands of one
+lane are one engine queue, so they do not overlap and a lane sorted by start is also sorted by
+end. Host events (``Profile.host``) get one lane per (pid, tid, depth) so nested events never
+overlap either.
+
+Everything here is vectorised numpy/pandas; the HTML report draws these aggregates (and the
+browser recomputes :func:`occupancy` for the visible window with the same rule, so the two can be
+compared in tests).
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import ENGINES, Profile
+
+
+@dataclass
+class Lanes:
+    """Device lanes in display order, and which lane each command row belongs to."""
+
+    names: list[str]            # sheet names, in Profile.sheets() order
+    engines: list[str]          # engine of each lane
+    cores: list[list[int]]      # cores whose commands the lane holds (CDMA ports: submitting cores)
+    of_command: np.ndarray      # int32 lane index per row of profile.commands
+
+
+def device_lanes(profile: Profile) -> Lanes:
+    c = profile.commands
+    names = profile.sheets()
+    if not names:
+        return Lanes([], [], [], np.zeros(0, np.int32))
+    codes = pd.Categorical(c["sheet"].astype(str), categories=names).codes.astype(np.int32)
+    pairs = pd.DataFrame({"lane": codes, "core": c["core"].to_numpy(np.int64)}).drop_duplicates()
+    pairs = pairs.sort_values(["lane", "core"])
+    cores_of = pairs.groupby("lane")["core"].agg(list)
+    engine_of = (pd.DataFrame({"lane": codes, "engine": c["engine"].astype(str).to_numpy()})
+                 .drop_duplicates("lane").set_index("lane")["engine"])
+    return Lanes(
+        names=names,
+        engines=[str(engine_of[i]) for i in range(len(names))],
+        cores=[[int(k) for k in cores_of[i]] for i in range(len(names))],
+        of_command=codes,
+    )
+
+
+@dataclass
+class HostLanes:
+    """Host event lanes: one per (pid, tid, depth), in pid, tid, depth order."""
+
+    names: list[str]            # "pid 12 / tid 7" (depth > 0 adds " · d2")
+    of_event: np.ndarray        # int32 lane index per row of profile.host
+
+
+def host_lanes(profile: Profile) -> HostLanes:
+    h = profile.host
+    if h.empty:
+        return HostLanes([], np.zeros(0, np.int32))
+    keys = pd.DataFrame({"pid": h["pid"].astype(str).to_numpy(), "tid": h["tid"].astype(str).to_numpy(),
+                         "depth": h["depth"].to_numpy(np.int64)})
+    # natural order: numeric pids/tids sort as numbers, names after them
+    uniq = keys.drop_duplicates().copy()
+    for col in ("pid", "tid"):
+        num = pd.to_numeric(uniq[col], errors="coerce")
+        uniq[f"_{col}n"] = num.fillna(np.inf)
+    uniq = uniq.sort_values(["_pidn", "pid", "_tidn", "tid", "depth"]).reset_index(drop=True)
+    uniq["lane"] = np.arange(len(uniq), dtype=np.int32)
+    lane = keys.merge(uniq[["pid", "tid", "depth", "lane"]], on=["pid", "tid", "depth"], how="left")
+    names = [f"pid {p} / tid {t}" + (f" · d{d}" if d else "")
+             for p, t, d in zip(uniq["pid"], uniq["tid"], uniq["depth"])]
+    return HostLanes(names, lane["lane"].to_numpy(np.int32))
+
+
+def occupancy(starts: np.ndarray, ends: np.ndarray, lanes: np.ndarray, n_lanes: int,
+              t0: float, t1: float, n_buckets: int) -> np.ndarray:
+    """Busy fraction per (lane, bucket) of the window [t0, t1) cut into ``n_buckets`` equal buckets.
+
+    A bucket's value is the summed overlap of the commands with it divided by its width, clipped
+    to 1 (only overlapping host events could exceed it). The browser computes the visible window
+    with exactly this rule.
+    """
+    width = (t1 - t0) / n_buckets
+    out = np.zeros(n_lanes * n_buckets + 1, np.float64)   # +1: a dump slot for empty ranges
+    s = np.asarray(starts, np.float64)
+    e = np.asarray(ends, np.float64)
+    keep = (e > t0) & (s < t1) & (e > s)
+    s, e, ln = np.maximum(s[keep], t0), np.minimum(e[keep], t1), np.asarray(lanes)[keep].astype(np.int64)
+    if len(s) == 0 or width <= 0:
+        return out[:-1].reshape(n_lanes, n_buckets)
+    b0 = np.minimum(((s - t0) / width).astype(np.int64), n_buckets - 1)
+    b1 = np.minimum(((e - t0) / width).astype(np.int64), n_buckets - 1)
+    base = ln * n_buckets
+    same = b0 == b1
+    # a command inside one bucket adds its whole length there
+    np.add.at(out, base[same] + b0[same], e[same] - s[same])
+    # a command spanning buckets: partial first and last bucket, full width in between
+    sp = ~same
+    np.add.at(out, base[sp] + b0[sp], t0 + (b0[sp] + 1) * width - s[sp])
+    np.add.at(out, base[sp] + b1[sp], e[sp] - (t0 + b1[sp] * width))
+    full = np.zeros(n_lanes * n_buckets + 1, np.float64)
+    inner = sp & (b1 > b0 + 1)
+    np.add.at(full, base[inner] + b0[inner] + 1, 1.0)
+    np.add.at(full, base[inner] + b1[inner], -1.0)
+    # the difference array must not run from one lane into the next: each run starts and ends
+    # inside its own lane's row, so a cumulative sum over the flat array is safe
+    out += np.cumsum(full) * width
+    frac = out[:-1].reshape(n_lanes, n_buckets) / width
+    return np.clip(frac, 0.0, 1.0)
+
+
+def _traffic_class(direction: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """DDR / L2M masks with the rule of analysis.metrics: DDR if the direction names DDR,
+    L2M if it names L2M and not DDR. Tested on the few distinct names, then mapped by code."""
+    cat = direction.astype("category")
+    names = pd.Series(cat.cat.categories.astype(str))
+    codes = cat.cat.codes.to_numpy()
+    ddr_name = np.append(names.str.contains("DDR").to_numpy(bool), False)   # code -1 -> unknown
+    l2m_name = np.append(names.str.contains("L2M").to_numpy(bool), False)
+    ddr = ddr_name[codes]
+    return ddr, l2m_name[codes] & ~ddr
+
+
+def _spread(starts: np.ndarray, ends: np.ndarray, amount: np.ndarray, edges: np.ndarray) -> np.ndarray:
+    """Amount per bucket when each item's ``amount`` is spread evenly over [start, end).
+
+    F(t) = amount delivered by time t is piecewise linear with breakpoints at starts and ends;
+    evaluating it at the bucket edges (np.interp is exact between breakpoints) gives each
+    bucket's share without looping over commands.
+    """
+    if len(starts) == 0:
+        return np.zeros(len(edges) - 1)
+    dur = (ends - starts).astype(np.float64)
+    inst = dur <= 0                          # zero-length items deliver everything at their start
+    rate = np.where(inst, 0.0, amount / np.where(inst, 1.0, dur))
+    t = np.concatenate([starts, ends]).astype(np.float64)
+    slope = np.concatenate([rate, -rate])
+    order = np.argsort(t, kind="stable")
+    t, slope = t[order], slope[order]
+    cur_slope = np.cumsum(slope)
+    f = np.concatenate([[0.0], np.cumsum(cur_slope[:-1] * np.diff(t))])
+    delivered = np.interp(edges, t, f, left=0.0, right=f[-1])
+    per_bucket = np.diff(delivered)
+    if inst.any():
+        idx = np.clip(np.searchsorted(edges, starts[inst], side="right") - 1, 0, len(edges) - 2)
+        per_bucket += np.bincount(idx, weights=amount[inst], minlength=len(edges) - 1)
+    return per_bucket
+
+
+def bandwidth_over_time(profile: Profile, n_buckets: int = 1000) -> dict:
+    """Time-weighted DMA bandwidth (GB/s) per core and per CDMA port, DDR and L2M separately.
+
+    Each non-system DMA command's bytes are spread evenly over its duration; a bucket's value is
+    the bytes that fell into it divided by its width (bytes/ns = GB/s). Averaged over the span
+    this equals the ``*_bw_wall`` metrics of the engine summary.
+
+    Returns ``{"t0": ns, "edges_ns": array(n_buckets+1) relative to t0, "series": [{"name",
+    "kind": "DDR"|"L2M", "gbps": array}]}`` with all-zero series left out.
+    """
+    c = profile.commands
+    if c.empty:
+        return {"t0": 0, "edges_ns": np.zeros(1), "series": []}
+    t0 = int(c["start_ns"].min())
+    span = int(c["end_ns"].max()) - t0
+    edges = np.linspace(0.0, float(max(span, 1)), n_buckets + 1)
+    width = edges[1] - edges[0]
+    dma = c[c["engine"].astype(str).isin(["GDMA", "SDMA", "CDMA"]) & ~c["is_sys"].to_numpy(bool)]
+    nbytes = dma["bytes"].astype("Float64").fillna(0).to_numpy(float)
+    ddr, l2m = _traffic_class(dma["direction"])
+    cdma = (dma["engine"].astype(str) == "CDMA").to_numpy(bool)
+    owner = np.where(cdma, dma["sheet"].astype(str).to_numpy(), "core " + dma["core"].astype(str).to_numpy())
+    starts = dma["start_ns"].to_numpy(np.int64) - t0
+    ends = dma["end_ns"].to_numpy(np.int64) - t0
+    series = []
+    cores = sorted({o for o in owner if o.startswith("core ")}, key=lambda s: int(s[5:]))
+    ports = sorted({o for o in owner if not o.startswith("core ")})
+    for name in cores + ports:
+        mine = owner == name
+        for kind, mask in (("DDR", ddr), ("L2M", l2m)):
+            sel = mine & mask & (nbytes > 0)
+            if not sel.any():
+                continue
+            per_bucket = _spread(starts[sel], ends[sel], nbytes[sel], edges)
+            series.append({"name": name, "kind": kind, "gbps": per_bucket / width})
+    return {"t0": t0, "edges_ns": edges, "series": series}
+
+
+def time_by_func_type(profile: Profile) -> pd.DataFrame:
+    """Summed command duration (ns) per engine and Function Type, all cores and ports together.
+
+    Columns ``engine, func_type, is_sys, total_ns, cmds``; engines in display order, types by
+    decreasing time. System commands keep their own type so they are visible, never hidden.
+    """
+    c = profile.commands
+    if c.empty:
+        return pd.DataFrame(columns=["engine", "func_type", "is_sys", "total_ns", "cmds"])
+    frame = pd.DataFrame({
+        "engine": c["engine"].astype(str).to_numpy(),
+        "func_type": c["func_type"].astype("object").fillna("(unknown)").astype(str).to_numpy(),
+        "is_sys": c["is_sys"].to_numpy(bool),
+        "dur": (c["end_ns"] - c["start_ns"]).to_numpy(np.int64),
+    })
+    g = (frame.groupby(["engine", "func_type"], sort=False)
+         .agg(is_sys=("is_sys", "all"), total_ns=("dur", "sum"), cmds=("dur", "size")).reset_index())
+    rank = {e: i for i, e in enumerate(ENGINES)}
+    g["_e"] = g["engine"].map(rank).fillna(len(rank))
+    g = g.sort_values(["_e", "engine", "total_ns"], ascending=[True, True, False])
+    return g.drop(columns="_e").reset_index(drop=True)

@@ -1,0 +1,660 @@
+/* reportgen result.html runtime.
+ *
+ * Unpacks plotly.js and the item payload embedded in the page, then draws the overview charts
+ * and, when their tab is opened, the timelines. A timeline draws an occupancy heatmap (one cell
+ * per lane and pixel column) while more than BAR_LIMIT commands are visible and real bars with
+ * hover when fewer are, so a million commands stay interactive.
+ *
+ * decodeItems() mirrors reportgen.writers.html.decode_items(); occupancy() mirrors
+ * reportgen.analysis.timeline.occupancy(). Keep them in step.
+ */
+(function () {
+  'use strict';
+
+  const timing = {start: performance.now()};   // ms since navigation start
+  const DATA = JSON.parse(document.getElementById('rg-data').textContent);
+  const BAR_LIMIT = DATA.bar_limit;
+  const TYPES = DATA.types;
+  const OPS = DATA.ops;
+  const KERNELS = DATA.kernels;
+  const LANES = DATA.lanes;
+  const SPAN = DATA.span_ns;
+  const CTOR = {i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
+                i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array};
+
+  // ---------------------------------------------------------------------------------- helpers
+  const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
+    .replace(/"/g, '&quot;');
+  const el = (tag, attrs, ...kids) => {
+    const e = document.createElement(tag);
+    for (const [k, v] of Object.entries(attrs || {})) {
+      if (k === 'class') e.className = v;
+      else if (k.startsWith('on')) e.addEventListener(k.slice(2), v);
+      else e.setAttribute(k, v);
+    }
+    for (const k of kids) e.append(k);   // strings become text nodes: never parsed as HTML
+    return e;
+  };
+  const group3 = (x) => Math.round(x).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
+  function fmtDur(ns) {
+    const a = Math.abs(ns);
+    if (a < 1e4) return group3(ns) + ' ns';
+    if (a < 1e7) return (ns / 1e3).toFixed(3) + ' µs';
+    if (a < 1e10) return (ns / 1e6).toFixed(3) + ' ms';
+    return (ns / 1e9).toFixed(3) + ' s';
+  }
+  const fmtUs = (ns) => (ns / 1e3).toFixed(3) + ' µs';
+
+  function b64ToBytes(text) {
+    text = text.trim();
+    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
+    const bin = atob(text);
+    const out = new Uint8Array(bin.length);
+    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
+    return out;
+  }
+  async function gunzip(bytes) {
+    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
+    return new Uint8Array(await new Response(stream).arrayBuffer());
+  }
+  /* Take the text of an embedded <script> block and drop it from the DOM (frees the memory). */
+  function takeBlock(id) {
+    const node = document.getElementById(id);
+    const text = node.textContent;
+    node.textContent = '';
+    return text;
+  }
+
+  async function loadPlotly() {
+    const code = new TextDecoder().decode(await gunzip(b64ToBytes(takeBlock('rg-plotly'))));
+    timing.plotly_inflated_ms = performance.now();
+    // a classic script from a Blob URL runs at global scope and defines window.Plotly
+    const url = URL.createObjectURL(new Blob([code], {type: 'text/javascript'}));
+    await new Promise((resolve, reject) => {
+      const s = document.createElement('script');
+      s.src = url;
+      s.onload = resolve;
+      s.onerror = () => reject(new Error('plotly.js failed to load'));
+      document.head.append(s);
+    });
+    URL.revokeObjectURL(url);
+  }
+
+  // ---------------------------------------------------------------------------------- payload
+  function unshuffle(raw, offset, n, Ctor) {
+    const k = Ctor.BYTES_PER_ELEMENT;
+    if (k === 1) return new Ctor(raw.buffer.slice(raw.byteOffset + offset, raw.byteOffset + offset + n));
+    const out = new Uint8Array(n * k);
+    for (let j = 0; j < k; j++) {
+      const base = offset + j * n;
+      for (let i = 0; i < n; i++) out[i * k + j] = raw[base + i];
+    }
+    return new Ctor(out.buffer);
+  }
+
+  /* Items sorted by lane then start: start/end ns relative to t0, names by index. */
+  function decodeItems(header, raw) {
+    const cols = {};
+    for (const c of header.columns) cols[c.name] = unshuffle(raw, c.offset, c.n, CTOR[c.dtype]);
+    const n = header.n, off = header.lane_off;
+    const start = new Float64Array(n), end = new Float64Array(n), endMax = new Float64Array(n);
+    const gidx = new Float64Array(n), cmd = new Float64Array(n);
+    for (let l = 0; l + 1 < off.length; l++) {
+      let t = 0, g = 0, c = 0, m = -Infinity;
+      for (let i = off[l]; i < off[l + 1]; i++) {
+        const s = t + cols.gap[i], e = s + cols.dur[i];
+        start[i] = s; end[i] = e; t = e;
+        if (e > m) m = e;
+        endMax[i] = m;               // running max: binary search for the first item ending after x
+        g += cols.gidx[i]; gidx[i] = g;
+        c += cols.cmd[i]; cmd[i] = c;
+      }
+    }
+    const bwExplicit = new Map();
+    let p = 0;
+    for (let j = 0; j < cols.bwx_pos.length; j++) {
+      p += cols.bwx_pos[j];
+      bwExplicit.set(p, cols.bwx_val[j]);
+    }
+    return {n, off, start, end, endMax, gidx, cmd, op: cols.op, kernel: cols.kernel,
+            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit};
+  }
+
+  let IT = null;   // the decoded items
+  const opType = (i) => OPS[IT.op[i]][0];
+  function bytesOf(i) { const b = IT.bytesPlus1[i]; return b > 0 ? b - 1 : NaN; }
+  function bwOf(i) {
+    if (!OPS[IT.op[i]][3]) return NaN;
+    if (IT.bwExplicit.has(i)) return IT.bwExplicit.get(i);
+    return bytesOf(i) / (IT.end[i] - IT.start[i]);
+  }
+  function urateOf(i) { const q = IT.urateQ[i]; return q > 0 ? (q - 1) / DATA.urate_scale : NaN; }
+  function laneOf(i) {
+    let lo = 0, hi = IT.off.length - 2;
+    while (lo < hi) { const mid = (lo + hi + 1) >> 1; if (IT.off[mid] <= i) lo = mid; else hi = mid - 1; }
+    return lo;
+  }
+
+  /* The hover text of one item (HTML for Plotly: every input string escaped). */
+  function hoverText(i) {
+    const lane = LANES[laneOf(i)], op = OPS[IT.op[i]], type = TYPES[op[0]];
+    const s = IT.start[i], e = IT.end[i];
+    if (lane.host) {
+      return `<b>${esc(op[1] ?? '(unnamed)')}</b><br>${esc(type.name)} · ${esc(lane.name)}` +
+        `<br>start ${fmtUs(s)} · duration ${group3(e - s)} ns`;
+    }
+    const lines = [`<b>${esc(lane.name)} #${IT.gidx[i]}</b>  cmd id ${IT.cmd[i]}`,
+      `op ${esc(type.name)} / ${esc(op[1] ?? '(unknown)')}`];
+    const k = IT.kernel[i];
+    lines.push('kernel ' + (k > 0 ? esc(KERNELS[k - 1]) : '(unknown)'));
+    lines.push(`start ${fmtUs(s)} · duration ${group3(e - s)} ns`);
+    const b = bytesOf(i);
+    if (!Number.isNaN(b)) {
+      let line = `bytes ${group3(b)}`;
+      const bw = bwOf(i);
+      if (!Number.isNaN(bw)) line += ` · ${op[3]} bandwidth ${bw.toFixed(2)} GB/s`;
+      if (op[2]) line += ` · ${esc(op[2])}`;
+      lines.push(line);
+    }
+    const u = urateOf(i);
+    if (!Number.isNaN(u)) lines.push(`uArch rate ${(u * 100).toFixed(2)}%`);
+    return lines.join('<br>');
+  }
+
+  // ------------------------------------------------------------------------------ filters
+  const typeOff = new Set();            // Function Types switched off (shared by all timelines)
+  const typeListeners = [];
+  function setTypeOff(t, off) {
+    if (off) typeOff.add(t); else typeOff.delete(t);
+    for (const f of typeListeners) f();
+  }
+
+  // ------------------------------------------------------------------------------ occupancy
+  /* Per lane row and bucket of [a, b): summed overlap / bucket width (clipped to 1), the type of
+   * the longest piece in the bucket and the number of items touching it. Same rule as
+   * analysis.timeline.occupancy. */
+  function occupancy(rows, ranges, a, b, W) {
+    const w = (b - a) / W;
+    const R = rows.length;
+    const cov = new Float64Array(R * W), best = new Float64Array(R * W);
+    const btype = new Int32Array(R * W).fill(-1), count = new Uint32Array(R * W);
+    const put = (idx, amount, t) => {
+      cov[idx] += amount; count[idx] += 1;
+      if (amount > best[idx]) { best[idx] = amount; btype[idx] = t; }
+    };
+    for (let r = 0; r < R; r++) {
+      const [lo, hi] = ranges[r];
+      const base = r * W;
+      for (let i = lo; i < hi; i++) {
+        let s = IT.start[i], e = IT.end[i];
+        if (e <= a || s >= b || e <= s) continue;
+        const t = opType(i);
+        if (typeOff.has(t)) continue;
+        if (s < a) s = a;
+        if (e > b) e = b;
+        const b0 = Math.min(Math.floor((s - a) / w), W - 1), b1 = Math.min(Math.floor((e - a) / w), W - 1);
+        if (b0 === b1) { put(base + b0, e - s, t); continue; }
+        put(base + b0, a + (b0 + 1) * w - s, t);
+        for (let k = b0 + 1; k < b1; k++) put(base + k, w, t);
+        put(base + b1, e - (a + b1 * w), t);
+      }
+    }
+    for (let j = 0; j < cov.length; j++) cov[j] = Math.min(cov[j] / w, 1);
+    return {frac: cov, btype, count, w};
+  }
+
+  function lowerBound(arr, lo, hi, x) {   // first index in [lo, hi) with arr[idx] > x
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] > x) hi = mid; else lo = mid + 1; }
+    return lo;
+  }
+  function firstAtOrAfter(arr, lo, hi, x) {   // first index in [lo, hi) with arr[idx] >= x
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] >= x) hi = mid; else lo = mid + 1; }
+    return lo;
+  }
+
+  /* Piecewise colour scale: type k spans [k, k+1) in z, from a light tint (little busy) to the
+   * type's colour (fully busy); a heatmap cell's z is type + busy fraction. */
+  function mix(hex, f) {
+    const v = parseInt(hex.slice(1), 16);
+    const ch = [(v >> 16) & 255, (v >> 8) & 255, v & 255].map((c) => Math.round(c + (255 - c) * f));
+    return `rgb(${ch.join(',')})`;
+  }
+  const TYPE_SCALE = (() => {
+    const K = Math.max(TYPES.length, 1), scale = [];
+    TYPES.forEach((t, k) => {
+      scale.push([k / K, mix(t.color, 0.8)], [(k + 1) / K, t.color]);
+    });
+    if (!scale.length) scale.push([0, '#fff'], [1, '#fff']);
+    return scale;
+  })();
+  const OVERVIEW_SCALE = [[0, '#ffffff'], [1, '#37474f']];
+
+  // ------------------------------------------------------------------------------ timeline
+  const views = {};
+
+  class Timeline {
+    constructor(spec, host) {
+      this.spec = spec;
+      this.host = host;
+      this.range = [0, Math.max(SPAN, 1)];
+      this.engineOff = new Set();
+      this.highlight = null;
+      this.rendering = null;
+      this.pending = false;
+      this.dirty = true;
+      this.last = null;
+      this.linked = [];            // other plots that follow this view's x range
+      this.build();
+    }
+
+    engines() {
+      const seen = [];
+      for (const l of this.spec.lanes) { const e = LANES[l].engine; if (!seen.includes(e)) seen.push(e); }
+      return seen;
+    }
+    rows() { return this.spec.lanes.filter((l) => !this.engineOff.has(LANES[l].engine)); }
+
+    build() {
+      const bar = el('div', {class: 'toolbar'});
+      const engines = el('span', {class: 'group'}, el('span', {class: 'label'}, 'Engines'));
+      for (const e of this.engines()) {
+        const box = el('input', {type: 'checkbox', checked: '', 'data-engine': e});
+        box.addEventListener('change', () => {
+          if (box.checked) this.engineOff.delete(e); else this.engineOff.add(e);
+          this.schedule();
+        });
+        engines.append(el('label', {class: 'engine', style: `--c:${LANES.find((l) => l.engine === e).color}`}, box, e));
+      }
+      const sheets = el('select', {class: 'jump-sheet', 'aria-label': 'sheet'});
+      for (const l of this.spec.lanes) if (!LANES[l].host) sheets.append(el('option', {value: String(l)}, LANES[l].name));
+      const idx = el('input', {type: 'number', min: '0', step: '1', class: 'jump-idx', placeholder: 'global_idx',
+                               'aria-label': 'global_idx'});
+      const note = el('span', {class: 'jump-note'});
+      const go = () => {
+        const lane = Number(sheets.value), g = Number(idx.value);
+        const i = findItem(lane, g);
+        note.textContent = i < 0 ? `${LANES[lane].name} has no global_idx ${idx.value}` : '';
+        if (i >= 0) this.jumpTo(i);
+      };
+      idx.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') go(); });
+      const jump = el('span', {class: 'group'}, el('span', {class: 'label'}, 'Jump to'), sheets, idx,
+                      el('button', {type: 'button', onclick: go}, 'Go'), note);
+      const reset = el('button', {type: 'button', class: 'reset', onclick: () => this.reset()}, 'Reset zoom');
+      bar.append(engines, jump, reset);
+      this.status = el('div', {class: 'status'});
+      this.legend = el('div', {class: 'legend'});
+      this.plot = el('div', {class: 'timeline-plot'});
+      this.host.append(bar, this.legend, this.plot, this.status);
+      this.buildLegend();
+      typeListeners.push(() => { this.syncLegend(); this.dirty = true; if (this.visible()) this.schedule(); });
+    }
+
+    buildLegend() {
+      const present = new Uint8Array(TYPES.length);
+      for (const l of this.spec.lanes) for (let i = IT.off[l]; i < IT.off[l + 1]; i++) present[opType(i)] = 1;
+      this.legend.append(el('span', {class: 'label'}, 'Function Type'));
+      TYPES.forEach((t, k) => {
+        if (!present[k]) return;
+        const chip = el('button', {type: 'button', class: 'chip', 'data-type': String(k),
+                                   style: `--c:${t.color}`, title: 'click to hide / show'},
+                        el('i'), (t.group === 'host' ? 'host: ' : '') + t.name);
+        chip.addEventListener('click', () => setTypeOff(k, !typeOff.has(k)));
+        this.legend.append(chip);
+      });
+      const all = el('button', {type: 'button', class: 'chip-all', onclick: () => {
+        typeOff.clear(); for (const f of typeListeners) f();
+      }}, 'show all');
+      this.legend.append(all);
+    }
+    syncLegend() {
+      for (const chip of this.legend.querySelectorAll('.chip')) chip.classList.toggle('off', typeOff.has(Number(chip.dataset.type)));
+    }
+
+    visible() { return this.host.offsetParent !== null; }
+
+    reset() { this.highlight = null; this.setRange(0, Math.max(SPAN, 1)); }
+    setRange(a, b) {
+      const full = Math.max(SPAN, 1);
+      if (!(b > a)) return this.rendering || Promise.resolve(this.last);
+      const w = Math.min(b - a, full);
+      a = Math.max(0, Math.min(a, full - w));
+      this.range = [a, a + w];
+      return this.schedule();
+    }
+
+    jumpTo(i) {
+      const s = IT.start[i], e = IT.end[i], pad = Math.max((e - s) * 10, 2000);
+      this.highlight = i;
+      const lane = laneOf(i);
+      if (this.engineOff.has(LANES[lane].engine)) {
+        this.engineOff.delete(LANES[lane].engine);
+        const box = this.host.querySelector(`input[data-engine="${CSS.escape(LANES[lane].engine)}"]`);
+        if (box) box.checked = true;
+      }
+      return this.setRange(s - pad, e + pad);
+    }
+
+    /* Coalesce render requests: one render at a time, the latest range wins. */
+    schedule() {
+      this.dirty = true;
+      if (this.rendering) { this.pending = true; return this.rendering; }
+      this.rendering = (async () => {
+        let result;
+        do {
+          this.pending = false;
+          result = await this.render();
+        } while (this.pending);
+        this.rendering = null;
+        return result;
+      })();
+      return this.rendering;
+    }
+
+    async render() {
+      const t0 = performance.now();
+      const [a, b] = this.range;
+      const rows = this.rows();
+      const ranges = rows.map((l) => [lowerBound(IT.endMax, IT.off[l], IT.off[l + 1], a),
+                                      firstAtOrAfter(IT.start, IT.off[l], IT.off[l + 1], b)]);
+      let visible = 0;
+      for (const [lo, hi] of ranges) {
+        for (let i = lo; i < hi; i++) {
+          if (IT.end[i] > a && IT.start[i] < b && !typeOff.has(opType(i))) visible++;
+        }
+      }
+      const traces = [];
+      let tier;
+      if (visible > BAR_LIMIT) {
+        tier = 'heatmap';
+        traces.push(this.heatmapTrace(rows, ranges, a, b));
+      } else {
+        tier = 'bars';
+        traces.push(...this.barTraces(rows, ranges, a, b));
+      }
+      traces.push(this.overviewTrace(rows));
+      const computeMs = performance.now() - t0;
+      this.applying = true;
+      try {
+        await Plotly.react(this.plot, traces, this.layout(rows, a, b), {
+          scrollZoom: true, displaylogo: false, responsive: true, doubleClick: false,
+          modeBarButtonsToRemove: ['select2d', 'lasso2d', 'autoScale2d', 'toggleSpikelines'],
+        });
+      } finally {
+        this.applying = false;
+      }
+      if (!this.wired) this.wire();
+      for (const other of this.linked) other(a, b);
+      this.dirty = false;
+      const barCount = tier === 'bars' ? traces.reduce((n, t) => n + (t.type === 'bar' ? t.x.length : 0), 0) : 0;
+      this.status.textContent = `${group3(visible)} commands in view (${fmtDur(a)} – ${fmtDur(b)}) · ` +
+        (tier === 'bars' ? 'hover a bar for details'
+          : `occupancy view, 1 column = ${fmtDur((b - a) / this.columns())}; zoom in to under ` +
+            `${group3(BAR_LIMIT)} commands for individual bars (wheel, drag, or the slider below)`);
+      this.last = {tier, visible, bars: barCount, compute_ms: computeMs,
+                   plot_ms: performance.now() - t0 - computeMs, range: [a, b]};
+      this.plot.dataset.tier = tier;
+      this.plot.dataset.visible = String(visible);
+      return this.last;
+    }
+
+    columns() {
+      const w = this.plot.clientWidth || 1200;
+      return Math.max(200, Math.min(2400, Math.round(w - 160)));
+    }
+
+    heatmapTrace(rows, ranges, a, b) {
+      const W = this.columns();
+      const occ = occupancy(rows, ranges, a, b, W);
+      const z = [], text = [];
+      const x = new Float64Array(W);
+      for (let k = 0; k < W; k++) x[k] = (a + (k + 0.5) * occ.w) / 1e3;
+      for (let r = 0; r < rows.length; r++) {
+        const zr = new Array(W), tr = new Array(W);
+        const name = esc(LANES[rows[r]].name);
+        for (let k = 0; k < W; k++) {
+          const j = r * W + k, f = occ.frac[j];
+          if (occ.count[j] === 0) { zr[k] = null; tr[k] = ''; continue; }
+          const t = occ.btype[j];
+          zr[k] = t + 0.02 + 0.97 * f;
+          tr[k] = `${name} · ${fmtUs(a + k * occ.w)} – ${fmtUs(a + (k + 1) * occ.w)}` +
+            `<br>${group3(occ.count[j])} command${occ.count[j] > 1 ? 's' : ''}, busy ${(f * 100).toFixed(1)}%` +
+            `<br>mostly ${esc(TYPES[t].name)}`;
+        }
+        z.push(zr); text.push(tr);
+      }
+      return {type: 'heatmap', x, y: rows.map((_, r) => r), z, text, hoverinfo: 'text',
+              colorscale: TYPE_SCALE, zmin: 0, zmax: Math.max(TYPES.length, 1), showscale: false,
+              zsmooth: false, xgap: 0, ygap: 3, name: 'occupancy'};
+    }
+
+    barTraces(rows, ranges, a, b) {
+      const byType = new Map();
+      rows.forEach((l, r) => {
+        const [lo, hi] = ranges[r];
+        for (let i = lo; i < hi; i++) {
+          if (!(IT.end[i] > a && IT.start[i] < b)) continue;
+          const t = opType(i);
+          if (typeOff.has(t)) continue;
+          if (!byType.has(t)) byType.set(t, {y: [], base: [], x: [], hovertext: [], customdata: []});
+          const g = byType.get(t);
+          g.y.push(r); g.base.push(IT.start[i] / 1e3); g.x.push((IT.end[i] - IT.start[i]) / 1e3);
+          g.hovertext.push(hoverText(i)); g.customdata.push(i);
+        }
+      });
+      const traces = [];
+      for (const [t, g] of [...byType.entries()].sort((p, q) => p[0] - q[0])) {
+        traces.push({type: 'bar', orientation: 'h', name: esc(TYPES[t].name), ...g, hoverinfo: 'text',
+                     width: 0.72, marker: {color: TYPES[t].color, line: {width: 0}}, showlegend: false});
+      }
+      if (!traces.length) traces.push({type: 'bar', orientation: 'h', x: [], y: [], base: [], showlegend: false});
+      return traces;
+    }
+
+    /* The full-span occupancy strip shown only in the range slider (rows below the lanes, outside
+     * the main y range). */
+    overviewTrace(rows) {
+      const B = DATA.overview.buckets, z = [];
+      for (const l of rows) {
+        const zr = new Array(B);
+        for (let k = 0; k < B; k++) zr[k] = OVERVIEW[l * B + k] / 255;
+        z.push(zr);
+      }
+      const w = Math.max(SPAN, 1) / B, x = [];
+      for (let k = 0; k < B; k++) x.push(((k + 0.5) * w) / 1e3);
+      return {type: 'heatmap', x, y: rows.map((_, r) => rows.length + 1 + r), z,
+              colorscale: OVERVIEW_SCALE, zmin: 0, zmax: 1, showscale: false, hoverinfo: 'skip',
+              zsmooth: false, name: 'overview'};
+    }
+
+    layout(rows, a, b) {
+      const R = rows.length;
+      const shapes = [];
+      // separators between cores in multi-core views, and between host and device lanes
+      for (let r = 1; r < R; r++) {
+        const p = LANES[rows[r - 1]], q = LANES[rows[r]];
+        if (p.host !== q.host || (!p.host && p.group !== q.group)) {
+          shapes.push({type: 'line', xref: 'paper', x0: 0, x1: 1, yref: 'y', y0: r - 0.5, y1: r - 0.5,
+                       line: {color: '#90a4ae', width: 1, dash: 'dot'}});
+        }
+      }
+      if (this.highlight !== null) {
+        const i = this.highlight, r = rows.indexOf(laneOf(i));
+        if (r >= 0) {
+          shapes.push({type: 'rect', xref: 'x', yref: 'y', x0: IT.start[i] / 1e3, x1: IT.end[i] / 1e3,
+                       y0: r - 0.5, y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(0,0,0,0)'});
+        }
+      }
+      const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${esc(LANES[l].name)}</span>`);
+      return {
+        height: Math.max(220, 90 + R * 26 + 70),
+        margin: {l: 150, r: 20, t: 10, b: 40},
+        uirevision: this.spec.id,
+        dragmode: 'zoom',
+        hovermode: 'closest',
+        hoverlabel: {align: 'left', bgcolor: '#fff', font: {size: 12}},
+        barmode: 'overlay',
+        plot_bgcolor: '#fafbfc',
+        shapes,
+        xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event (µs)', standoff: 4},
+                showgrid: true, gridcolor: '#e3e7ea', zeroline: false, ticksuffix: '',
+                rangeslider: {visible: true, thickness: 0.09, range: [0, Math.max(SPAN, 1) / 1e3],
+                              bgcolor: '#f5f5f5', yaxis: {rangemode: 'fixed', range: [2 * R + 0.5, R + 0.5]}}},
+        yaxis: {range: [R - 0.5, -0.5], tickvals: rows.map((_, r) => r), ticktext, fixedrange: true,
+                showgrid: false, zeroline: false, automargin: true},
+      };
+    }
+
+    wire() {
+      this.wired = true;
+      this.plot.on('plotly_relayout', (ev) => {
+        if (this.applying) return;
+        let a = null, b = null;
+        if (ev['xaxis.autorange']) { this.reset(); return; }
+        if (Array.isArray(ev['xaxis.range'])) [a, b] = ev['xaxis.range'];
+        else if ('xaxis.range[0]' in ev) { a = ev['xaxis.range[0]']; b = ev['xaxis.range[1]']; }
+        if (a === null || b === null) return;
+        this.setRange(Number(a) * 1e3, Number(b) * 1e3);
+      });
+      this.plot.on('plotly_doubleclick', () => { this.reset(); return false; });
+    }
+  }
+
+  let OVERVIEW = null;
+
+  /* The item of a sheet lane with this global_idx, or -1. */
+  function findItem(lane, g) {
+    if (!Number.isInteger(g) || lane < 0 || lane >= LANES.length) return -1;
+    const lo = IT.off[lane], hi = IT.off[lane + 1];
+    const guess = lo + g;   // commands usually sit in global_idx order
+    if (guess < hi && IT.gidx[guess] === g) return guess;
+    for (let i = lo; i < hi; i++) if (IT.gidx[i] === g) return i;
+    return -1;
+  }
+
+  // ------------------------------------------------------------------------------ charts & tabs
+  async function drawChart(id) {
+    const spec = DATA.charts[id];
+    const node = document.getElementById('chart-' + id);
+    if (!spec || !node) return;
+    await Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true});
+  }
+
+  const panels = {};
+  async function showTab(id) {
+    for (const [pid, p] of Object.entries(panels)) {
+      p.panel.hidden = pid !== id;
+      p.button.classList.toggle('active', pid === id);
+      p.button.setAttribute('aria-selected', pid === id ? 'true' : 'false');
+    }
+    const p = panels[id];
+    if (!p) return null;
+    if (!p.started) {
+      p.started = (async () => {
+        for (const c of p.charts) await drawChart(c);
+        if (p.views.length) await itemsReady;
+        for (const v of p.views) {
+          const spec = DATA.views.find((s) => s.id === v);
+          views[v] = new Timeline(spec, document.getElementById('view-' + v));
+        }
+        if (p.link) p.link();
+      })();
+    }
+    await p.started;
+    const results = [];
+    for (const v of p.views) results.push(views[v].dirty ? await views[v].schedule() : views[v].last);
+    for (const node of p.panel.querySelectorAll('.js-plotly-plot')) Plotly.Plots.resize(node);
+    p.panel.dataset.rendered = '1';
+    return results;
+  }
+
+  function linkBandwidth() {
+    const tl = views.all, bw = document.getElementById('chart-bandwidth');
+    if (!tl || !bw || !bw.on) return;
+    let syncing = false;
+    tl.linked.push((a, b) => {
+      syncing = true;
+      Plotly.relayout(bw, {'xaxis.range': [a / 1e3, b / 1e3]}).finally(() => { syncing = false; });
+    });
+    bw.on('plotly_relayout', (ev) => {
+      if (syncing) return;
+      if (ev['xaxis.autorange']) { tl.reset(); return; }
+      if ('xaxis.range[0]' in ev) tl.setRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
+    });
+  }
+
+  function setupTabs() {
+    const nav = document.getElementById('tabs');
+    for (const tab of DATA.tabs) {
+      const panel = document.getElementById('panel-' + tab.id);
+      const button = el('button', {type: 'button', role: 'tab', id: 'tab-' + tab.id}, tab.title);
+      button.addEventListener('click', () => { history.replaceState(null, '', '#' + tab.id); showTab(tab.id); });
+      nav.append(button);
+      panels[tab.id] = {panel, button, charts: tab.charts, views: tab.views,
+                        link: tab.id === 'compare' ? linkBandwidth : null};
+    }
+    nav.hidden = false;
+  }
+
+  // ------------------------------------------------------------------------------ start-up
+  function fail(err) {
+    console.error(err);
+    document.body.dataset.ready = 'error';
+    document.title = 'ERROR ' + (err && err.message ? err.message : err);
+    const box = document.getElementById('rg-error');
+    box.textContent = 'This report could not be drawn: ' + (err && err.message ? err.message : err) +
+      '. It needs a current browser (Chrome, Edge, Firefox or Safari from 2023 on).';
+    box.hidden = false;
+  }
+
+  /* Overview first (it needs plotly.js only), so the page is usable as soon as possible; the
+   * items are inflated meanwhile and decoded right after, before any timeline is drawn. */
+  let itemsReady = null;
+  async function main() {
+    if (typeof DecompressionStream === 'undefined') throw new Error('this browser has no DecompressionStream');
+    const plotlyReady = loadPlotly();
+    const rawItems = gunzip(b64ToBytes(takeBlock('rg-items')));
+    let firstPaint;
+    const painted = new Promise((resolve) => { firstPaint = resolve; });
+    itemsReady = (async () => {
+      const raw = await rawItems;
+      timing.inflate_ms = performance.now();
+      await painted;              // decoding takes the main thread: let the first tab paint first
+      IT = decodeItems(DATA.payload, raw);
+      OVERVIEW = b64ToBytes(DATA.overview.b64);
+      timing.decode_ms = performance.now();
+    })();
+    await plotlyReady;
+    timing.plotly_ms = performance.now();
+    setupTabs();
+    const wanted = panels[location.hash.slice(1)] ? location.hash.slice(1) : 'overview';
+    if (panels[wanted].views.length) firstPaint();   // a timeline tab needs the items first
+    await showTab(wanted);
+    await new Promise((r) => requestAnimationFrame(() => requestAnimationFrame(r)));
+    timing.ready_ms = performance.now();
+    document.body.dataset.ready = '1';
+    firstPaint();
+    await itemsReady;
+  }
+
+  /* Test and scripting hooks (used by tests/test_html_browser.py). */
+  window.__report = {
+    timing,
+    views,
+    get items() { return IT; },
+    show: showTab,
+    zoom: async (id, a, b) => { await showTab(DATA.tabs.find((t) => t.views.includes(id)).id); return views[id].setRange(a, b); },
+    reset: (id) => views[id].reset(),
+    setEngine: (id, engine, on) => {
+      const v = views[id];
+      if (on) v.engineOff.delete(engine); else v.engineOff.add(engine);
+      const box = v.host.querySelector(`input[data-engine="${CSS.escape(engine)}"]`);
+      if (box) box.checked = on;
+      return v.schedule();
+    },
+    setTypeOff: (name, off) => { TYPES.forEach((t, k) => { if (t.name === name) setTypeOff(k, off); }); },
+    findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
+    hoverText: (i) => hoverText(i),
+    jump: (id, sheet, g) => views[id].jumpTo(window.__report.findItem(sheet, g)),
+  };
+  window.__report.ready = main().catch(fail);
+})();
