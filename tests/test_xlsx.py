@@ -41,6 +41,15 @@ MODEL_OF = {"Core Id": "core", "Global Idx": "global_idx", "Cmd Id": "cmd_id", "
             "DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw",
             "GMEM Xact": "gmem_xact"}
 PER_ENGINE = 60
+#: texts that need escaping in sheet XML, and numbers at the edges of their text forms
+NASTY = pd.DataFrame({
+    "text": ["a&b<c>\"'", " lead", "trail ", "_x0041_", "ctl\x01x", "é漢字\U0001F600",
+             "<r>raw</r>", "line\nbreak\ttab", "", None],
+    "number": [0.1 + 0.2, 1e-300, 1e20, -0.0, 2.5, np.inf, np.nan, 1 / 3, 5.0, -7.25],
+    "flag": pd.array([True, False, None, True, False, True, False, True, False, True],
+                     dtype="boolean"),
+})
+
 
 
 def _profile() -> Profile:
@@ -66,7 +75,10 @@ def _profile() -> Profile:
     }, index=gdma)
     p.tables["Ops: top/k"] = pd.DataFrame({"op": ["matmul", "add", None], "calls": [3, 2, 1],
                                            "self_us": [1.5, np.nan, 0.25]})
+    p.tables["nasty"] = NASTY
     return p
+
+
 
 
 @pytest.fixture(scope="module")
@@ -110,8 +122,8 @@ def test_path_and_sheet_order(written):
     assert path == path.parent.parent / "PerfDoc" / "PerfAI_output.xlsx"
     wb = openpyxl.load_workbook(path, read_only=True)
     assert wb.sheetnames == ["Engine Summary", "TIU_0", "GDMA_0", "SDMA_0", "TIU_1", "GDMA_1",
-                             "SDMA_1", "CDMA_0", "CDMA_2", "Ops_ top_k"]
-    assert wb.sheetnames[1:-1] == p.sheets()
+                             "SDMA_1", "CDMA_0", "CDMA_2", "Ops_ top_k", "nasty"]
+    assert wb.sheetnames[1:-2] == p.sheets()
     wb.close()
     assert not [f for f in path.parent.iterdir() if f.name != path.name]  # no temp file left
 
@@ -305,16 +317,61 @@ def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
     wb.close()
 
 
-def test_refused_row_is_an_error(tmp_path):
+@pytest.mark.parametrize("direct", [True, False])
+def test_refused_row_is_an_error(tmp_path, monkeypatch, direct):
+    monkeypatch.setattr(xlsx, "DIRECT_XML", direct)
     wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"), {"constant_memory": True})
     ws = wb.add_worksheet("T")
     ws.xls_rowmax = 3     # stand-in for Excel's limit: xlsxwriter returns -1 past it
     book = xlsx._Book.__new__(xlsx._Book)
     book.wb, book._num = wb, {None: None}
-    col = xlsx.Column("n", [1, 2, 3, 4, 5], "number")
-    with pytest.raises(OutputError, match="refused row 4"):
+    col = xlsx.Column("n", "number", np.arange(5))
+    with pytest.raises(OutputError, match="refused row [45] .*row limit"):
         xlsx.write_rows(ws, "T", [col], 0, 5, 0, book)
     wb.close()
+
+
+def _cells(path):
+    """Every sheet as {sheet: [(value, number_format), ...] per row}."""
+    wb = openpyxl.load_workbook(path, read_only=True)
+    try:
+        return {ws.title: [[(c.value, c.number_format) for c in row] for row in ws.iter_rows()]
+                for ws in wb.worksheets}
+    finally:
+        wb.close()
+
+
+def test_direct_xml_rows_equal_xlsxwriter_cells(tmp_path, monkeypatch):
+    """The fast path (sheet XML built column-wise) reads back exactly as xlsxwriter's own."""
+    p = _profile()
+    s = engine_summary(p)
+    monkeypatch.setattr(xlsx, "DIRECT_XML", False)
+    slow = _cells(xlsx.write(p, s, tmp_path / "cells", quiet=True))
+    monkeypatch.setattr(xlsx, "DIRECT_XML", True)
+    fast = _cells(xlsx.write(p, s, tmp_path / "xml", quiet=True))
+    assert list(fast) == list(slow)
+    for sheet in fast:
+        assert len(fast[sheet]) == len(slow[sheet]), sheet
+        for r, (a, b) in enumerate(zip(fast[sheet], slow[sheet])):
+            a = [x for x in a if x[0] is not None]   # read-only rows can end at the last value
+            b = [x for x in b if x[0] is not None]
+            assert len(a) == len(b), (sheet, r)
+            for (va, fa), (vb, fb) in zip(a, b):
+                assert fa == fb, (sheet, r, va, vb)
+                if isinstance(va, (int, float)) and not isinstance(va, bool):
+                    # xlsxwriter prints 16 significant digits, the fast path the shortest exact
+                    # repr: the same number to within one part in 1e15
+                    assert isinstance(vb, (int, float)) and math.isclose(va, vb, rel_tol=1e-15), \
+                        (sheet, r, va, vb)
+                else:
+                    assert va == vb, (sheet, r)
+    assert [r[0][0] for r in fast["nasty"][1:]] == ["a&b<c>\"'", " lead", "trail ",
+                                                    "_x005F_x0041_",   # Excel shows _x0041_
+                                                    "ctl_x0001_x",     # Excel shows ctl\x01x
+                                                    "é漢字\U0001F600", "<r>raw</r> ",
+                                                    "line\nbreak\ttab", None, None]
+    assert [r[1][0] for r in fast["nasty"][1:]] == [0.1 + 0.2, 1e-300, 1e20, 0, 2.5, None, None,
+                                                    1 / 3, 5, -7.25]
 
 
 def test_extra_tables_written_generically(written):
@@ -378,3 +435,8 @@ def test_libreoffice_reads_the_workbook(written, tmp_path):
     h = next(i for i, r in enumerate(summary_rows) if r and r[0] == "Core")
     col = summary_rows[h].index("TIU busy (ns)")
     assert [int(r[col]) for r in summary_rows[h + 1:h + 4]] == s["tiu_busy_ns"].astype(int).tolist()
+    # texts that needed XML escaping come back as typed (LibreOffice decodes _xHHHH_)
+    with open(tmp_path / f"{stem}-nasty.csv", newline="", encoding="utf-8") as fh:
+        nasty = list(csv.reader(fh))
+    want = NASTY["text"].fillna("").replace("<r>raw</r>", "<r>raw</r> ").tolist()
+    assert [r[0] for r in nasty[1:]] == want

@@ -1,0 +1,104 @@
+"""Measure the PerfAI_output.xlsx writer: seconds, rows/s, file size and peak memory.
+
+    cd /work/main && PYTHONPATH=. python benchmarks/bench_xlsx.py            # 10k, 100k, 640k
+    PYTHONPATH=. python benchmarks/bench_xlsx.py --sizes 10000 --registers 40
+
+Every case runs in its own process so the memory figures do not mix. Profiles come from
+``reportgen.testing.profiles.make_profile`` with 8 cores (640k = the 8-core x 80k-command dump
+of the issue). ``--registers N`` adds N synthetic integer register fields per engine, written
+when the writer's "auto" rule allows it (below 200k commands). "write s" is ``xlsx.write``
+end to end (column conversion, rows, zip); "peak +MB" is the highest RSS sampled every 20 ms
+during the write minus the RSS just before it.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+
+
+def _rss_mb() -> float:
+    with open("/proc/self/statm") as fh:
+        return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _per_engine(total: int, cores: int = 8) -> int:
+    # make_profile: cores x 3 engines x per_engine commands + per_engine // 4 CDMA commands
+    return max(1, round(total / (3 * cores + 0.25)))
+
+
+def synthetic_registers(profile, fields: int) -> None:
+    import numpy as np
+    import pandas as pd
+
+    rng = np.random.default_rng(1)
+    c = profile.commands
+    for engine in ("TIU", "GDMA", "SDMA", "CDMA"):
+        idx = c.index[c["engine"] == engine]
+        profile.registers[engine] = pd.DataFrame(
+            {f"reg{k}_addr" if k % 4 == 0 else f"reg{k}": rng.integers(0, 2**32 if k % 4 else 2**40,
+                                                                       len(idx))
+             for k in range(fields)}, index=idx)
+
+
+def run_one(total: int, registers: int) -> dict:
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.testing.profiles import make_profile
+    from reportgen.writers import xlsx
+
+    profile = make_profile(cores=8, per_engine=_per_engine(total), seed=0)
+    if registers:
+        synthetic_registers(profile, registers)
+    summary = engine_summary(profile)
+    peak = [0.0]
+    done = threading.Event()
+
+    def sample():
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb())
+            time.sleep(0.02)
+
+    with tempfile.TemporaryDirectory() as out:
+        base = _rss_mb()
+        sampler = threading.Thread(target=sample, daemon=True)
+        sampler.start()
+        t0 = time.perf_counter()
+        path = xlsx.write(profile, summary, out, quiet=True)
+        seconds = time.perf_counter() - t0
+        done.set()
+        sampler.join()
+        size = path.stat().st_size
+    n = len(profile.commands)
+    with_regs = bool(registers) and n < xlsx.REGISTER_AUTO_LIMIT
+    return {"commands": n, "registers": registers if with_regs else 0, "seconds": seconds,
+            "rows_per_s": n / seconds, "size_mb": size / 1e6, "peak_mb": peak[0] - base,
+            "rss_mb": base}
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--sizes", default="10000,100000,640000", help="total commands, comma separated")
+    ap.add_argument("--registers", type=int, default=0, help="synthetic register fields per engine")
+    ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one case
+    args = ap.parse_args()
+    if args.one is not None:
+        print(json.dumps(run_one(args.one, args.registers)))
+        return
+    print(f"{'commands':>9} {'reg cols':>8} {'write s':>8} {'rows/s':>8} {'MB':>7} "
+          f"{'peak +MB':>8} {'RSS before':>10}")
+    for total in (int(s) for s in args.sizes.split(",")):
+        res = subprocess.run([sys.executable, __file__, "--one", str(total),
+                              "--registers", str(args.registers)],
+                             capture_output=True, text=True, check=True)
+        r = json.loads(res.stdout.strip().splitlines()[-1])
+        print(f"{r['commands']:>9,} {r['registers']:>8} {r['seconds']:>8.1f} {r['rows_per_s']:>8,.0f} "
+              f"{r['size_mb']:>7.1f} {r['peak_mb']:>8.0f} {r['rss_mb']:>10.0f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()
