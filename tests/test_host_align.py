@@ -1,0 +1,170 @@
+"""Host-trace merge: reading, the three alignment rules, nesting, errors."""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from reportgen.analysis.host_align import attach_host_trace, improper, lanes, nest
+from reportgen.errors import InputError
+from reportgen.model import HOST_COLUMNS
+from reportgen.testing.profiles import make_profile
+
+CASE = Path("/work/shared/data/pmu/aks-m2-trace")
+TRACE = CASE / "trace.json"
+
+
+def stack_nesting(group, start, end):
+    """Reference nesting with an explicit stack, one event at a time (test oracle)."""
+    n = len(start)
+    order = sorted(range(n), key=lambda i: (group[i], start[i], -end[i], i))
+    depth, parent = [0] * n, [-1] * n
+    stack, current = [], None
+    for i in order:
+        if group[i] != current:
+            stack, current = [], group[i]
+        # pop what closed: ends before the start, or ends at it having started earlier
+        while stack and (end[stack[-1]] < start[i] or (end[stack[-1]] == start[i] and start[stack[-1]] < start[i])):
+            stack.pop()
+        depth[i] = len(stack)
+        parent[i] = stack[-1] if stack else -1
+        stack.append(i)
+    return depth, parent
+
+
+@st.composite
+def laminar(draw):
+    """Properly nested intervals (a random tree) in 1-3 groups, zero-length ones included."""
+    out = []
+
+    def grow(lo, hi, group, level):
+        t = lo
+        for _ in range(draw(st.integers(0, 3 if level < 3 else 0))):
+            if t > hi:
+                break
+            a = draw(st.integers(t, hi))
+            b = draw(st.integers(a, hi))
+            out.append((group, a, b))
+            grow(a, b, group, level + 1)
+            t = b
+    for g in range(draw(st.integers(1, 3))):
+        grow(0, 60, g, 0)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(laminar())
+def test_nest_matches_stack_oracle(events):
+    if not events:
+        return
+    g, s, e = (np.array(x, np.int64) for x in zip(*events))
+    depth, parent = nest(g, s, e)
+    want_depth, want_parent = stack_nesting(g, s, e)
+    assert depth.tolist() == want_depth
+    assert parent.tolist() == want_parent
+    assert not improper(parent, e, depth).any()
+    assert (lanes(g, s, e) == 0).all()
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 50), st.integers(0, 20)), min_size=1, max_size=40))
+def test_lanes_are_properly_nested(raw):
+    g = np.array([r[0] for r in raw], np.int64)
+    s = np.array([r[1] for r in raw], np.int64)
+    e = s + np.array([r[2] for r in raw], np.int64)
+    lane = lanes(g, s, e)
+    key = g * 1000 + lane
+    depth, parent = nest(key, s, e)
+    assert not improper(parent, e, depth).any()
+    # and within a lane, every parent really contains its child
+    has = parent >= 0
+    assert (s[parent[has]] <= s[has]).all() and (e[parent[has]] >= e[has]).all()
+
+
+def test_tail_offset_rule_matches_reference_numbers():
+    prof = make_profile(cores=1, per_engine=10)
+    prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
+    attach_host_trace(prof, TRACE)
+    info = prof.meta.extra["host_alignment"]
+    # disable_profile ends at 1700000003801 + 700 us; minus tail offset and PMU tail
+    assert info["rule"] == "tail_offset" and info["disable_end_ns"] == 1_700_000_004_501_000
+    assert info["offset_ns"] == 1_700_000_004_501_000 - 850_000 - 3_579_809 == 1_700_000_000_071_191
+    h = prof.host
+    assert list(h.columns) == list(HOST_COLUMNS) and str(h["start_ns"].dtype) == "int64"
+    assert str(h["depth"].dtype) == "int32" and h["name"].dtype == object
+    assert len(h) == 10                        # 13 events - enable/disable_profile - PyTorch Profiler
+    assert not h["name"].isin(["enable_profile", "disable_profile", "PyTorch Profiler (0)"]).any()
+    row = h[h["name"] == "aten::quant"].iloc[0]
+    assert (row["start_ns"], row["end_ns"]) == (1_700_000_003_414_000 - info["offset_ns"],
+                                                 1_700_000_003_651_000 - info["offset_ns"])
+    assert row["end_ns"] == 3_579_809          # ends with the last PMU record
+    assert not any(w.code.startswith("host-align") for w in prof.meta.warnings)
+
+
+def test_estimated_start_fallback_warns():
+    prof = make_profile(cores=1, per_engine=10)       # no tail_offset_ns / pmu_tail_ns
+    attach_host_trace(prof, TRACE)
+    info = prof.meta.extra["host_alignment"]
+    # end of the first tpudnn event after the markers: launchKernel (ts 51 us, dur 15 us)
+    assert info["rule"] == "estimated_start" and info["offset_ns"] == 1_700_000_000_066_000
+    launch = prof.host[prof.host["name"] == "launchKernel:tpu_matmul_bf16_multi_core"].iloc[0]
+    assert launch["end_ns"] == 0
+    warn = [w for w in prof.meta.warnings if w.code == "host-align-estimated"]
+    assert len(warn) == 1 and "tail_offset_ns" in warn[0].message
+
+
+def test_host_start_rule_without_tpudnn(tmp_path):
+    f = tmp_path / "torch.json.gz"
+    events = [{"ph": "X", "name": "aten::mm", "cat": "cpu_op", "ts": 5.5, "dur": 2.25, "pid": "host", "tid": "main"},
+              {"ph": "X", "name": "aten::add", "cat": "cpu_op", "ts": 10, "dur": 1, "pid": "host", "tid": "main"},
+              {"ph": "i", "name": "mark", "ts": 3, "pid": 1, "tid": 1},
+              {"ph": "B", "name": "open", "ts": 1, "pid": 1, "tid": 1}]
+    f.write_bytes(gzip.compress(json.dumps(events).encode()))      # bare array, gzip
+    prof = make_profile(cores=1, per_engine=10)
+    attach_host_trace(prof, f)
+    assert prof.meta.extra["host_alignment"]["rule"] == "host_start"
+    assert prof.host[["name", "start_ns", "end_ns"]].values.tolist() == [["aten::mm", 0, 2250],
+                                                                          ["aten::add", 4500, 5500]]
+    assert any(w.code == "host-align-unknown" for w in prof.meta.warnings)
+
+
+def test_golden_alignment_with_decoder():
+    try:
+        from reportgen.parsers.pmu import load_dump
+        prof = load_dump(CASE / "input")
+    except ImportError:
+        pytest.skip("PMU decoder not available")
+    attach_host_trace(prof, TRACE)
+    info = prof.meta.extra["host_alignment"]
+    assert info["rule"] == "tail_offset" and info["offset_ns"] == 1_700_000_000_071_191
+    # the reference put aten::matmul 25.191 us before the first TPU command and aten::quant's end
+    # on the last one
+    first = prof.commands["start_ns"].min()
+    last = prof.commands["end_ns"].max()
+    assert prof.host["start_ns"].min() - first == -25_191
+    assert prof.host["end_ns"].max() == last
+
+
+@pytest.mark.parametrize("content, problem", [
+    (b"{not json", "not a chrome-trace JSON"),
+    (b'{"events": []}', "without a 'traceEvents' array"),
+    (b'"text"', "expected a JSON object or array"),
+    (b'[{"ph": "X", "name": "enable_profile", "ts": 1, "dur": 1}]', "no complete"),
+    (b"\x1f\x8b\x08garbage", "corrupt gzip"),
+])
+def test_user_errors_are_one_line(tmp_path, content, problem):
+    f = tmp_path / "bad.json"
+    f.write_bytes(content)
+    with pytest.raises(InputError) as err:
+        attach_host_trace(make_profile(cores=1, per_engine=5), f)
+    assert problem in str(err.value) and str(f) in str(err.value) and "\n" not in str(err.value)
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(InputError, match="cannot read the host trace"):
+        attach_host_trace(make_profile(cores=1, per_engine=5), tmp_path / "nope.json")
