@@ -334,6 +334,13 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
         buf = D.as_matrix(list(rec["blob"][desc]), max(maxlen, 16))
         ops = {"TIU": D.classify_tiu, "DMA": D.classify_dma, "CDMA": D.classify_cdma}[kind](buf, chip.name)
         lay = D.layouts(chip.name)
+        unknown = desc[ops == None]  # noqa: E711 (object array comparison)
+        if len(unknown):
+            # an undecodable descriptor must not sink the run: keep the record, named from its
+            # dynamic node (or "unknown"), and say so
+            ftype[unknown], fname[unknown] = ftype_all[unknown], fname_all[unknown]
+            meta.warn("undecodable", f"{engine} core {core_index}: {len(unknown)} descriptor(s) of "
+                      "no known op; those commands are described from their PMU record only")
         for op in sorted({o for o in ops if o is not None}):
             sel = ops == op
             rows = desc[sel]
