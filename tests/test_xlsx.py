@@ -66,6 +66,8 @@ def _profile() -> Profile:
         "des_opd0_n": pd.array(np.where(np.arange(len(tiu)) % 3 == 0, None, np.arange(len(tiu))),
                                dtype="Int64"),
         "des_tsk_typ": np.array(["conv", "mm2", "ar"], object)[np.arange(len(tiu)) % 3],
+        "des_obj": pd.Series([None if i % 4 == 0 else i * 10 for i in range(len(tiu))], dtype=object,
+                             index=tiu),           # Python ints in an object column: numbers
     }, index=tiu)
     p.registers["GDMA"] = pd.DataFrame({
         "src_start_addr": rng.integers(0, 2**40, len(gdma)).astype(np.uint64),
@@ -76,6 +78,8 @@ def _profile() -> Profile:
     p.tables["Ops: top/k"] = pd.DataFrame({"op": ["matmul", "add", None], "calls": [3, 2, 1],
                                            "self_us": [1.5, np.nan, 0.25]})
     p.tables["nasty"] = NASTY
+    p.meta.accounting = {"TIU_0": {"read": 64, "shown": 60, "dropped_preamble": 4},
+                         "CDMA_2": {"read": 30, "shown": 30}}
     return p
 
 
@@ -130,7 +134,7 @@ def test_path_and_sheet_order(written):
 
 def test_headers(written):
     _, _, path = written
-    assert _rows(path, "TIU_0")[0] == TIU + ["des_res0_addr", "des_opd0_n", "des_tsk_typ"]
+    assert _rows(path, "TIU_0")[0] == TIU + ["des_res0_addr", "des_opd0_n", "des_tsk_typ", "des_obj"]
     assert _rows(path, "GDMA_1")[0] == DMA + ["src_start_addr", "mask_start_addr", "nchw_copy"]
     assert _rows(path, "SDMA_0")[0] == DMA          # no registers for SDMA
     assert _rows(path, "CDMA_2")[0] == DMA
@@ -206,7 +210,7 @@ def test_register_values(written):
         got = _frame(path, sheet).set_index("Global Idx")
         model = c[c["sheet"] == sheet]
         r = regs.loc[model.index].set_axis(model["global_idx"].to_numpy())
-        for name in ("des_res0_addr", "des_opd0_n", "des_tsk_typ"):
+        for name in ("des_res0_addr", "des_opd0_n", "des_tsk_typ", "des_obj"):
             pairs = zip(got[name].loc[r.index].tolist(), r[name].astype(object).tolist())
             assert all(_same(a, b) for a, b in pairs), (sheet, name)
         assert got["des_opd0_n"].isna().sum() == (r["des_opd0_n"].isna()).sum() > 0
@@ -283,6 +287,9 @@ def test_engine_summary_cells_equal_engine_summary(written):
     assert first[cells["TIU busy (ns)"]].number_format == "#,##0"
     wb.close()
     assert any(r[0] == "Definitions" for r in rows)
+    acc = next(i for i, r in enumerate(rows) if r[0] == "Records per sheet")
+    assert rows[acc + 1][:4] == ["Sheet", "read", "shown", "dropped_preamble"]
+    assert rows[acc + 2][:4] == ["TIU_0", 64, 60, 4] and rows[acc + 3][:4] == ["CDMA_2", 30, 30, None]
 
 
 def test_registers_auto_off_above_limit(tmp_path, monkeypatch):
@@ -314,7 +321,20 @@ def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
         assert ws.auto_filter.ref == f"A1:Q{n + 1}" and ws.freeze_panes == "D2"
         idx += [r[0] for r in ws.iter_rows(min_row=2, min_col=3, max_col=3, values_only=True)]
     assert idx == list(range(PER_ENGINE))   # nothing dropped, nothing repeated, in order
+    notes = [r[1] for r in wb["Engine Summary"].iter_rows(values_only=True) if r[0] == "Note"]
+    assert "TIU_0 continues on TIU_0 (2), TIU_0 (3) (a sheet holds at most 25 rows)." in notes
     wb.close()
+
+
+def test_overlong_text_is_cut_and_said(tmp_path):
+    p = make_profile(cores=1, per_engine=5)
+    p.tables["long"] = pd.DataFrame({"s": ["x" * 40_000, "short"]})
+    path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
+    rows = _rows(path, "long")
+    assert len(rows[1][0]) == 32_767 and rows[1][0].endswith("…") and rows[2][0] == "short"
+    notes = [r[1] for r in _rows(path, "Engine Summary") if r[0] == "Note"]
+    assert notes == ["1 text cells were longer than Excel's 32,767 characters and were cut "
+                     "(ending in …)."]
 
 
 @pytest.mark.parametrize("direct", [True, False])

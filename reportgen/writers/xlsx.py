@@ -27,6 +27,7 @@ only per-row work is the unavoidable call into xlsxwriter per non-empty cell.
 """
 from __future__ import annotations
 
+import contextlib
 import math
 import re
 import sys
@@ -38,6 +39,8 @@ import numpy as np
 import pandas as pd
 import xlsxwriter
 from tqdm import tqdm
+from xlsxwriter.exceptions import XlsxWriterException
+from xlsxwriter.utility import xl_col_to_name
 
 from reportgen.errors import OutputError
 from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
@@ -175,12 +178,35 @@ def column_from_series(header: str, series: pd.Series, num_format: str | None = 
         return Column(header, "bool", data, missing if missing.any() else None, note=note)
     if pd.api.types.is_integer_dtype(dtype):
         return _integer_column(header, s, num_format or "0", note)
+    if dtype == object:
+        typed = _typed_objects(s)
+        if typed is not None:
+            return column_from_series(header, typed, num_format, note)
     if pd.api.types.is_float_dtype(dtype):
         data = s.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = ~np.isfinite(data)  # inf has no cell value either (e.g. a zero-length rate)
         return Column(header, "number", data, missing if missing.any() else None,
                       num_format=num_format, note=note)
     return _text_column(header, s, note)
+
+
+def _typed_objects(s: pd.Series) -> pd.Series | None:
+    """An object column that holds only numbers or only booleans, as a typed column.
+
+    Register tables and framework tables often carry Python ints with None; written as text
+    they could not be sorted or summed.
+    """
+    kind = pd.api.types.infer_dtype(s, skipna=True)
+    try:
+        if kind == "integer":
+            return s.astype("Int64")
+        if kind in ("floating", "mixed-integer-float", "decimal"):
+            return pd.to_numeric(s).astype(np.float64)
+        if kind == "boolean":
+            return s.astype("boolean")
+    except (OverflowError, TypeError, ValueError):
+        return None  # e.g. integers beyond 64 bits: written as text
+    return None
 
 
 def _integer_column(header: str, s: pd.Series, num_format: str, note: str) -> Column:
@@ -209,7 +235,9 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
         cats = pd.Series(series.cat.categories.astype(str), dtype=object)
     else:
         s = series.astype(object)
-        s = s.where(s.notna(), None).map(lambda v: v if v is None or type(v) is str else str(v))
+        s = s.where(s.notna(), None)
+        if pd.api.types.infer_dtype(s, skipna=True) not in ("string", "empty"):
+            s = s.map(lambda v: v if v is None or type(v) is str else str(v))
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
         codes = codes.astype(np.int64)
         cats = pd.Series(uniques, dtype=object)
@@ -448,7 +476,6 @@ class _Book:
         self.warn = self.wb.add_format({"font_color": "#9C0006"})
         self.group = self.wb.add_format({"bold": True, "align": "center", "bg_color": "#D9E1F2",
                                          "border": 1})
-        self.bold_row = self.wb.add_format({"bold": True, "top": 1})
         self._num: dict[str | None, Any] = {None: None}
         self.names: set[str] = set()
 
@@ -543,7 +570,7 @@ def write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, firs
     for col in columns:
         fmt = book.num(col.num_format)
         styles.append(fmt._get_xf_index() if fmt is not None else 0)
-    letters = [xlsxwriter.utility.xl_col_to_name(c) for c in range(len(columns))]
+    letters = [xl_col_to_name(c) for c in range(len(columns))]
     last_col = max(len(columns) - 1, 0)
     # flush what xlsxwriter still holds (the header row) before our rows follow it
     ws._write_single_row(first_row)
@@ -701,8 +728,30 @@ def _write_summary_sheet(book: _Book, profile: Profile, summary: pd.DataFrame,
     ws.write_string(row, 1, "One sheet per engine and core (CDMA: per port), one row per command; "
                             "column C Global Idx is the id the HTML report and perfetto show. "
                             "Integer register fields (addresses too) are decimal numbers.")
-    row += 1
+    row += 2
+    row = _write_accounting(book, ws, row, meta.accounting)
     return ws, row
+
+
+def _write_accounting(book: _Book, ws, row: int, accounting: dict[str, dict[str, int]]) -> int:
+    """Records read / shown / dropped per sheet, as the parser counted them."""
+    if not accounting:
+        return row
+    keys: list[str] = []
+    for counts in accounting.values():
+        keys += [k for k in counts if k not in keys]
+    ws.write_string(row, 0, "Records per sheet", book.key)
+    row += 1
+    for c, key in enumerate(["Sheet"] + keys):
+        ws.write_string(row, c, key, book.header)
+    row += 1
+    for sheet, counts in accounting.items():
+        ws.write_string(row, 0, str(sheet))
+        for c, key in enumerate(keys, 1):
+            if counts.get(key) is not None:
+                ws.write_number(row, c, counts[key], book.num("#,##0"))
+        row += 1
+    return row + 1
 
 
 def write(profile: Profile, summary: pd.DataFrame, out_dir, *, registers: Any = "auto",
@@ -720,35 +769,52 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *, registers: Any = 
         with atomic_path(final) as tmp:
             book = _Book(tmp, zip64=cells > _ZIP64_CELLS)
             try:
-                summary_ws, note_row = _write_summary_sheet(book, profile, summary, register_note)
-                positions = commands.groupby("sheet", observed=True, sort=False).indices
-                cut_notes = 0
-                for name in profile.sheets():
-                    frame = commands.iloc[positions[name]]
-                    frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
-                    engine = str(frame["engine"].iloc[0])
-                    regs = profile.registers.get(engine) if with_registers else None
-                    cols = command_columns(frame, engine, regs)
-                    cut_notes += _count_cut(cols)
-                    _write_table_sheets(book, name, cols, len(frame), TAB_COLORS.get(engine),
-                                        quiet, FREEZE_COLS)
-                for name, table in profile.tables.items():
-                    cols = table_columns(table)
-                    cut_notes += _count_cut(cols)
-                    _write_table_sheets(book, book.unique_name(name), cols, len(table),
-                                        "#31869B", quiet, 1)
-                if cut_notes:
-                    summary_ws.write_string(note_row, 0, "Note", book.key)
-                    summary_ws.write_string(note_row, 1, f"{cut_notes:,} text cells were longer than "
-                                            f"Excel's {CELL_MAX_CHARS:,} characters and were cut.")
-                summary_ws.activate()
-            finally:
-                book.wb.close()
+                _write_workbook(book, profile, summary, with_registers, register_note, quiet)
+            except BaseException:
+                # still close: xlsxwriter's temp files go away; the half-made file is then
+                # removed by atomic_path and the error that stopped us is the one raised
+                with contextlib.suppress(Exception):
+                    book.wb.close()
+                raise
+            book.wb.close()
     except OutputError:
         raise
-    except (OSError, xlsxwriter.exceptions.XlsxWriterException) as err:
+    except (OSError, XlsxWriterException) as err:
         raise OutputError(f"cannot write {final}: {err}") from err
     return final
+
+
+def _write_workbook(book: _Book, profile: Profile, summary: pd.DataFrame, with_registers: bool,
+                    register_note: str, quiet: bool) -> None:
+    summary_ws, note_row = _write_summary_sheet(book, profile, summary, register_note)
+    commands = profile.commands
+    positions = commands.groupby("sheet", observed=True, sort=False).indices
+    notes: list[str] = []
+    cut = 0
+    for name in profile.sheets():
+        frame = commands.iloc[positions[name]]
+        frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+        engine = str(frame["engine"].iloc[0])
+        regs = profile.registers.get(engine) if with_registers else None
+        cols = command_columns(frame, engine, regs)
+        cut += _count_cut(cols)
+        names = _write_table_sheets(book, name, cols, len(frame), TAB_COLORS.get(engine),
+                                    quiet, FREEZE_COLS)
+        if len(names) > 1:
+            notes.append(f"{name} continues on {', '.join(names[1:])} "
+                         f"(a sheet holds at most {SHEET_MAX_ROWS - 1:,} rows).")
+    for name, table in profile.tables.items():
+        cols = table_columns(table)
+        cut += _count_cut(cols)
+        _write_table_sheets(book, book.unique_name(name), cols, len(table), "#31869B", quiet, 1)
+    if cut:
+        notes.append(f"{cut:,} text cells were longer than Excel's {CELL_MAX_CHARS:,} characters "
+                     "and were cut (ending in …).")
+    for note in notes:  # known only now; the summary sheet's rows so far are all above
+        summary_ws.write_string(note_row, 0, "Note", book.key)
+        summary_ws.write_string(note_row, 1, note)
+        note_row += 1
+    summary_ws.activate()
 
 
 def _count_cut(columns: list[Column]) -> int:
