@@ -522,16 +522,23 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
     programs = {}
     for core in range(cfg.cores):
         j = rng.integers(-60, 60, 5)
+        # enable_profile, in dispatch order: "GDMA send -> TIU wait" twice, then the SDMA pair
         init = Cmds.concat([
-            _sys_cmds("GDMA", "dma_send", [-5122 + j[0], -4422 + j[1]],
-                      [-5110 + j[0], -4408 + j[1]]),
-            _sys_cmds("TIU", "tiu_wait", [-5062 + j[2], -40], [-4482 + j[2], 0]),
+            _sys_cmds("GDMA", "dma_send", [-5122 + j[0]], [-5110 + j[0]]),
+            _sys_cmds("TIU", "tiu_wait", [-5062 + j[2]], [-4482 + j[2]]),
+            _sys_cmds("GDMA", "dma_send", [-4422 + j[1]], [-4408 + j[1]]),
+            _sys_cmds("TIU", "tiu_wait", [-40], [0]),          # the sync point: t = 0
             _sys_cmds("SDMA", "dma_send", [-5022 + j[3]], [-5010 + j[3]]),
             _sys_cmds("SDMA", "dma_wait", [-4822 + j[4]], [-200]),
         ])
         if core == anchor and ports:
+            # one VSDMA send per active port, then the CDMA init pair (tx_wait, nop) per port
             st = 400 + 150 * np.arange(len(ports))
-            init = Cmds.concat([init, _sys_cmds("SDMA", "dma_send", st, st + 11)])
+            cd = _sys_cmds("CDMA", "cd_tx_wait", np.zeros(2 * len(ports)),
+                           np.ones(2 * len(ports)))
+            cd.cols["op"][1::2] = OP_INDEX["cd_nop"]
+            cd.cols["port"][:] = np.repeat(ports, 2)
+            init = Cmds.concat([init, _sys_cmds("SDMA", "dma_send", st, st + 11), cd])
         programs[core] = CoreProgram(core, init)
 
     kinds = [k for k in REGULAR_KINDS if k != "collective" or ports]
@@ -837,8 +844,7 @@ class DumpWriter:
         init = prog.init.cols
         n_init = len(prog.init)
         # init: program order = start order within the fixed handshake
-        io = np.lexsort((_engine_order(init["engine"]), init["start"]))
-        parts = [Cmds({k: v[io] for k, v in init.items()})]
+        parts = [prog.init]                     # already in dispatch order
         kernel_of = [np.full(n_init, -1)]
         for ki, run in enumerate(prog.kernels):
             o = _order_kernel(run)
@@ -951,7 +957,10 @@ class DumpWriter:
             "kinds": list(dict.fromkeys(seq)),
             "func_names": [] if cfg.mode == 0 else list(dict.fromkeys(
                 KINDS[k].func for k in seq)) + (["tpu_eltwise_add_long"] if cfg.id_wrap else []),
-            "kernel_sequence": seq, "cdma_ports": list(cfg.cdma_ports),
+            "kernel_sequence": seq,
+            "kernel_sequence_funcs": {str(c): [r.func for r in programs[c].kernels]
+                                      for c in range(cfg.cores)},
+            "cdma_ports": list(cfg.cdma_ports),
             "cdma_submitters": {str(p): c for p, c in submitter.items()},
             "anchor": anchor if cfg.cdma_ports else None, "des_kernels": [],
             "rvt_kernels": rvt_kernels, "idle_cores": list(cfg.idle_cores),
