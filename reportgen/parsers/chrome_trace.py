@@ -383,7 +383,8 @@ def _pair_begin_end(ev: pd.DataFrame, warnings: list) -> pd.DataFrame:
         begins["args"] = merged
     unclosed = be[b & ~opened].copy()
     if len(unclosed):
-        last = ev.groupby(ev["pid"].astype(str) + "\x00" + ev["tid"].astype(str))["ts_ns"].max()
+        ends = ev["ts_ns"] + ev["dur_ns"]
+        last = ends.groupby(ev["pid"].astype(str) + "\x00" + ev["tid"].astype(str)).max()
         end = unclosed["_track"].map(last).to_numpy(np.int64)
         unclosed["dur_ns"] = np.maximum(end - unclosed["ts_ns"].to_numpy(), 0)
         warnings.append(("unclosed-begin", f"{len(unclosed)} 'B' events are never closed; ended "
@@ -707,14 +708,14 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
     stream = _arg_column(da, "stream", "Stream Id")
     engine = tn.where(tn.notna() & (tn != ""),
                       ("stream " + stream.astype(str)).where(stream.notna(), "tid " + d["tid"].astype(str)))
-    pname = d["pid"].map(data.process_names).fillna("").astype(str)
+    pname = d["pid"].map(data.process_names).astype(object).fillna("").astype(str)
     hccl = pname.str.lower() == "hccl"
     engine = engine.where(~hccl, "HCCL " + engine.astype(str))
     d["engine"] = engine.astype(str).str.strip()
     d["stream"] = stream
     if core is None:
         devid = pd.to_numeric(_arg_column(da, "device"), errors="coerce")
-        label = d["pid"].map(data.process_labels).fillna("").astype(str).str.extract(
+        label = d["pid"].map(data.process_labels).astype(object).fillna("").astype(str).str.extract(
             _PID_DEVICE_LABEL)[0]
         pid_num = pd.to_numeric(d["pid"], errors="coerce")
         small_pid = pid_num.where(pid_num.between(0, 4095))
