@@ -140,8 +140,9 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
         elif b.type in _BMODEL_DES:
             core.bmodel_des.setdefault(_BMODEL_DES[b.type], []).append(bytes(b.payload))
     for engine in CORE_ENGINES:
-        s = core.streams[engine] if engine in core.streams else Stream(engine, {k: np.zeros(0, np.int64) for k in (
-            "start_raw", "end_raw", "raw_id", "order")} | {"sys_like": np.zeros(0, bool)})
+        s = core.streams.get(engine)
+        if s is None:
+            s = from_records(engine, memoryview(b""), warn)
         s = normalise(s, tiu_mhz if engine == "TIU" else dma_mhz, warn)
         core.streams[engine] = s
     if len(dyn) > 1:
