@@ -10,7 +10,7 @@ import pandas as pd
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reportgen.analysis.host_align import attach_host_trace, improper, lanes, nest
+from reportgen.analysis.host_align import attach_host_trace, first_fit_lanes, improper, lanes, nest
 from reportgen.errors import InputError
 from reportgen.model import HOST_COLUMNS
 from reportgen.testing.profiles import make_profile
@@ -84,6 +84,36 @@ def test_lanes_are_properly_nested(raw):
     # and within a lane, every parent really contains its child
     has = parent >= 0
     assert (s[parent[has]] <= s[has]).all() and (e[parent[has]] >= e[has]).all()
+
+
+def sequential_first_fit(group, start, end):
+    """Oracle: intervals in (group, start, end) order onto the lowest free lane."""
+    out = [0] * len(start)
+    free_at: dict[int, list[int]] = {}
+    for i in sorted(range(len(start)), key=lambda i: (group[i], start[i], end[i], i)):
+        ends = free_at.setdefault(group[i], [])
+        lane = next((k for k, t in enumerate(ends) if t <= start[i]), len(ends))
+        if lane == len(ends):
+            ends.append(0)
+        ends[lane] = end[i]
+        out[i] = lane
+    return out
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 15)), min_size=1, max_size=60))
+def test_first_fit_lanes_match_sequential_oracle(raw):
+    g = np.array([r[0] for r in raw], np.int64)
+    s = np.array([r[1] for r in raw], np.int64)
+    e = s + np.array([r[2] for r in raw], np.int64)
+    assert first_fit_lanes(g, s, e).tolist() == sequential_first_fit(g.tolist(), s.tolist(), e.tolist())
+
+
+def test_staircase_needs_two_lanes_not_n():
+    s = np.arange(100_000, dtype=np.int64) * 5
+    lane = first_fit_lanes(np.zeros(len(s), np.int64), s, s + 8)
+    assert lane.max() == 1 and (lane[::2] == 0).all()
+    assert lanes(np.zeros(len(s), np.int64), s, s + 8).max() < 8
 
 
 def test_tail_offset_rule_matches_reference_numbers():

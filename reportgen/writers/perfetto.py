@@ -53,7 +53,7 @@ import numpy as np
 import pandas as pd
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from reportgen.analysis.host_align import lanes as nesting_lanes, nest
+from reportgen.analysis.host_align import first_fit_lanes, lanes as nesting_lanes, nest
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
 
@@ -343,28 +343,6 @@ def _packet(n: int, ts: np.ndarray, seq: np.ndarray, event: _Rows) -> _Rows:
     return pkt.varint(10, seq.astype(np.int64)).const(13, SEQ_NEEDS_STATE)
 
 
-def _lanes_non_overlapping(track: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Lane per command so that no two commands of a (track, lane) overlap.
-
-    Lane 0 keeps each command that starts after every earlier one (same track) ended; the
-    rest move to the next lane and the rule repeats.  Each round is vectorised.
-    """
-    lane = np.zeros(len(start), np.int32)
-    todo = np.lexsort((end, start, track))
-    k = 0
-    while len(todo):
-        t = track[todo]
-        run_end = pd.Series(end[todo]).groupby(t).cummax().to_numpy(np.int64)
-        prev_end = np.full(len(todo), np.iinfo(np.int64).min)
-        same = t[1:] == t[:-1]
-        prev_end[1:][same] = run_end[:-1][same]
-        overlap = start[todo] < prev_end
-        lane[todo[~overlap]] = k
-        todo = todo[overlap]
-        k += 1
-    return lane
-
-
 def _time_base(profile: Profile) -> int:
     align = profile.meta.extra.get("host_alignment") or {}
     base = int(align.get("offset_ns", 0)) if len(profile.host) else 0
@@ -486,7 +464,7 @@ class _TraceWriter:
         base_code, base_names = pd.factorize(base_key)
         start = c["start_ns"].to_numpy(np.int64)
         end = c["end_ns"].to_numpy(np.int64)
-        lane = _lanes_non_overlapping(base_code, start, end)
+        lane = first_fit_lanes(base_code, start, end)
         track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
         # declare the tracks
         cdma_root = None
@@ -586,7 +564,7 @@ class _TraceWriter:
                           "count": g.size()}).reset_index(drop=True)
         start, end = k["start"].to_numpy(np.int64), k["end"].to_numpy(np.int64)
         core = k["core"].to_numpy(np.int64)
-        lane = _lanes_non_overlapping(core, start, end)
+        lane = first_fit_lanes(core, start, end)
         track_code, keys = pd.factorize(pd.Series(core * 1024 + lane))
         uuid_of = np.array([t.track(f"device/core/{kk // 1024}/kernel/{kk % 1024}",
                                     "Kernel Function" + ("" if kk % 1024 == 0 else f" #{kk % 1024 + 1}"),
