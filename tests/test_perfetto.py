@@ -365,6 +365,14 @@ def test_empty_profile_and_output_errors(tmp_path):
     out = perfetto.write(Profile(), None, tmp_path, quiet=True)
     dec = decode(out)
     assert dec["slices"] == [] and len(dec["tracks"]) == 1
+    blocker = tmp_path / "file"
+    blocker.write_text("x")
+    from reportgen.errors import OutputError
+    with pytest.raises(OutputError, match="cannot write the Perfetto trace"):
+        perfetto.write(small_profile(), None, blocker / "sub", quiet=True)
+    # nothing half-written is left beside a previous good file
+    perfetto.write(small_profile(), None, tmp_path, quiet=True)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "perfetto.pftrace"]
 
 
 def _load_case(case: Path) -> Profile:

@@ -54,6 +54,7 @@ import pandas as pd
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from reportgen.analysis.host_align import first_fit_lanes, lanes as nesting_lanes, nest
+from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
 
@@ -403,8 +404,11 @@ def _core_description(summary: pd.DataFrame | None, core: int) -> str:
 def write(profile: Profile, summary: pd.DataFrame | None, out_dir, *, quiet: bool = False) -> Path:
     """Write ``out_dir/perfetto.pftrace`` (atomically) and return its path."""
     out = Path(out_dir) / FILE_NAME
-    with atomic_open(out, "wb") as fh:
-        _TraceWriter(profile, summary, _Trace(fh), quiet).run()
+    try:
+        with atomic_open(out, "wb") as fh:
+            _TraceWriter(profile, summary, _Trace(fh), quiet).run()
+    except OSError as err:
+        raise OutputError(f"{out}: cannot write the Perfetto trace ({err.strerror or err})") from None
     return out
 
 
