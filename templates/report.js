@@ -57,7 +57,7 @@
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
-  /* Take the text of an embedded <script> block and drop it from the DOM (frees the memory). */
+  /* Take the text of an embedded script block and drop it from the DOM (frees the memory). */
   function takeBlock(id) {
     const node = document.getElementById(id);
     const text = node.textContent;

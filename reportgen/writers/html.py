@@ -73,14 +73,26 @@ BW_TOLERANCE = 5e-4
 URATE_SCALE = 10_000
 
 
-def type_color(name: str | None, is_sys: bool = False) -> str:
+def type_color(name: str | None, is_sys: bool = False, taken: set[str] | None = None) -> str:
+    """Colour of a Function Type (or host category).
+
+    Known types have fixed colours; system types are grey; any other name starts at the palette
+    slot given by a hash of the name and moves on past colours already ``taken`` in this report,
+    so the same set of names always gets the same colours and distinct names stay distinct
+    while the palette lasts.
+    """
     if name is None:
         return UNKNOWN_COLOR
     if is_sys or name.lower() in ("sys", "sdma_sys", "scdma_sys", "dma_sys") or name.upper() == "SYS":
         return SYSTEM_COLOR
     if name in KNOWN_TYPES:
         return PALETTE[KNOWN_TYPES.index(name) % len(PALETTE)]
-    return PALETTE[zlib.crc32(name.encode("utf-8")) % len(PALETTE)]
+    first = zlib.crc32(name.encode("utf-8")) % len(PALETTE)
+    for step in range(len(PALETTE)):
+        colour = PALETTE[(first + step) % len(PALETTE)]
+        if not taken or colour not in taken:
+            return colour
+    return PALETTE[first]
 
 
 def engine_color(engine: str) -> str:
@@ -177,7 +189,7 @@ def collect_items(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.Host
         if key not in type_index:
             type_index[key] = len(types)
             types.append({"name": name if name is not None else "(unknown)", "group": group,
-                          "color": type_color(name, is_sys), "sys": bool(is_sys)})
+                          "color": "", "sys": bool(is_sys), "_raw": name})
         return type_index[key]
 
     # -- device commands --------------------------------------------------------------------
@@ -240,7 +252,18 @@ def collect_items(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.Host
             cmd=np.zeros(nh, np.int64), nbytes=np.zeros(nh, np.int64), bw=np.full(nh, np.nan),
             urate=np.zeros(nh, np.int64))
         dev = Items(*[np.concatenate([getattr(dev, f), getattr(host, f)]) for f in Items.__dataclass_fields__])
+    _assign_colors(types)
     return dev, t0, types, ops, kern_names
+
+
+def _assign_colors(types: list[dict[str, Any]]) -> None:
+    """Known types first (fixed colours), then the other names in name order, each avoiding the
+    colours already taken."""
+    taken: set[str] = set()
+    order = sorted(types, key=lambda t: (t["_raw"] not in KNOWN_TYPES, t["group"], t["name"]))
+    for t in order:
+        t["color"] = type_color(t.pop("_raw"), t["sys"], taken)
+        taken.add(t["color"])
 
 
 def encode_items(items: Items, n_lanes: int) -> tuple[dict[str, Any], bytes]:
@@ -527,6 +550,7 @@ def bandwidth_chart(bw: dict[str, Any]) -> dict[str, Any]:
     if len(kinds) == 2:
         layout["yaxis"] = {"title": {"text": f"{kinds[0]} GB/s"}, "domain": [0.55, 1], "rangemode": "tozero"}
         layout["yaxis2"] = {"title": {"text": f"{kinds[1]} GB/s"}, "domain": [0, 0.45], "rangemode": "tozero"}
+        layout["xaxis"]["anchor"] = "y2"     # the time axis under the lower plot
     else:
         layout["yaxis"] = {"title": {"text": f"{kinds[0] if kinds else 'DMA'} GB/s"}, "rangemode": "tozero"}
     return {"data": data, "layout": layout}
@@ -556,8 +580,9 @@ def _environment():
 
 def _asset(name: str) -> str:
     text = (_template_dir() / name).read_text(encoding="utf-8")
-    if re.search(r"</script|<!--", text, re.IGNORECASE):
-        raise RuntimeError(f"templates/{name} must not contain '</script' or '<!--' (it is inlined)")
+    if re.search(r"<script|</script|</style|<!--", text, re.IGNORECASE):
+        raise RuntimeError(f"templates/{name} is inlined: it must not contain '<script', '</script', "
+                           "'</style' or '<!--'")
     return text
 
 

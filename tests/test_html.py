@@ -1,0 +1,298 @@
+"""result.html without a browser: the embedded payload decodes to the model, the static parts show
+the engine summary, input text is escaped, and the timeline aggregates match hand-computed values.
+
+The browser side (rendering, zoom, hover) is in test_html_browser.py.
+"""
+from __future__ import annotations
+
+import re
+
+import numpy as np
+import pandas as pd
+import pytest
+from bs4 import BeautifulSoup
+
+from reportgen.analysis import timeline
+from reportgen.analysis.metrics import engine_summary
+from reportgen.errors import OutputError
+from reportgen.model import Meta, Profile, empty_frame, HOST_COLUMNS, finalize_commands
+from reportgen.testing.profiles import make_profile
+from reportgen.writers import html as html_writer
+
+XSS_KERNEL = "<script>alert(1)</script>"   # one of make_profile's kernel names
+
+
+def write_page(profile: Profile, tmp_path) -> tuple[str, dict, pd.DataFrame]:
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    assert path == tmp_path / "PerfWeb" / "result.html"
+    text = path.read_text(encoding="utf-8")
+    data, items = html_writer.read_page(text)
+    return text, data, items
+
+
+def hand_profile(**meta) -> Profile:
+    """Two TIU commands and one GDMA load on core 0; every number below is worked out by hand."""
+    rows = [
+        dict(core=0, engine="TIU", global_idx=0, cmd_id=1, start_ns=1000, end_ns=1100, cycles=101,
+             func_type="sMM2", func_name="mm2.nn", is_sys=False, kernel="matmul", alg_ops=50.0,
+             uarch_ops=100.0, uarch_rate=0.5),
+        dict(core=0, engine="TIU", global_idx=1, cmd_id=2, start_ns=1150, end_ns=1250, cycles=101,
+             func_type="sAR", func_name="arith.add", is_sys=False, kernel="matmul", alg_ops=30.0,
+             uarch_ops=40.0, uarch_rate=0.75),
+        dict(core=0, engine="GDMA", global_idx=0, cmd_id=1, start_ns=1000, end_ns=1300, cycles=301,
+             func_type="DMA_tensor", func_name="tensorLd", is_sys=False, kernel="matmul", bytes=3000,
+             direction="DDR->LMEM", ddr_bw=10.0),
+    ]
+    return Profile(commands=finalize_commands(pd.DataFrame(rows)),
+                   meta=Meta(source="test", chip="AKS", num_cores=1, **meta))
+
+
+def model_view(profile: Profile) -> pd.DataFrame:
+    """The model's commands in the page's column names (an independent path to compare with)."""
+    c = profile.commands
+    obj = lambda s: s.astype("object").where(s.notna(), None)  # noqa: E731
+    return pd.DataFrame({
+        "sheet": c["sheet"].astype(str), "global_idx": c["global_idx"], "cmd_id": c["cmd_id"],
+        "start_ns": c["start_ns"], "end_ns": c["end_ns"], "func_type": obj(c["func_type"]),
+        "func_name": obj(c["func_name"]), "kernel": obj(c["kernel"]), "direction": obj(c["direction"]),
+        "bytes": c["bytes"].astype("Float64").to_numpy(float, na_value=np.nan),
+        "bw": c["ddr_bw"].fillna(c["l2m_bw"]).to_numpy(float),
+        "uarch_rate": c["uarch_rate"].to_numpy(float),
+    })
+
+
+def names(values) -> list:
+    """Strings with None for unknown (pandas may hold unknown as None or NaN)."""
+    return [None if pd.isna(v) else str(v) for v in values]
+
+
+def assert_items_equal_model(items: pd.DataFrame, profile: Profile) -> None:
+    dev = items[~items["host"]].drop(columns="host")
+    assert len(dev) == len(profile.commands)
+    got = dev.set_index(["sheet", "global_idx"]).sort_index()
+    want = model_view(profile).set_index(["sheet", "global_idx"]).sort_index()
+    assert got.index.equals(want.index)
+    for col in ("cmd_id", "start_ns", "end_ns"):
+        np.testing.assert_array_equal(got[col].to_numpy(np.int64), want[col].to_numpy(np.int64), err_msg=col)
+    for col in ("func_type", "func_name", "kernel", "direction"):
+        assert names(got[col]) == names(want[col]), col
+    np.testing.assert_array_equal(got["bytes"].to_numpy(float), want["bytes"].to_numpy(float))
+    # bandwidth: stored as bytes/duration when that agrees with the model within BW_TOLERANCE
+    np.testing.assert_allclose(got["bw"].to_numpy(float), want["bw"].to_numpy(float),
+                               atol=html_writer.BW_TOLERANCE, rtol=0, equal_nan=True)
+    # uArch rate: 1e-4 resolution (the page prints 0.01 %)
+    np.testing.assert_allclose(got["uarch_rate"].to_numpy(float), want["uarch_rate"].to_numpy(float),
+                               atol=0.5 / html_writer.URATE_SCALE + 1e-12, rtol=0, equal_nan=True)
+
+
+class TestPayloadRoundTrip:
+    def test_every_command_decodes_to_its_model_row(self, tmp_path):
+        profile = make_profile(cores=3, per_engine=700, seed=3, cdma_ports=(0, 1))
+        _, data, items = write_page(profile, tmp_path)
+        assert_items_equal_model(items, profile)
+        assert int(data["t0_ns"]) == int(profile.commands["start_ns"].min())
+        assert [l["name"] for l in data["lanes"]] == profile.sheets()
+
+    def test_hand_built_profile_values(self, tmp_path):
+        _, data, items = write_page(hand_profile(), tmp_path)
+        gdma = items[items["sheet"] == "GDMA_0"].iloc[0]
+        assert (gdma["start_ns"], gdma["end_ns"], gdma["bytes"], gdma["bw"]) == (1000, 1300, 3000, 10.0)
+        assert gdma["direction"] == "DDR->LMEM" and gdma["bw_kind"] == "DDR"
+        tiu = items[items["sheet"] == "TIU_0"].sort_values("global_idx")
+        assert tiu["uarch_rate"].tolist() == [0.5, 0.75]
+        assert tiu["func_name"].tolist() == ["mm2.nn", "arith.add"]
+        assert data["span_ns"] == 300
+
+    def test_bandwidth_that_is_not_bytes_over_duration_is_kept_exactly(self, tmp_path):
+        profile = hand_profile()
+        profile.commands.loc[2, "ddr_bw"] = 12.345678        # 3000 B / 300 ns would be 10.0
+        _, _, items = write_page(profile, tmp_path)
+        assert items.loc[items["sheet"] == "GDMA_0", "bw"].item() == 12.345678
+
+    def test_long_gaps_and_global_idx_out_of_time_order(self, tmp_path):
+        profile = hand_profile()
+        c = profile.commands
+        c.loc[1, ["start_ns", "end_ns"]] = [10**10 + 5, 10**10 + 9]   # 10 s later: beyond 32 bits
+        c.loc[0, "global_idx"], c.loc[1, "global_idx"] = 7, 3          # sheet order != time order
+        c.loc[1, "cmd_id"] = 2**40
+        _, data, items = write_page(profile, tmp_path)
+        assert_items_equal_model(items, profile)
+        dtypes = {col["name"]: col["dtype"] for col in data["payload"]["columns"]}
+        assert dtypes["gap"] == "f8" and dtypes["cmd"] == "f8"
+
+    def test_host_events_get_their_own_lanes(self, tmp_path):
+        profile = hand_profile()
+        host = pd.DataFrame({
+            "name": ["step", "<b>aten::mm</b>", "aten::add", "loader"],
+            "category": ["python", "cpu_op", "cpu_op", None],
+            "pid": [1, 1, 1, 2], "tid": [10, 10, 10, 20],
+            "start_ns": [900, 950, 1100, 1000], "end_ns": [1400, 1050, 1200, 1300],
+            "depth": [0, 1, 1, 0], "parent": [-1, 0, 0, -1], "args": [None] * 4,
+        })
+        profile.host = host.astype({k: v for k, v in HOST_COLUMNS.items() if k in host})
+        _, data, items = write_page(profile, tmp_path)
+        assert_items_equal_model(items, profile)
+        hosted = items[items["host"]].sort_values("global_idx")
+        assert names(hosted["func_name"]) == host["name"].tolist()
+        assert hosted["func_type"].tolist() == ["python", "cpu_op", "cpu_op", "(unknown)"]
+        assert hosted["start_ns"].tolist() == host["start_ns"].tolist()
+        assert hosted["end_ns"].tolist() == host["end_ns"].tolist()
+        assert hosted["sheet"].tolist() == ["pid 1 / tid 10", "pid 1 / tid 10 · d1", "pid 1 / tid 10 · d1",
+                                            "pid 2 / tid 20"]
+        assert int(data["t0_ns"]) == 900
+        # host lanes come first (above the device lanes) in every timeline
+        n_host = 3
+        host_lanes = [i for i, l in enumerate(data["lanes"]) if l["host"]]
+        for view in data["views"]:
+            assert view["lanes"][:n_host] == host_lanes
+
+    def test_page_is_deterministic(self, tmp_path):
+        profile = make_profile(cores=1, per_engine=50, seed=1)
+        summary = engine_summary(profile)
+        assert html_writer.render(profile, summary) == html_writer.render(profile, summary)
+
+    def test_empty_profile_still_writes_a_page(self, tmp_path):
+        profile = Profile(meta=Meta(source="test", chip="AKS"))
+        text, data, items = write_page(profile, tmp_path)
+        assert len(items) == 0 and data["lanes"] == []
+        assert "Engine summary" in text
+
+
+class TestStaticPage:
+    def test_summary_table_shows_hand_computed_numbers(self, tmp_path):
+        text, _, _ = write_page(hand_profile(), tmp_path)
+        soup = BeautifulSoup(text, "html.parser")
+        table = soup.select_one("table.summary")
+        header = [th.get_text() for th in table.select("thead tr")[1].find_all("th")]
+        groups = []
+        for th in table.select("thead tr")[0].find_all("th"):
+            groups += [th.get_text()] * int(th.get("colspan", 1))
+        rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
+        assert [r[0] for r in rows] == ["0", "Overall"]
+        cell = {(g, h): rows[0][i] for i, (g, h) in enumerate(zip(groups, header))}
+        # span 1000..1300 = 300 ns; TIU busy 100 + 100 = 200 ns; GDMA busy 300 ns
+        assert cell[("", "Span (µs)")] == "0.300"
+        assert cell[("TIU", "busy (µs)")] == "0.200"
+        assert cell[("TIU", "util")] == "66.67%"
+        assert cell[("TIU", "uArch rate")] == "57.14%"             # (50 + 30) / (100 + 40)
+        assert cell[("GDMA", "util")] == "100.00%"
+        assert cell[("GDMA", "DDR GB/s")] == "10.00"              # 3000 B / 300 ns
+        assert cell[("", "Parallelism")] == "166.67%"             # (200 + 300 + 0) / 300
+        assert cell[("SDMA", "L2M GB/s")] == "n/a"
+
+    def test_works_without_scripts(self, tmp_path):
+        text, _, _ = write_page(hand_profile(), tmp_path)
+        soup = BeautifulSoup(text, "html.parser")
+        assert "Scripts are disabled" in soup.find("noscript").get_text()
+        assert not soup.find(id="panel-overview").has_attr("hidden")
+        assert soup.find(id="tabs").has_attr("hidden")              # only JS shows the tabs
+        assert soup.find("table", class_="summary") is not None
+
+    def test_input_text_is_escaped(self, tmp_path):
+        evil = '"><img src=x onerror=alert(1)>'
+        profile = make_profile(cores=1, per_engine=30, seed=2)
+        profile.meta.input_path = "/tmp/" + evil
+        profile.meta.warn("odd", "name </script><script>alert(2)</script>", where=evil)
+        profile.commands["kernel"] = profile.commands["kernel"].cat.rename_categories(
+            lambda k: "</script><script>alert(3)</script>" if k == "tpu_matmul_bf16_multi_core" else k)
+        text, data, items = write_page(profile, tmp_path)
+        # exactly our four script blocks: no input text opened or closed one
+        assert len(re.findall(r"<script", text, re.IGNORECASE)) == 4
+        assert len(re.findall(r"</script", text, re.IGNORECASE)) == 4
+        soup = BeautifulSoup(text, "html.parser")
+        assert soup.find("img") is None
+        assert len(soup.find_all("script")) == 4
+        # ...and the text still reads as typed, in the static page and in the payload
+        assert evil in soup.select_one("table.kv").get_text()
+        assert "name </script><script>alert(2)</script>" in soup.select_one(".warnings").get_text()
+        assert set(names(items["kernel"])) - {None} == {"</script><script>alert(3)</script>",
+                                                  "tpu_layernorm_fwd_multi_core", XSS_KERNEL}
+
+    def test_one_file_no_network(self, tmp_path):
+        text, _, _ = write_page(make_profile(cores=2, per_engine=200), tmp_path)
+        assert list((tmp_path / "PerfWeb").iterdir()) == [tmp_path / "PerfWeb" / "result.html"]
+        assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
+        assert "cdn." not in text.lower()
+        assert len(text.encode()) < 2.5e6          # plotly.js (2 MB gzip+base64) + a little data
+
+    def test_plotly_bundle_is_the_installed_one(self):
+        import base64
+        import gzip
+        from importlib import resources
+
+        raw = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
+        assert gzip.decompress(base64.b64decode(html_writer.plotly_bundle_b64())) == raw
+
+    def test_unwritable_target_is_an_output_error(self, tmp_path):
+        blocker = tmp_path / "out"
+        blocker.write_text("a file where the output folder should be")
+        profile = hand_profile()
+        with pytest.raises(OutputError):
+            html_writer.write(profile, engine_summary(profile), blocker, quiet=True)
+
+    def test_stable_colours(self):
+        assert html_writer.type_color("sMM2") == html_writer.type_color("sMM2") == html_writer.PALETTE[0]
+        assert html_writer.type_color("sys") == html_writer.SYSTEM_COLOR
+        taken = {html_writer.type_color("xyz")}
+        assert html_writer.type_color("xyz", taken=taken) != html_writer.type_color("xyz")
+
+
+class TestTimelineAnalysis:
+    def test_occupancy_hand_computed(self):
+        # lane 0: [0,10) and [15,30); lane 1: [5,40); window [0,40) in 4 buckets of 10
+        occ = timeline.occupancy(np.array([0, 15, 5]), np.array([10, 30, 40]), np.array([0, 0, 1]),
+                                 2, 0.0, 40.0, 4)
+        np.testing.assert_allclose(occ, [[1.0, 0.5, 1.0, 0.0], [0.5, 1.0, 1.0, 1.0]])
+
+    def test_occupancy_clips_to_the_window(self):
+        occ = timeline.occupancy(np.array([-100]), np.array([25]), np.array([0]), 1, 0.0, 40.0, 4)
+        np.testing.assert_allclose(occ, [[1.0, 1.0, 0.5, 0.0]])
+
+    def test_bandwidth_over_time_hand_computed(self):
+        profile = hand_profile()       # 3000 B over [1000, 1300): 10 GB/s for the whole span
+        bw = timeline.bandwidth_over_time(profile, n_buckets=3)
+        assert [(s["name"], s["kind"]) for s in bw["series"]] == [("core 0", "DDR")]
+        np.testing.assert_allclose(bw["series"][0]["gbps"], [10.0, 10.0, 10.0])
+        # 3000 B in [1000, 1100) at 30 B/ns; the span is now 1000..1250 (TIU), buckets of 250/3 ns:
+        # the first bucket is fully covered (30 GB/s), the second gets 100 - 83.3 ns of it
+        profile.commands.loc[2, "end_ns"] = 1100
+        bw = timeline.bandwidth_over_time(profile, n_buckets=3)
+        np.testing.assert_allclose(bw["series"][0]["gbps"], [30.0, 30.0 * (100 - 250 / 3) / (250 / 3), 0.0])
+
+    def test_bandwidth_mean_equals_wall_bandwidth(self):
+        profile = make_profile(cores=2, per_engine=2000, seed=5)
+        summary = engine_summary(profile)
+        bw = timeline.bandwidth_over_time(profile, n_buckets=500)
+        for k in (0, 1):
+            series = next(s for s in bw["series"] if s["name"] == f"core {k}" and s["kind"] == "DDR")
+            want = summary.loc[k, "gdma_ddr_bw_wall"] + summary.loc[k, "sdma_ddr_bw_wall"]
+            assert series["gbps"].mean() == pytest.approx(want, rel=1e-9)
+        cdma = next(s for s in bw["series"] if s["name"] == "CDMA_0" and s["kind"] == "L2M")
+        assert cdma["gbps"].mean() == pytest.approx(summary.iloc[-1]["cdma_l2m_bw_wall"], rel=1e-9)
+
+    def test_time_by_func_type(self):
+        frame = timeline.time_by_func_type(hand_profile())
+        assert frame[["engine", "func_type", "total_ns", "cmds"]].values.tolist() == [
+            ["TIU", "sMM2", 100, 1], ["TIU", "sAR", 100, 1], ["GDMA", "DMA_tensor", 300, 1]]
+
+    def test_lanes_follow_the_sheet_order(self):
+        profile = make_profile(cores=2, per_engine=20, cdma_ports=(0, 1))
+        lanes = timeline.device_lanes(profile)
+        assert lanes.names == ["TIU_0", "GDMA_0", "SDMA_0", "TIU_1", "GDMA_1", "SDMA_1", "CDMA_0", "CDMA_1"]
+        assert lanes.cores[-1] == [1]              # make_profile submits CDMA from the last core
+        np.testing.assert_array_equal(np.array(lanes.names)[lanes.of_command],
+                                      profile.commands["sheet"].astype(str).to_numpy())
+
+
+def test_real_dump_round_trip(tmp_path):
+    pmu = pytest.importorskip("reportgen.parsers.pmu")
+    from pathlib import Path
+
+    case = Path("/work/shared/data/pmu/aks-m2-ports5/input")
+    if not case.exists():
+        pytest.skip(f"golden dump {case} not present")
+    profile = pmu.load_dump(case)
+    text, data, items = write_page(profile, tmp_path)
+    assert_items_equal_model(items, profile)
+    assert len(text.encode()) < 3e6
+    assert {l["name"] for l in data["lanes"] if l["engine"] == "CDMA"} == {f"CDMA_{p}" for p in range(5)}
