@@ -185,6 +185,13 @@ def column_from_series(header: str, series: pd.Series, num_format: str | None = 
     if pd.api.types.is_float_dtype(dtype):
         data = s.to_numpy(dtype=np.float64, na_value=np.nan)
         missing = ~np.isfinite(data)  # inf has no cell value either (e.g. a zero-length rate)
+        if num_format is None:
+            # whole numbers stored as float (register tables with NaN gaps): integers with
+            # format "0", so a 40-bit address shows all its digits instead of 1.09951E+12
+            ok = data[~missing]
+            if len(ok) and (ok == np.round(ok)).all() and (np.abs(ok) <= 2**53).all():
+                return Column(header, "number", np.where(missing, 0, data).astype(np.int64),
+                              missing if missing.any() else None, num_format="0", note=note)
         return Column(header, "number", data, missing if missing.any() else None,
                       num_format=num_format, note=note)
     return _text_column(header, s, note)
