@@ -38,11 +38,17 @@ class Binding:
 
 # -- descriptor chains -------------------------------------------------------------------------
 
-def walk_chain(buf: bytes, engine: str, chip: Chip) -> list[bytes]:
-    """Split a descriptor chain (DES chain or bmodel block) into single descriptors."""
+def walk_chain(file: np.ndarray, start: int, length: int, engine: str, chip: Chip):
+    """(file offsets, lengths) of the descriptors of a chain (DES chain or bmodel block).
+
+    Descriptor lengths depend on each descriptor's op, so the walk is sequential; chains are
+    walked once, lazily, when a PMU section is paired with them.
+    """
     lay = D.layouts(chip.name)
     table = D._tiu_eu_table(chip.name)
-    out, off, n = [], 0, len(buf)
+    buf = file[start: start + length].tobytes()
+    offs, lens = [], []
+    off, n = 0, len(buf)
     while off < n:
         head = int.from_bytes(buf[off: off + 8].ljust(8, b"\0"), "little")
         if engine == "TIU":
@@ -58,13 +64,23 @@ def walk_chain(buf: bytes, engine: str, chip: Chip) -> list[bytes]:
         if op is None or op not in lay:
             break
         size = lay[op].nbytes
-        out.append(bytes(buf[off: off + size]))
+        offs.append(start + off)
+        lens.append(min(size, n - off))
         off += size
         is_sys = op in ("SYS", "sDMA_sys", "sCDMA_sys")
         if is_sys and n - off <= 128 and not any(buf[off:]):
             break
         if op == "sCDMA_sys" and ((head >> 8) & 7) == 0:
             break
+    return np.array(offs, np.int64), np.array(lens, np.int64)
+
+
+def gather(file: np.ndarray, offs: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray:
+    """n x width matrix of descriptor bytes (zero past each descriptor's own length)."""
+    cols = np.arange(width)
+    idx = np.minimum(offs[:, None] + cols, len(file) - 1)
+    out = file[idx]
+    out[cols >= lens[:, None]] = 0
     return out
 
 
@@ -106,9 +122,9 @@ def _node_sections(cl: CommandList, core, engine: str, chip: Chip) -> _Sections:
     return _Sections(np.array(spans, np.int64), members, des, blobs, tags)
 
 
-def _bmodel_sections(blocks: list[bytes], engine: str, chip: Chip) -> _Sections:
-    blobs = [walk_chain(b, engine, chip) for b in blocks]
-    return _Sections(np.array([len(b) for b in blobs], np.int64), [None] * len(blobs),
+def _bmodel_sections(core, blocks: list[tuple[int, int]], engine: str, chip: Chip) -> _Sections:
+    blobs = [walk_chain(core.file, off, n, engine, chip) for off, n in blocks]
+    return _Sections(np.array([len(b[0]) for b in blobs], np.int64), [None] * len(blobs),
                      [None] * len(blobs), blobs, [(None, -1, -1, "BMODEL")] * len(blobs))
 
 
@@ -139,7 +155,7 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
     cl: CommandList | None = core.commands.get(engine)
     secs = None
     if bmodel and core.bmodel_des.get(engine):
-        secs = _bmodel_sections(core.bmodel_des[engine], engine, chip)
+        secs = _bmodel_sections(core, core.bmodel_des[engine], engine, chip)
     elif cl is not None and (len(cl) or cl.des):
         if engine == "TIU":
             cmd_ids = np.concatenate([cl.ids] + [np.arange(n) for _, n in cl.des.values()])
@@ -163,7 +179,7 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
             rec = {k: v[sel] for k, v in rec.items()}
     if cl is not None:
         rec["node_fields"] = _node_fields(cl, rec["cmd"])
-    return _describe(s, rec, engine, core.index, chip, meta)
+    return _describe(s, rec, engine, core.index, chip, meta, core.file)
 
 
 def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> dict[str, np.ndarray]:
@@ -171,7 +187,8 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
     rec = {
         "source": np.full(n, "", object),       # "" unbound, "node", "desc"
         "cmd": np.full(n, -1, np.int64),        # index into the command list (node)
-        "blob": np.full(n, None, object),       # descriptor bytes
+        "desc_off": np.full(n, -1, np.int64),   # descriptor: offset in the core file
+        "desc_len": np.zeros(n, np.int64),
         "kernel": np.full(n, None, object), "scope": np.full(n, -1, np.int64),
         "batch": np.full(n, -1, np.int64), "mode": np.full(n, "PMU", object),
     }
@@ -202,13 +219,13 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
             rec["kernel"][pos], rec["scope"][pos] = cl.kernel[cidx], cl.scope[cidx]
             rec["batch"][pos], rec["mode"][pos] = cl.batch[cidx], cl.mode[cidx]
             ex = cl.extra_idx[cidx]
-            has = (ex >= 0) & (ex < len(core.extra))
-            if core.extra and (ex >= len(core.extra)).any() and not warned:
+            has = (ex >= 0) & (ex < len(core.extra_off))
+            if len(core.extra_off) and (ex >= len(core.extra_off)).any() and not warned:
                 warned = True
                 meta.warn("missing-extra", f"{engine} core {core.index}: fewer DYN_EXTRA descriptors "
                           "than commands; the rest are described from their dynamic node", str(core.path))
-            for p, e in zip(pos[has], ex[has]):          # gather of blob references
-                rec["blob"][p] = core.extra[e]
+            rec["desc_off"][pos[has]] = core.extra_off[ex[has]]
+            rec["desc_len"][pos[has]] = core.extra_len[ex[has]]
             rec["source"][pos[has]] = "desc"
         else:                                                  # DES chain or bmodel block
             blobs = secs.blobs[ci]
@@ -219,11 +236,12 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
                     meta.warn("missing-des", f"{engine} core {core.index}: no BLOCK_DES_KV for "
                               f"key {key} / {num} commands", str(core.path))
                     continue
-                blobs = secs.blobs[ci] = walk_chain(chain, "CDMA" if engine.startswith("CDMA") else engine, chip)
-            ok = rel < len(blobs)
+                blobs = secs.blobs[ci] = walk_chain(
+                    core.file, *chain, "CDMA" if engine.startswith("CDMA") else engine, chip)
+            offs, lens = blobs
+            ok = rel < len(offs)
             pos = np.arange(a, b)[ok]
-            for p, r in zip(pos, rel[ok]):
-                rec["blob"][p] = blobs[r]
+            rec["desc_off"][pos], rec["desc_len"][pos] = offs[rel[ok]], lens[rel[ok]]
             rec["source"][pos] = "desc"
     return rec
 
@@ -273,7 +291,7 @@ def _dtype_name(codes: np.ndarray) -> np.ndarray:
 
 
 def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Meta,
-              port: int | None = None) -> Binding:
+              file: np.ndarray, port: int | None = None) -> Binding:
     n = len(s)
     cols: dict[str, np.ndarray] = {
         "core": np.full(n, core_index, np.int64), "engine": np.full(n, engine, object),
@@ -330,9 +348,9 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     field_order: dict[str, list[str]] = {}
     if len(desc):
         kind = "CDMA" if engine == "CDMA" else ("TIU" if engine == "TIU" else "DMA")
-        maxlen = max(len(b) for b in rec["blob"][desc])
-        buf = D.as_matrix(list(rec["blob"][desc]), max(maxlen, 16))
-        ops = {"TIU": D.classify_tiu, "DMA": D.classify_dma, "CDMA": D.classify_cdma}[kind](buf, chip.name)
+        d_off, d_len = rec["desc_off"][desc], rec["desc_len"][desc]
+        ops = {"TIU": D.classify_tiu, "DMA": D.classify_dma, "CDMA": D.classify_cdma}[kind](
+            gather(file, d_off, d_len, 8), chip.name)
         lay = D.layouts(chip.name)
         unknown = desc[ops == None]  # noqa: E711 (object array comparison)
         if len(unknown):
@@ -344,7 +362,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
         for op in sorted({o for o in ops if o is not None}):
             sel = ops == op
             rows = desc[sel]
-            fields = D.decode_fields(buf[sel], lay[op])
+            fields = D.decode_fields(gather(file, d_off[sel], d_len[sel], lay[op].nbytes), lay[op])
             reg = pd.DataFrame({("des_" if kind == "TIU" else "") + k: v.astype(np.int64)
                                 for k, v in fields.items()}, index=rows)
             if kind == "TIU":
@@ -545,20 +563,32 @@ def _bind_port(s: Stream, port: int, cores, anchor, chip: Chip, meta: Meta) -> B
                   "several submitting cores and are left unattributed")
         chosen[amb] = -1
     rec = {"source": np.full(n, "", object), "cmd": np.full(n, -1, np.int64),
-           "blob": np.full(n, None, object), "kernel": np.full(n, None, object),
+           "desc_off": np.full(n, -1, np.int64), "desc_len": np.zeros(n, np.int64),
+           "kernel": np.full(n, None, object),
            "scope": np.full(n, -1, np.int64), "batch": np.full(n, -1, np.int64),
            "mode": np.full(n, "PMU", object),
            "node_fields": {k: np.zeros(n, np.int64) for k in ("tsk_typ", "eu", "extra_info")} | {
                "mode": np.full(n, "PMU", object)}}
     core_of = np.full(n, anchor.index if anchor is not None else chip.anchor_core, np.int64)
+    # descriptors of different submitting cores live in different files: copy the few that
+    # CDMA records bind to into one small pool
+    pool, pool_size = [], 0
+    files = {c.index: c.file for c in cores}
     for ci, sub in recs.items():
         sel = chosen == ci
-        for k in ("source", "cmd", "blob", "kernel", "scope", "batch", "mode"):
+        for k in ("source", "cmd", "kernel", "scope", "batch", "mode", "desc_len"):
             rec[k][sel] = sub[k][sel]
+        d = np.flatnonzero(sel & (sub["desc_off"] >= 0))
+        if len(d):
+            width = int(sub["desc_len"][d].max())
+            pool.append(gather(files[ci], sub["desc_off"][d], sub["desc_len"][d], width).ravel())
+            rec["desc_off"][d] = pool_size + np.arange(len(d)) * width
+            pool_size += len(d) * width
         for k in ("tsk_typ", "eu", "extra_info", "mode"):
             rec["node_fields"][k][sel] = sub["node_fields"][k][sel]
         core_of[sel] = ci
-    b = _describe(s, rec, "CDMA", 0, chip, meta, port=port)
+    pool_arr = np.concatenate(pool) if pool else np.zeros(1, np.uint8)
+    b = _describe(s, rec, "CDMA", 0, chip, meta, pool_arr, port=port)
     b.frame["core"] = core_of
     return b
 

@@ -107,15 +107,6 @@ def extract(buf: np.ndarray, offset: int, width: int) -> np.ndarray:
     return value
 
 
-def as_matrix(blobs: list[bytes], nbytes: int) -> np.ndarray:
-    """Stack descriptor byte strings into an n x nbytes matrix (zero padded / cut)."""
-    out = np.zeros((len(blobs), nbytes), np.uint8)
-    for i, b in enumerate(blobs):       # one memcpy per command: the bytes come from a list
-        m = min(len(b), nbytes)
-        out[i, :m] = np.frombuffer(b, np.uint8, m)
-    return out
-
-
 def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
     """Every register field of a batch of descriptors of one op."""
     if buf.shape[1] < layout.nbytes:
