@@ -18,7 +18,8 @@ Slices: name = Function Name, category = Function Type, debug args as typed valu
 double / interned string; an unknown value is left out, never written as text or 0):
 ``Global Idx``, ``Sheet``, ``Cmd Id``, ``Cycles``, ``DMA data size(B)``, ``DDR Bandwidth(GB/s)``,
 ``L2M Bandwidth(GB/s)``, ``uArch Rate`` (a number in %), ``Direction``, ``Data Type``,
-``Kernel Function``, ``Mode``, ``Stall Cycles``, ``Dep Cmd Id``, ``Batch``, ``Port``.  So SQL such as
+``Kernel Function``, ``Mode``, ``Stall Cycles``, ``Dep Cmd Id``, ``Batch``, ``Port`` and ``Core`` (CDMA:
+the submitting core).  So SQL such as
 ``EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50`` works without CAST.
 
 Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits
@@ -52,6 +53,7 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
+from tqdm import tqdm
 
 from reportgen.analysis.host_align import first_fit_lanes, lanes as nesting_lanes, nest
 from reportgen.errors import OutputError
@@ -220,7 +222,7 @@ def _uuid(path: str) -> int:
 # == the writer ==============================================================================
 ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
              "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
-             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Func Scope Id", "Commands")
+             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands")
 ENGINE_RANK = {"Kernel Function": 0, "TIU": 1, "TIU uArch Rate (%)": 2, "GDMA": 3,
                "GDMA Bandwidth (GB/s)": 4, "SDMA": 5, "SDMA Bandwidth (GB/s)": 6}
 
@@ -438,10 +440,11 @@ class _TraceWriter:
             plan.append(self._host_plan(self.p.host))
         plan = [x for x in plan if x is not None and x["n"]]
         self.t.flush_descriptors()
-        # interned data of every sequence first: all of a sequence's events come after it
+
         def cat(key):
             return np.concatenate([x[key] for x in plan]) if plan else np.zeros(0, np.int64)
 
+        # interned data of every sequence first: all of a sequence's events come after it
         used = {}
         for table in ("names", "cats", "args", "strings"):
             pairs = [_pairs(*x["used"][table]) for x in plan if table in x["used"]]
@@ -449,7 +452,6 @@ class _TraceWriter:
                            np.concatenate([p[1] for p in pairs] or [np.zeros(0, np.int64)]))
         self.t.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used)
         chunks = sum(math.ceil(x["n"] / CHUNK) for x in plan)
-        from tqdm import tqdm
         with tqdm(total=chunks, desc="perfetto", unit="chunk", disable=self.quiet, leave=False) as bar:
             for x in plan:
                 for lo in range(0, x["n"], CHUNK):
@@ -515,6 +517,7 @@ class _TraceWriter:
                     ("DMA data size(B)", "bytes"), ("Stall Cycles", "stall_cycles"),
                     ("Dep Cmd Id", "dep_cmd_id"), ("Batch", "batch"), ("Port", "port")]
         ints = {a: _column(c, col, "int") for a, col in int_args}
+        ints["Core"] = (core, is_cdma)              # the submitting core of a CDMA command
         dbl = {"DDR Bandwidth(GB/s)": _column(c, "ddr_bw", "double"),
                "L2M Bandwidth(GB/s)": _column(c, "l2m_bw", "double")}
         rate, rate_ok = _column(c, "uarch_rate", "double")
