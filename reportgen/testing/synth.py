@@ -838,12 +838,10 @@ class DumpWriter:
         self.layouts = register_layouts(self.cfg.arch)
 
     # -- per core: rows with ids and raw counters ------------------------------------------
-    def core_rows(self, prog: CoreProgram, base: int) -> tuple[dict, list, dict]:
+    def core_rows(self, prog: CoreProgram, base: int) -> tuple[dict, int]:
         """All commands of a core in program order, with ids, raw counters and node info."""
-        cfg, f = self.cfg, self.cfg.tiu_freq
-        init = prog.init.cols
+        f = self.cfg.tiu_freq
         n_init = len(prog.init)
-        # init: program order = start order within the fixed handshake
         parts = [prog.init]                     # already in dispatch order
         kernel_of = [np.full(n_init, -1)]
         for ki, run in enumerate(prog.kernels):
@@ -895,7 +893,6 @@ class DumpWriter:
         self._check_runs(programs)
         files: dict[str, int] = {}
         counts: dict[str, int] = {}
-        truth_parts = []
         sync_ns = {}
         bases = {}
         core_rows = {}
@@ -936,7 +933,7 @@ class DumpWriter:
         # CDMA ports
         port_rows = {}
         for i, p in enumerate(cfg.cdma_ports):
-            blob, prow = self._port_file(p, i, programs, submitter[p], bases[anchor])
+            blob, prow = self._port_file(p, i, programs, submitter[p])
             name = f"cdma_{p}.profile"
             (dump / name).write_bytes(blob)
             files[name] = len(blob)
@@ -1008,12 +1005,11 @@ class DumpWriter:
         if max(others) >= cap:
             raise ValueError("ring: another stream is longer than the lapped GDMA ring "
                              f"({max(others)} >= {cap}); the ring core needs more GDMA work")
-        # distinct kept spans are needed for an unambiguous section alignment
         return {"core": core, "cap": cap, "keep_from": keep_from, "lost_kernels_before": cut_k}
 
     # -- core file --------------------------------------------------------------------------
     def _core_file(self, core, rows, prog, ring):
-        cfg, rng, codes = self.cfg, self.rng, self.codes
+        cfg, rng = self.cfg, self.rng
         eng = rows["engine"]
         blocks = []
         n_by = {}
@@ -1094,9 +1090,9 @@ class DumpWriter:
         return words, _extra_block(blobs, pos, len(tdi))
 
     # -- CDMA port file ---------------------------------------------------------------------
-    def _port_file(self, port, port_idx, programs, submitter, anchor_base):
+    def _port_file(self, port, port_idx, programs, submitter):
+        """cdma_<port>.profile: tx_wait + nop sync pair, then one launch per kernel (§9.4)."""
         rng = self.rng
-        anchor = self.chip["core_num"] - 1
         # the anchor's VSDMA send for this port ends at phys t = 400 + 150*i + 11
         vs_end = 400 + 150 * port_idx + 11
         off = int(rng.integers(50_000_000, 500_000_000))
