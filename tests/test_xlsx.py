@@ -22,7 +22,7 @@ import xlsxwriter
 
 from reportgen.analysis.metrics import engine_summary
 from reportgen.errors import OutputError
-from reportgen.model import Profile
+from reportgen.model import Profile, finalize_commands
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import xlsx
 
@@ -232,6 +232,7 @@ def test_autofilter_frozen_panes_widths(written):
         assert ws.auto_filter.ref == f"A1:{last}{n + 1}"
         assert ws.freeze_panes == "D2"
         assert ws.column_dimensions["E"].width > len("Kernel")  # kernel names are long
+        assert "global_idx" in ws["C1"].comment.text                # header notes
     ws = wb["Engine Summary"]
     header_row = next(r[0].row for r in ws.iter_rows() if r[0].value == "Core")
     ncol = sum(1 for c in ws[header_row] if c.value is not None)
@@ -323,6 +324,29 @@ def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
     assert idx == list(range(PER_ENGINE))   # nothing dropped, nothing repeated, in order
     notes = [r[1] for r in wb["Engine Summary"].iter_rows(values_only=True) if r[0] == "Note"]
     assert "TIU_0 continues on TIU_0 (2), TIU_0 (3) (a sheet holds at most 25 rows)." in notes
+    wb.close()
+
+
+def test_unknown_engine_sheets_are_generic(tmp_path):
+    """Framework streams: no engine id, only the model columns that hold data, odd names fixed."""
+    n = 4
+    frame = pd.DataFrame({"core": 0, "engine": "Compute/Stream 7", "port": None,
+                          "global_idx": np.arange(n), "cmd_id": np.arange(n) + 1,
+                          "start_ns": np.arange(n) * 10, "end_ns": np.arange(n) * 10 + 5,
+                          "cycles": 6, "func_type": "kernel", "func_name": "gemm",
+                          "bytes": [None, 64, None, 128], "occupancy": [0.5, 0.25, 1.0, 0.75]})
+    p = Profile(commands=finalize_commands(frame))
+    path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
+    wb = openpyxl.load_workbook(path, read_only=True)
+    assert wb.sheetnames == ["Engine Summary", "Compute_Stream 7_0"]
+    rows = [list(r) for r in wb["Compute_Stream 7_0"].iter_rows(values_only=True)]
+    assert rows[0] == COMMON + ["DMA data size(B)", "occupancy"]
+    assert [r[0] for r in rows[1:]] == [None] * n          # no vendor engine id
+    assert [r[11] for r in rows[1:]] == [None, 64, None, 128]
+    assert [r[12] for r in rows[1:]] == [0.5, 0.25, 1.0, 0.75]
+    notes = [r[1] for r in wb["Engine Summary"].iter_rows(values_only=True) if r[0] == "Note"]
+    assert notes == ["Sheet 'Compute/Stream 7_0' is written as 'Compute_Stream 7_0' (Excel sheet "
+                     "names have at most 31 characters and none of []:*?/\\)."]
     wb.close()
 
 
