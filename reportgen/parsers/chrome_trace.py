@@ -343,7 +343,7 @@ def _pair_begin_end(ev: pd.DataFrame, warnings: list) -> pd.DataFrame:
         return ev
     be = ev[is_b | is_e].copy()
     be["_ord"] = np.arange(len(be))
-    be["_track"] = be["pid"].astype(str) + "\x00" + be["tid"].astype(str)
+    be["_track"] = be["pid"].astype(str) + "\x1f" + be["tid"].astype(str)
     # file order within one timestamp, time order overall (events need not be sorted)
     be = be.sort_values(["_track", "ts_ns", "_ord"], kind="stable")
     step = np.where(be["ph"].to_numpy() == "B", 1, -1)
@@ -384,7 +384,7 @@ def _pair_begin_end(ev: pd.DataFrame, warnings: list) -> pd.DataFrame:
     unclosed = be[b & ~opened].copy()
     if len(unclosed):
         ends = ev["ts_ns"] + ev["dur_ns"]
-        last = ends.groupby(ev["pid"].astype(str) + "\x00" + ev["tid"].astype(str)).max()
+        last = ends.groupby(ev["pid"].astype(str) + "\x1f" + ev["tid"].astype(str)).max()
         end = unclosed["_track"].map(last).to_numpy(np.int64)
         unclosed["dur_ns"] = np.maximum(end - unclosed["ts_ns"].to_numpy(), 0)
         warnings.append(("unclosed-begin", f"{len(unclosed)} 'B' events are never closed; ended "
@@ -612,14 +612,14 @@ def classify(data: TraceData) -> pd.Series:
     decision is made once per distinct (phase, category, process, thread, name) combination.
     """
     ev = data.events
-    tnames = {f"{p}\x00{t}": v.lower() for (p, t), v in data.thread_names.items()}
+    tnames = {f"{p}\x1f{t}": v.lower() for (p, t), v in data.thread_names.items()}
     parts = {
         "ph": ev["ph"].astype(object).to_numpy(),
         "cat": per_unique(ev["cat"], role_category),
         "pname": per_unique(ev["pid"], lambda p: data.process_names.get(p, "").lower().strip()),
         "dev": per_unique(ev["pid"], lambda p: bool(_PID_DEVICE_LABEL.match(
             data.process_labels.get(p, "")))),
-        "tname": per_unique(ev["pid"].astype(str) + "\x00" + ev["tid"].astype(str),
+        "tname": per_unique(ev["pid"].astype(str) + "\x1f" + ev["tid"].astype(str),
                             lambda k: tnames.get(k, "")),
         # only "[memory]" matters among names; keep the key small
         "name": np.where(ev["name"].astype(object).to_numpy() == "[memory]", "[memory]", ""),
@@ -768,7 +768,7 @@ class _Forest:
 
 
 def _track_code(host_like: pd.DataFrame, codes: dict) -> np.ndarray:
-    keys = host_like["_file"].astype(str) + "\x00" + host_like["pid"].astype(str) + "\x00" + \
+    keys = host_like["_file"].astype(str) + "\x1f" + host_like["pid"].astype(str) + "\x1f" + \
         host_like["tid"].astype(str)
     return keys.map(codes).fillna(-1).astype(np.int64).to_numpy()
 
@@ -782,7 +782,7 @@ def _host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, _Forest]:
         host["op_row"] = pd.Series(dtype=np.int64)
         return host, _Forest({}, np.zeros(0, np.int64), np.zeros(0, np.int64),
                              np.zeros(0, np.int64), np.zeros(0, np.int64))
-    keys = host["_file"].astype(str) + "\x00" + host["pid"].astype(str) + "\x00" + host["tid"].astype(str)
+    keys = host["_file"].astype(str) + "\x1f" + host["pid"].astype(str) + "\x1f" + host["tid"].astype(str)
     uniq = sorted(keys.unique())
     codes = {k: i for i, k in enumerate(uniq)}
     track = keys.map(codes).to_numpy(np.int64)
