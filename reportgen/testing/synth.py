@@ -138,28 +138,29 @@ class Op:
     eu: int            # TIU tsk_eu_typ / DMA special function
     src: str = ""      # DMA memories
     dst: str = ""
-    cost: float = 1.0  # TIU: cycles per 64 elements (compute density); DMA: unused
+    cost: float = 1.0  # TIU: ops per result element (x channels for cube ops); DMA: unused
+    cube: bool = False  # conv / matmul run on the cube (CUBE_OPS_PER_CYCLE), others on lanes
 
 
 OPS = {o.name: o for o in [
-    Op("conv", "TIU", "sCONV", 0, 0, cost=9.0),
-    Op("mm2_nn", "TIU", "sMM2", 2, 4, cost=6.0),
-    Op("mm2_nt", "TIU", "sMM2", 2, 5, cost=6.5),
+    Op("conv", "TIU", "sCONV", 0, 0, cost=18.0, cube=True),
+    Op("mm2_nn", "TIU", "sMM2", 2, 4, cost=2.0, cube=True),
+    Op("mm2_nt", "TIU", "sMM2", 2, 5, cost=2.2, cube=True),
     Op("ar_mul", "TIU", "sAR", 3, 0, cost=1.0),
     Op("ar_add", "TIU", "sAR", 3, 2, cost=1.0),
     Op("ar_sub", "TIU", "sAR", 3, 3, cost=1.0),
     Op("ar_max", "TIU", "sAR", 3, 4, cost=1.0),
-    Op("ar_cast", "TIU", "sAR", 3, 14, cost=1.1),
+    Op("ar_cast", "TIU", "sAR", 3, 14, cost=1.2),
     Op("ar_copy", "TIU", "sAR", 3, 19, cost=0.8),
-    Op("pool_avg", "TIU", "sPorD", 1, 1, cost=2.5),
-    Op("pool_max", "TIU", "sPorD", 1, 4, cost=2.2),
-    Op("rq0", "TIU", "sRQ&sDQ", 4, 0, cost=1.2),
-    Op("dq0", "TIU", "sRQ&sDQ", 4, 3, cost=1.2),
-    Op("lane_bc", "TIU", "sCW&sBC", 5, 3, cost=1.5),
-    Op("cw_trans", "TIU", "sCW&sBC", 5, 0, cost=2.0),
-    Op("sfu_rsqrt", "TIU", "sSFU", 9, 17, cost=4.0),
-    Op("sfu_taylor", "TIU", "sSFU", 9, 13, cost=5.0),
-    Op("lin_mac", "TIU", "sLIN", 10, 1, cost=1.3),
+    Op("pool_avg", "TIU", "sPorD", 1, 1, cost=4.0),
+    Op("pool_max", "TIU", "sPorD", 1, 4, cost=4.0),
+    Op("rq0", "TIU", "sRQ&sDQ", 4, 0, cost=2.0),
+    Op("dq0", "TIU", "sRQ&sDQ", 4, 3, cost=2.0),
+    Op("lane_bc", "TIU", "sCW&sBC", 5, 3, cost=1.0),
+    Op("cw_trans", "TIU", "sCW&sBC", 5, 0, cost=1.5),
+    Op("sfu_rsqrt", "TIU", "sSFU", 9, 17, cost=8.0),
+    Op("sfu_taylor", "TIU", "sSFU", 9, 13, cost=10.0),
+    Op("lin_mac", "TIU", "sLIN", 10, 1, cost=2.0),
     Op("tiu_send", "TIU", "SYS", 15, 8),
     Op("tiu_wait", "TIU", "SYS", 15, 9),
     Op("ld", "DMA", "DMA_tensor", 0, 0, "DDR", "LMEM"),
@@ -182,6 +183,9 @@ _OP_ENGINE = np.array([OPS[n].engine for n in OP_NAMES])
 _OP_TYP = np.array([OPS[n].typ for n in OP_NAMES], np.int64)
 _OP_EU = np.array([OPS[n].eu for n in OP_NAMES], np.int64)
 _OP_COST = np.array([OPS[n].cost for n in OP_NAMES])
+_OP_CUBE = np.array([OPS[n].cube for n in OP_NAMES])
+CUBE_OPS_PER_CYCLE = 8192.0     # conv / matmul MACs x 2 per cycle of one core (BF16)
+LANE_OPS_PER_CYCLE = 256.0      # element ops per cycle on the 64 lanes
 _OP_SRC = np.array([OPS[n].src for n in OP_NAMES], object)
 _OP_DST = np.array([OPS[n].dst for n in OP_NAMES], object)
 _OP_LAYOUT = np.array([OPS[n].layout for n in OP_NAMES], object)
@@ -375,8 +379,8 @@ class KernelBuilder:
 
     def shape(self):
         rng = self.rng
-        c = int(rng.choice([64, 128, 256]))
-        h = int(rng.choice([7, 14, 28, 56]))
+        c = int(rng.choice([64, 128, 256]))      # a tile: at most 256 x 28 x 28 (~400 KB BF16)
+        h = int(rng.choice([7, 14, 28]))
         w = h
         return c, h, w
 
@@ -409,9 +413,12 @@ class KernelBuilder:
         Ld, Lb = dma_dur(L)
         Sd, Sb = dma_dur(S)
         elems = c * h * w
-        cost = _OP_COST[np.maximum(C, 0)]
-        Cd = np.where(C >= 0, (60 + elems / 64.0 * cost / 16.0
-                               * rng.uniform(0.9, 1.15, C.shape)).astype(np.int64), 0)
+        ci = np.maximum(C, 0)
+        # cycles = issue overhead + ops / throughput: cube ops scale with the input channels
+        ops = elems * _OP_COST[ci] * np.where(_OP_CUBE[ci], c, 1)
+        rate = np.where(_OP_CUBE[ci], CUBE_OPS_PER_CYCLE, LANE_OPS_PER_CYCLE)
+        Cd = np.where(C >= 0, (60 + ops / rate * rng.uniform(0.9, 1.15, C.shape))
+                      .astype(np.int64), 0)
         gapL = np.where(L >= 0, rng.integers(3, 40, L.shape), 0)
         gapS = np.where(S >= 0, rng.integers(3, 40, S.shape), 0)
         gapC = np.where(C >= 0, rng.integers(0, 40, C.shape), 0)
