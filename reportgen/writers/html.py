@@ -627,7 +627,7 @@ def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]]):
         views.append({"id": f"core-{k}", "lanes": host + own + ports})
         tabs.append({"id": f"core-{k}", "title": f"Core {k}", "charts": [], "views": [f"core-{k}"],
                      "heading": f"Core {k}: one lane per engine" +
-                                (" (CDMA ports: the commands this core submitted)" if ports else "")})
+                                (" (plus the CDMA ports it submitted commands to)" if ports else "")})
     views.append({"id": "all", "lanes": host + device})
     tabs.append({"id": "compare", "title": "All cores", "charts": ["bandwidth", "busyidle"], "views": ["all"]})
     return views, tabs

@@ -1,0 +1,338 @@
+"""result.html in a real headless Chromium (Debian ``chromium`` driven by PyPI ``playwright``).
+
+The page must reach its ready state offline without errors, draw the overview and every core,
+show the expected number of commands when zoomed, draw the same occupancy as the Python twin,
+and show a command's model values in its hover label. Screenshots go to tests/_artifacts/.
+
+Skipped (with the reason) only when chromium or playwright is not installed.
+"""
+from __future__ import annotations
+
+import re
+import shutil
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from reportgen.analysis import timeline
+from reportgen.analysis.metrics import engine_summary
+from reportgen.testing.profiles import make_profile
+from reportgen.writers import html as html_writer
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+try:
+    from playwright.sync_api import sync_playwright
+except ImportError:  # pragma: no cover - depends on the machine
+    sync_playwright = None
+
+pytestmark = [
+    pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)"),
+    pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)"),
+]
+
+ARTIFACTS = Path(__file__).parent / "_artifacts"
+FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
+         "--disable-component-update", "--disable-sync", "--no-first-run"]
+XSS_KERNEL = "<script>alert(1)</script>"
+
+
+# ------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def report(tmp_path_factory):
+    """A 37,000-command profile (3 cores x 3 engines x 4000 + 1000 CDMA) written once."""
+    profile = make_profile(cores=3, per_engine=4000, seed=11)
+    out = tmp_path_factory.mktemp("html")
+    path = html_writer.write(profile, engine_summary(profile), out, quiet=True)
+    data, _ = html_writer.read_page(path.read_text(encoding="utf-8"))
+    return {"profile": profile, "path": path, "data": data, "t0": int(data["t0_ns"])}
+
+
+@pytest.fixture(scope="module")
+def playwright():
+    with sync_playwright() as pw:
+        yield pw
+
+
+def launch(pw, user_dir, **options):
+    """Debian's chromium with a fresh profile folder (never a downloaded browser)."""
+    return pw.chromium.launch_persistent_context(
+        str(user_dir), executable_path=CHROMIUM, args=FLAGS, headless=True,
+        viewport={"width": 1500, "height": 1000}, **options)
+
+
+@pytest.fixture(scope="module")
+def browser(playwright, tmp_path_factory):
+    context = launch(playwright, tmp_path_factory.mktemp("chromium-profile"))
+    yield context
+    context.close()
+
+
+class PageWatch:
+    """A page plus everything it complained about."""
+
+    def __init__(self, context, url: str):
+        self.problems: list[str] = []
+        self.network: list[str] = []
+        self.page = context.new_page()
+        self.page.on("pageerror", lambda err: self.problems.append(f"pageerror: {err}"))
+        self.page.on("console", lambda msg: self.problems.append(f"console.{msg.type}: {msg.text}")
+                     if msg.type in ("error", "warning") else None)
+        self.page.on("dialog", lambda d: (self.problems.append(f"dialog: {d.message}"), d.dismiss()))
+        self.page.route("**/*", self._offline)
+        self.page.goto(url)
+
+    def _offline(self, route):
+        url = route.request.url
+        if url.startswith(("file:", "blob:", "data:")):
+            route.continue_()
+        else:                               # the page must not need the network
+            self.network.append(url)
+            route.abort()
+
+    def wait_idle(self, view: str):
+        self.page.wait_for_function(f"__report.views['{view}'] && !__report.views['{view}'].rendering")
+
+    def check(self):
+        assert self.problems == [] and self.network == []
+
+
+@pytest.fixture(scope="module")
+def page(browser, report):
+    watch = PageWatch(browser, report["path"].as_uri())
+    watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    watch.page.evaluate("__report.ready")
+    yield watch
+    watch.page.close()
+
+
+# ------------------------------------------------------------------------------------ helpers
+def view_sheets(profile, core: int) -> list[str]:
+    c = profile.commands
+    own = [f"{e}_{core}" for e in ("TIU", "GDMA", "SDMA")]
+    cdma = sorted(c.loc[(c["engine"] == "CDMA") & (c["core"] == core), "sheet"].astype(str).unique())
+    return own + cdma
+
+
+def count_in_window(profile, sheets, t0, a, b) -> int:
+    """Commands of these sheets that overlap [a, b) (ns since the first event), from the model."""
+    c = profile.commands
+    sel = c["sheet"].astype(str).isin(sheets)
+    return int((sel & (c["end_ns"] - t0 > a) & (c["start_ns"] - t0 < b)).sum())
+
+
+def shot(page, name: str):
+    ARTIFACTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(ARTIFACTS / name), full_page=True)
+
+
+# ------------------------------------------------------------------------------------ tests
+def test_ready_offline_without_errors(page, report):
+    assert page.page.evaluate("document.body.dataset.ready") == "1"
+    assert page.page.title().startswith("AKS")
+    page.check()
+
+
+def test_overview_renders(page, report):
+    p = page.page
+    for chart in ("util", "functype"):
+        assert p.locator(f"#chart-{chart} .main-svg").count() >= 1, chart
+    # utilisation bars: one trace per engine, values = the summary's util in %
+    util = p.evaluate("document.getElementById('chart-util')._fullData.map(t => [t.name, Array.from(t.y)])")
+    summary = engine_summary(report["profile"])
+    for name, values in util:
+        want = summary.iloc[:-1][f"{name.lower()}_util"].to_numpy(float) * 100
+        np.testing.assert_allclose(values, want, rtol=1e-6)
+    rows = p.locator("table.summary tbody tr")
+    assert rows.count() == 3 + 1
+    assert "Overall" in rows.nth(3).inner_text()
+    shot(p, "html_overview.png")
+    page.check()
+
+
+@pytest.mark.parametrize("core", [0, 1, 2])
+def test_each_core_renders_every_command(page, report, core):
+    result = page.page.evaluate(f"__report.show('core-{core}')")[0]
+    sheets = view_sheets(report["profile"], core)
+    expected = int(report["profile"].commands["sheet"].astype(str).isin(sheets).sum())
+    assert result["tier"] == "heatmap"             # > BAR_LIMIT commands: occupancy view
+    assert result["visible"] == expected
+    labels = page.page.evaluate(f"Array.from(document.querySelectorAll('#view-core-{core} .yaxislayer-above text'))"
+                                ".map(t => t.textContent)")
+    assert labels == sheets
+    page.check()
+
+
+def test_heatmap_matches_python_occupancy(page, report):
+    profile, t0 = report["profile"], report["t0"]
+    sheets = view_sheets(profile, 0)
+    a, b = 1_000_000.0, 3_000_000.0
+    result = page.page.evaluate(f"__report.zoom('core-0', {a}, {b})")
+    assert result["tier"] == "heatmap"
+    assert result["visible"] == count_in_window(profile, sheets, t0, a, b)
+    z = page.page.evaluate("document.querySelector('#view-core-0 .timeline-plot').data[0].z")
+    width = len(z[0])
+    c = profile.commands
+    sel = c["sheet"].astype(str).isin(sheets).to_numpy()
+    lane = np.array([sheets.index(s) for s in c.loc[sel, "sheet"].astype(str)])
+    occ = timeline.occupancy((c.loc[sel, "start_ns"] - t0).to_numpy(), (c.loc[sel, "end_ns"] - t0).to_numpy(),
+                             lane, len(sheets), a, b, width)
+    zz = np.array([[np.nan if v is None else v for v in row] for row in z], float)
+    frac = np.where(np.isnan(zz), 0.0, (zz - np.floor(zz) - 0.02) / 0.97)
+    np.testing.assert_allclose(frac, occ, atol=1e-9)
+    page.check()
+
+
+def test_zoom_to_a_known_window_draws_each_command(page, report):
+    profile, t0 = report["profile"], report["t0"]
+    sheets = view_sheets(profile, 1)
+    anchor = profile.sheet("GDMA_1").iloc[2000]
+    a = float(anchor["start_ns"] - t0)
+    b = a + 40_000.0
+    expected = count_in_window(profile, sheets, t0, a, b)
+    assert 10 < expected < html_writer.BAR_LIMIT
+    result = page.page.evaluate(f"__report.zoom('core-1', {a}, {b})")
+    assert (result["tier"], result["visible"], result["bars"]) == ("bars", expected, expected)
+    # SVG bars in the main plot area (the range slider draws its own small copy)
+    drawn = page.page.evaluate("Array.from(document.querySelectorAll('#view-core-1 .barlayer .point'))"
+                               ".filter(b => !b.closest('.rangeslider-container')).length")
+    assert drawn == expected
+    page.check()
+
+
+def _bar_centre(p, view: str, index: int) -> tuple[float, float]:
+    """Page coordinates of the middle of item ``index``'s bar."""
+    return tuple(p.evaluate(f"""() => {{
+        const gd = document.querySelector('#view-{view} .timeline-plot');
+        for (const t of gd.data) {{
+            if (t.type !== 'bar' || !t.customdata) continue;
+            const k = t.customdata.indexOf({index});
+            if (k < 0) continue;
+            const fl = gd._fullLayout, box = gd.getBoundingClientRect();
+            const x = fl.xaxis.l2p(t.base[k] + t.x[k] / 2) + fl._size.l + box.left;
+            const y = fl.yaxis.l2p(t.y[k]) + fl._size.t + box.top;
+            return [x, y];
+        }}
+        throw new Error('bar not drawn');
+    }}"""))
+
+
+def test_jump_and_hover_show_the_model_row(page, report):
+    profile, t0 = report["profile"], report["t0"]
+    p = page.page
+    p.evaluate("__report.show('core-1')")
+    g = profile.sheet("GDMA_1")
+    # a data-moving command with the hostile kernel name; its bandwidth at the page's 2 decimals
+    pick = g[(g["global_idx"] >= 3000) & ~g["is_sys"] & (g["kernel"] == XSS_KERNEL)]
+    pick = pick[[f"{r.ddr_bw if r.ddr_bw == r.ddr_bw else r.l2m_bw:.2f}" == f"{r.bytes / (r.end_ns - r.start_ns):.2f}"
+                 for r in pick.itertuples()]]
+    row = pick.iloc[0]
+    # use the toolbar like a user: choose the sheet, type the global_idx, press Go
+    panel = p.locator("#view-core-1")
+    panel.locator("select.jump-sheet").select_option(label="GDMA_1")
+    panel.locator("input.jump-idx").fill(str(int(row["global_idx"])))
+    panel.locator("button", has_text="Go").click()
+    page.wait_idle("core-1")
+    last = p.evaluate("__report.views['core-1'].last")
+    assert last["tier"] == "bars"
+    index = p.evaluate(f"__report.findItem('GDMA_1', {int(row['global_idx'])})")
+    x, y = _bar_centre(p, "core-1", index)
+    p.mouse.move(x, y)
+    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
+    lines = p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
+                       ".map(t => t.textContent)")
+    text = re.sub(r"\s+", " ", "\n".join(lines))
+    bw = row["ddr_bw"] if row["ddr_bw"] == row["ddr_bw"] else row["l2m_bw"]
+    kind = "DDR" if row["ddr_bw"] == row["ddr_bw"] else "L2M"
+    expected = [
+        f"GDMA_1 #{int(row['global_idx'])} cmd id {int(row['cmd_id'])}",
+        f"op {row['func_type']} / {row['func_name']}",
+        f"kernel {XSS_KERNEL}",                      # shown as text, not run
+        f"start {(row['start_ns'] - t0) / 1e3:.3f} µs · duration {int(row['end_ns'] - row['start_ns']):,} ns",
+        f"bytes {int(row['bytes']):,} · {kind} bandwidth {bw:.2f} GB/s · {row['direction']}",
+    ]
+    assert text == " ".join(expected)
+    # the highlight frame marks the command
+    shapes = p.evaluate("document.querySelector('#view-core-1 .timeline-plot').layout.shapes"
+                        ".filter(s => s.type === 'rect')")
+    assert len(shapes) == 1 and shapes[0]["x0"] == pytest.approx((row["start_ns"] - t0) / 1e3)
+    shot(p, "html_core1_hover.png")
+    page.check()
+
+
+def test_filters_engines_and_function_types(page, report):
+    profile, t0 = report["profile"], report["t0"]
+    p = page.page
+    p.evaluate("__report.show('core-2')")
+    p.evaluate("__report.reset('core-2')")
+    page.wait_idle("core-2")
+    c = profile.commands
+    sheets = view_sheets(profile, 2)
+    total = int(c["sheet"].astype(str).isin(sheets).sum())
+    assert p.evaluate("__report.views['core-2'].last.visible") == total
+    # engines: untick TIU in the toolbar
+    p.locator("#view-core-2 input[data-engine=TIU]").uncheck()
+    page.wait_idle("core-2")
+    assert p.evaluate("__report.views['core-2'].last.visible") == total - int((c["sheet"] == "TIU_2").sum())
+    p.locator("#view-core-2 input[data-engine=TIU]").check()
+    page.wait_idle("core-2")
+    # Function Types: hide the DMA 'sys' commands with the legend chip
+    p.locator("#view-core-2 .legend .chip", has_text=re.compile(r"^sys$")).click()
+    page.wait_idle("core-2")
+    in_view = c["sheet"].astype(str).isin(sheets)
+    hidden = int((in_view & (c["func_type"] == "sys")).sum())
+    assert p.evaluate("__report.views['core-2'].last.visible") == total - hidden
+    p.locator("#view-core-2 .legend .chip-all").click()
+    page.wait_idle("core-2")
+    assert p.evaluate("__report.views['core-2'].last.visible") == total
+    page.check()
+
+
+def test_wheel_zoom_and_reset(page, report):
+    p = page.page
+    p.evaluate("__report.show('core-0')")
+    p.evaluate("__report.reset('core-0')")
+    page.wait_idle("core-0")
+    full = p.evaluate("__report.views['core-0'].last.range")
+    box = p.locator("#view-core-0 .nsewdrag").first.bounding_box()
+    p.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+    for _ in range(6):
+        p.mouse.wheel(0, -400)
+        p.wait_for_timeout(150)
+    p.wait_for_function("__report.views['core-0'].last.range[1] - __report.views['core-0'].last.range[0] "
+                        f"< {(full[1] - full[0]) * 0.9}")
+    page.wait_idle("core-0")
+    p.locator("#view-core-0 button.reset").click()
+    page.wait_idle("core-0")
+    assert p.evaluate("__report.views['core-0'].last.range") == full
+    page.check()
+
+
+def test_cross_core_view_and_linked_bandwidth(page, report):
+    profile = report["profile"]
+    p = page.page
+    result = p.evaluate("__report.show('compare')")[0]
+    assert result["visible"] == len(profile.commands)
+    assert p.locator("#panel-compare .js-plotly-plot").count() == 3       # timeline, bandwidth, busy/idle
+    a, b = 2_000_000.0, 2_500_000.0
+    p.evaluate(f"__report.zoom('all', {a}, {b})")
+    p.wait_for_function("document.getElementById('chart-bandwidth').layout.xaxis.range[0] > 1000")
+    rng = p.evaluate("document.getElementById('chart-bandwidth').layout.xaxis.range")
+    assert rng == pytest.approx([a / 1e3, b / 1e3])
+    p.evaluate("__report.reset('all')")
+    page.wait_idle("all")
+    shot(p, "html_compare.png")
+    page.check()
+
+
+def test_static_summary_without_scripts(playwright, report, tmp_path):
+    context = launch(playwright, tmp_path / "chromium-profile", java_script_enabled=False)
+    try:
+        p = context.new_page()
+        p.goto(report["path"].as_uri())
+        assert p.locator("table.summary").is_visible()
+        assert "Scripts are disabled" in p.locator("body").inner_text()
+        assert p.locator("#tabs").is_hidden()
+        shot(p, "html_noscript.png")
+    finally:
+        context.close()
