@@ -277,6 +277,11 @@ def test_host_nesting_matches_model(tmp_path):
     assert parent == {"launch": None, "outer": None, "mid": "outer", "inner": "mid", "zero": "mid",
                       "zero_in": "inner", "next": "outer", "touch": None}
     assert host["inner"]["args"] == {"n": 3, "f": 1.5, "s": "inner"}
+    # other JSON values: bool stays bool, an int beyond int64 and lists become text
+    prof.host.at[0, "args"] = {"b": True, "big": 2**70, "dims": [[1, 2], [3]], "n": 5}
+    dec = write_and_decode(prof, tmp_path)
+    first = next(s for s in dec["slices"] if s["name"] == prof.host["name"].iloc[0])
+    assert first["args"] == {"b": True, "big": str(2**70), "dims": "[[1, 2], [3]]", "n": 5}
     assert type(host["inner"]["args"]["n"]) is int and host["zero"]["dur"] == 0
 
 

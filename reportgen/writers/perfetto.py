@@ -762,17 +762,25 @@ class _TraceWriter:
                 t.arg_iid[key] = t.arg_names.get(str(key))
             vals = pd.Series([a.get(key) if isinstance(a, dict) else None for a in args], dtype=object)
             typ = vals.map(type)
-            is_bool = (typ == bool).to_numpy()
-            is_int = (typ == int).to_numpy() & vals.map(lambda v: isinstance(v, int) and -2**63 <= v < 2**63).to_numpy(bool)
-            is_float = (typ == float).to_numpy() & vals.map(lambda v: isinstance(v, float) and math.isfinite(v)).to_numpy(bool)
-            is_none = vals.isna().to_numpy()
+            is_bool = (typ == bool).to_numpy(bool, copy=True)
+            is_int = (typ == int).to_numpy(bool, copy=True)
+            is_float = (typ == float).to_numpy(bool, copy=True)
+            ints = np.zeros(len(vals), np.int64)
+            try:
+                ints[is_int] = np.array(vals[is_int].tolist(), np.int64)
+            except OverflowError:                    # beyond int64: keep the digits as text
+                is_int[:] = False
+            floats = np.zeros(len(vals), np.float64)
+            floats[is_float] = np.array(vals[is_float].tolist(), np.float64)
+            is_float &= np.isfinite(floats)          # NaN/inf are not valid JSON numbers anyway
+            is_none = vals.isna().to_numpy() & ~is_float
             is_str = ~(is_bool | is_int | is_float | is_none)
             if is_bool.any():
                 out.append((key, "bool", np.where(is_bool, vals, False).astype(bool), is_bool))
             if is_int.any():
-                out.append((key, "int", np.where(is_int, vals, 0).astype(np.int64), is_int))
+                out.append((key, "int", ints, is_int))
             if is_float.any():
-                out.append((key, "double", np.where(is_float, vals, 0.0).astype(np.float64), is_float))
+                out.append((key, "double", floats, is_float))
             if is_str.any():
                 text = vals.where(pd.Series(is_str), None).map(
                     lambda v: v if isinstance(v, str) or v is None else json.dumps(v, default=str))
