@@ -309,7 +309,6 @@ class SynthConfig:
             raise ValueError("idle core out of range")
         if len(idle) >= cores:
             raise ValueError("at least one core must be busy")
-        busy = [c for c in range(cores) if c not in idle]
         if self.id_wrap and 0 in idle:
             raise ValueError("--id-wrap puts its long kernel on core 0, which is idle")
         if self.ring_core is not None and self.ring_core in idle:
@@ -320,11 +319,12 @@ class SynthConfig:
             raise ValueError("RVT nodes need DYN_DATA (mode 1 or 2)")
         if self.tiu_freq <= 0:
             raise ValueError("tiu_freq must be > 0")
-        # each port is driven by one busy core
-        out = SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,
-                             "idle_cores": idle})
-        out._busy = busy  # type: ignore[attr-defined]
-        return out
+        return SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,
+                              "idle_cores": idle})
+
+    @property
+    def busy_cores(self) -> list[int]:
+        return [c for c in range(self.cores or 0) if c not in self.idle_cores]
 
 
 # ----------------------------------------------------------------------------------------------
@@ -522,7 +522,7 @@ class CoreProgram:
 def plan(cfg: SynthConfig, rng: np.random.Generator):
     """The physical schedule of every core: init preamble and kernel runs (ns, t=0 = sync)."""
     chip = df.CHIPS[cfg.arch]
-    busy = cfg._busy  # type: ignore[attr-defined]
+    busy = cfg.busy_cores
     anchor = chip["core_num"] - 1
     ports = cfg.cdma_ports
     submitter = {p: busy[i % len(busy)] for i, p in enumerate(ports)}
@@ -756,8 +756,7 @@ def _dma_records(rows: dict[str, np.ndarray], rng) -> np.ndarray:
     s_axi = work & (src != "LMEM")
     d_axi = work & (dst != "LMEM")
     lat = rng.integers(8, 400, n) << 1 | rng.integers(20, 200, n) << 20
-    r["thread_id_and_latency" if "thread_id_and_latency" in r.dtype.names
-      else r.dtype.names[3]] = np.where(work, lat, 0)
+    r["thread_and_latency"] = np.where(work, lat, 0)       # thread 0, latencies in 19..1/31..20
     r["gif_wr_rd_stall_cntr"] = np.where(work, rng.integers(0, 200, n), 0)
     r["axi_d0_w_cntr"] = np.where(d_axi, b, 0)
     r["axi_d0_ar_cntr"] = np.where(s_axi, bursts, 0)
@@ -791,9 +790,10 @@ def _cdma_records(rows, rng) -> np.ndarray:
     r = np.zeros(n, df.CDMA_RECORD)
     s, e = rows["start_raw"] % U32, rows["end_raw"] % U32
     r["inst_start_time"], r["inst_end_time"] = s, e
-    recv = np.isin(rows["op"], [OP_INDEX["cd_recv"]]) | (rows["pmu_id"] > 0xFFFF)
-    idword = (rows["pmu_id"] & df.CDMA_ID_MASK) | (recv.astype(np.int64) << df.CDMA_THREAD_SHIFT)
-    r[df.CDMA_RECORD.names[2]] = idword
+    # thread bit: RX channel for receives and for the tx_wait/nop sync pair (as captured)
+    rx = np.isin(rows["op"], [OP_INDEX["cd_recv"], OP_INDEX["cd_tx_wait"], OP_INDEX["cd_nop"]])
+    r["inst_id_word"] = (rows["pmu_id"] & df.CDMA_ID_MASK) | (rx.astype(np.int64)
+                                                              << df.CDMA_THREAD_SHIFT)
     b = rows["bytes"]
     work = b > 0
     beats = -(-b // 128)
@@ -987,7 +987,7 @@ class DumpWriter:
                 for e in ("TIU", "GDMA", "SDMA"):
                     n = int((run.cmds.cols["engine"] == e).sum())
                     if n and ID_WRAP_DANGER[0] <= (n - 1) % 65536 <= ID_WRAP_DANGER[1]:
-                        raise RuntimeError(f"core {p.core} kernel {ki}: {e} run ends in the "
+                        raise ValueError(f"core {p.core} kernel {ki}: {e} run ends in the "
                                            "16-bit id-wrap window; use another seed")
 
     def _ring_plan(self, core_rows):
@@ -1106,7 +1106,7 @@ class DumpWriter:
         sync_s = np.array([vs_end - 5411 - int(rng.integers(0, 200)), vs_end + 30])
         sync_e = np.array([vs_end, vs_end + 41])
         parts_s, parts_e, parts_id, parts_op, parts_b = [sync_s], [sync_e], \
-            [np.array([4000 + 16 * port, 4001 + 16 * port]) | (1 << 24)], \
+            [np.array([4000 + 16 * port, 4001 + 16 * port])], \
             [np.array([OP_INDEX["cd_tx_wait"], OP_INDEX["cd_nop"]])], [np.zeros(2, np.int64)]
         for run in programs[submitter].kernels:
             c = run.cmds.cols
