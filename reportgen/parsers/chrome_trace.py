@@ -677,8 +677,11 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     devs = [m.get("deviceProperties") for m in md if m.get("deviceProperties")]
     if devs:
         meta.extra["device_properties"] = devs[0]
+    steps = _step_trace(traces)
+    if len(steps):
+        profile.tables["Step Trace"] = steps
     meta.num_cores = int(commands["core"].nunique()) if len(commands) else 0
-    if not len(commands) and not len(host_out):
+    if not len(commands) and not len(host_out) and not len(steps):
         meta.warn("empty-trace", "no slices found in the trace", meta.input_path)
     return profile
 
@@ -741,6 +744,27 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
     m["_file"] = fi
     m["rank"] = core if core is not None else 0
     return h, d, m
+
+
+def _step_trace(traces: list[TraceData]) -> pd.DataFrame:
+    """CANN/MindSpore "Step Trace" lanes (iteration, FP/BP, refresh, reduce slices) as a table."""
+    parts = []
+    for data in traces:
+        ev = data.events
+        if ev.empty:
+            continue
+        tnames = {f"{p}\x1f{t}": v for (p, t), v in data.thread_names.items()}
+        lane = pd.Series(per_unique(ev["pid"].astype(str) + "\x1f" + ev["tid"].astype(str),
+                                    lambda k: tnames.get(k, "")), index=ev.index)
+        pname = pd.Series(per_unique(ev["pid"], lambda p: data.process_names.get(p, "")), index=ev.index)
+        m = (ev["ph"] == "X").to_numpy() & (lane.str.startswith("Step Trace") |
+                                            pname.str.startswith("Step Trace")).to_numpy()
+        if m.any():
+            parts.append(pd.DataFrame({"Name": ev["name"][m].to_numpy(), "Category": ev["cat"][m].to_numpy(),
+                                       "Start (ns)": ev["ts_ns"][m].to_numpy(),
+                                       "Duration (us)": ev["dur_ns"][m].to_numpy() / 1e3}))
+    return pd.concat(parts, ignore_index=True).sort_values("Start (ns)", kind="stable") \
+        .reset_index(drop=True) if parts else pd.DataFrame()
 
 
 def _dims(v: Any) -> Any:
