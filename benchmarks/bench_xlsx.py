@@ -5,8 +5,9 @@
 
 Every case runs in its own process so the memory figures do not mix. Profiles come from
 ``reportgen.testing.profiles.make_profile`` with 8 cores (640k = the 8-core x 80k-command dump
-of the issue). ``--registers N`` adds N synthetic integer register fields per engine, written
-when the writer's "auto" rule allows it (below 200k commands). "write s" is ``xlsx.write``
+of the issue). ``--registers N`` adds N synthetic integer register fields per engine
+(addresses and small shape values), written when the writer's "auto" rule allows it (below
+200k commands). "write s" is ``xlsx.write``
 end to end (column conversion, rows, zip); "peak +MB" is the highest RSS sampled every 20 ms
 during the write minus the RSS just before it.
 """
@@ -36,14 +37,20 @@ def synthetic_registers(profile, fields: int) -> None:
     import numpy as np
     import pandas as pd
 
+    # like decoded descriptors: every 4th field an address walking through memory, the rest
+    # shapes/strides/flags drawn from a handful of values
     rng = np.random.default_rng(1)
     c = profile.commands
     for engine in ("TIU", "GDMA", "SDMA", "CDMA"):
         idx = c.index[c["engine"] == engine]
-        profile.registers[engine] = pd.DataFrame(
-            {f"reg{k}_addr" if k % 4 == 0 else f"reg{k}": rng.integers(0, 2**32 if k % 4 else 2**40,
-                                                                       len(idx))
-             for k in range(fields)}, index=idx)
+        n = len(idx)
+        regs = {}
+        for k in range(fields):
+            if k % 4 == 0:
+                regs[f"reg{k}_addr"] = 2**40 + k * 2**24 + np.arange(n) * 4096
+            else:
+                regs[f"reg{k}"] = rng.choice([0, 1, 2, 28, 64, 128, 256, 1024], n)
+        profile.registers[engine] = pd.DataFrame(regs, index=idx)
 
 
 def run_one(total: int, registers: int) -> dict:

@@ -406,8 +406,10 @@ def _summary_spec() -> list[tuple[str, str, str | None, str, str, str]]:
             ("busy_ns", "busy (ns)", _NS,
              "Union of the intervals of the engine's non-system commands; Overall adds the "
              "per-core unions (CDMA: union over all ports)."),
-            ("idle_ns", "idle (ns)", _NS, "Span - busy (Overall: span x cores - busy)."),
-            ("util", "util", _PCT, "Busy / span (Overall: busy / (span x cores))."),
+            ("idle_ns", "idle (ns)", _NS,
+             "Span - busy (Overall: span x cores - busy; CDMA Overall: span - busy)."),
+            ("util", "util", _PCT,
+             "Busy / span (Overall: busy / (span x cores); CDMA Overall: busy / span)."),
         ]
         spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<engine> {h}", d) for k, h, f, d in common]
         if key == "tiu":
@@ -442,7 +444,8 @@ def _summary_spec() -> list[tuple[str, str, str | None, str, str, str]]:
         spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<DMA> {h}", d) for k, h, f, d in dma]
     spec += [
         ("parallelism", "Parallelism", _PCT, "All engines", "Parallelism",
-         "(TIU + GDMA + SDMA busy) / (span x cores); above 100% when engines overlap."),
+         "(TIU + GDMA + SDMA busy) / span (Overall: / (span x cores)); above 100% when "
+         "engines overlap."),
         ("compute_ratio", "Compute ratio", _RATIO, "All engines", "Compute ratio",
          "TIU busy / (GDMA + SDMA busy); empty without data movement."),
     ]
@@ -653,7 +656,7 @@ def _registers_decision(profile: Profile, registers: Any) -> tuple[bool, str]:
         return True, "included (forced on)"
     if n >= REGISTER_AUTO_LIMIT:
         return False, (f"left out: {n:,} commands (they are written automatically below "
-                       f"{REGISTER_AUTO_LIMIT:,}); switch them on explicitly to include them")
+                       f"{REGISTER_AUTO_LIMIT:,}); --registers on includes them")
     return True, "included"
 
 
