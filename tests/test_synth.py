@@ -391,11 +391,12 @@ def test_truth_names_exist_in_name_tables(root):
         assert {("TIU", a, b) for a, b in zip(tiu["tsk_or_cmd_type"], tiu["eu_or_special"])} <= m1_keys
         dma = truth[truth["engine"].isin(["GDMA", "SDMA"])]
         assert {("DMA", a, b) for a, b in zip(dma["tsk_or_cmd_type"], dma["eu_or_special"])} <= m1_keys
-        assert set(truth["src"][truth["engine"] != "TIU"]) <= {"DDR", "L2M", "LMEM"}
-        # DMA byte counts are tile sizes; TIU moves no bytes
+        # DMA byte counts are tile sizes; TIU and DMA system commands (waits) move no bytes
         assert (truth.loc[truth["engine"] == "TIU", "bytes"] == 0).all()
         work = truth[(truth["engine"] != "TIU") & (truth["register_layout"] != "sDMA_sys")]
         assert (work["bytes"] > 0).all()
+        assert set(work["src"]) | set(work["dst"]) <= {"DDR", "L2M", "LMEM"}
+        assert (truth.loc[truth["register_layout"] == "sDMA_sys", "bytes"] == 0).all()
 
 
 def test_dma_counters_consistent_with_bytes(root):

@@ -244,8 +244,8 @@ KINDS = {k.name: k for k in [
                    (("rq0", 1),), (("sfu_taylor", 1), (None, 5))),
          stores=((("st", 1),), (("mv", 1), (None, 6))), sdma=("sd_cp", "sd_cp", "sd_cp"),
          dtype=0, tiu_prec=0),
-    Kind("collective", "tpu_c2c_all_reduce",
-         loads=((("ld", 1),),),
+    Kind("collective", "tpu_c2c_all_reduce",    # GDMA waits for the peer's chunk, then loads
+         loads=((("dma_wait", 1), (None, 2)), (("ld", 1),)),
          computes=((("ar_add", 1),), (("ar_add", 1), ("ar_copy", 1))),
          stores=((("st", 1),),), cdma=True, dtype=2),
     Kind("eltwise_long", "tpu_eltwise_add_long",      # used for the 16-bit id-wrap option
@@ -403,12 +403,14 @@ class KernelBuilder:
 
         def dma_dur(idx):
             valid = idx >= 0
-            b = np.where(valid, tile_bytes, 0)
+            sys_ = idx == OP_INDEX["dma_wait"]      # waits for a peer's message: no data
+            b = np.where(valid & ~sys_, tile_bytes, 0)
             bcast = idx == OP_INDEX["ld_bcast"]
             b = np.where(bcast, c * dsize * 64, b)
             d = _dma_cycles(rng, b.astype(float), _OP_SRC[np.maximum(idx, 0)],
                             _OP_DST[np.maximum(idx, 0)])
-            return np.where(valid, d, 0), np.where(valid, b, 0)
+            d = np.where(sys_, rng.integers(150, 3000, idx.shape), d)
+            return np.where(valid, d, 0), b
 
         Ld, Lb = dma_dur(L)
         Sd, Sb = dma_dur(S)
