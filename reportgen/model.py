@@ -193,12 +193,21 @@ def finalize_commands(df: pd.DataFrame) -> pd.DataFrame:
     frame = frame[list(COMMAND_COLUMNS)]
     for col, dtype in COMMAND_COLUMNS.items():
         if dtype == "category":
-            frame[col] = frame[col].astype("object").where(frame[col].notna(), None).astype("category")
+            frame[col] = _categorical(frame[col])
         elif dtype in ("Int64", "Int16"):
-            frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(dtype)
-        else:
+            if frame[col].dtype != dtype:
+                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(dtype)
+        elif frame[col].dtype != dtype:
             frame[col] = frame[col].astype(dtype)
     extra = [c for c in df.columns if c not in COMMAND_COLUMNS]
     for c in extra:
         frame[c] = df[c]
     return frame.reset_index(drop=True)
+
+
+def _categorical(values: pd.Series) -> pd.Categorical:
+    """A categorical whose missing entries (None / NaN) stay missing; hash-based, one pass."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        return values.array
+    codes, uniques = pd.factorize(values.to_numpy(dtype=object), use_na_sentinel=True)
+    return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))

@@ -500,11 +500,7 @@ ROUND_TRIP = [dict(arch="AKS", mode=0, seed=41), dict(arch="AKS", mode=1, seed=4
               dict(arch="AKS", mode=2, seed=47, time_wrap=True, idle_cores=(3,)),
               dict(arch="AKS", mode=2, seed=49, tiu_freq=900, cdma_ports=(0, 3, 5, 10)),
               dict(arch="AKS", mode=1, seed=50, ring_core=4),
-              pytest.param(dict(arch="AKS", mode=1, seed=48, cmds_per_core=200, id_wrap=True),
-                           marks=pytest.mark.xfail(reason=(
-                               "decoder reports the raw 16-bit id + 1 after a genuine wrap "
-                               "(parsers/pmu/describe.py uses raw_id for cmd_id); spec §9.1 "
-                               "step 2 + §9.6: Cmd Id = unwrapped inst_id + 1 (65537, ...)")))]
+              dict(arch="AKS", mode=1, seed=48, cmds_per_core=200, id_wrap=True)]
 
 
 def _rt_id(k):

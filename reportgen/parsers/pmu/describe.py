@@ -2,12 +2,13 @@
 
 ``bind_engine`` pairs one engine stream of one core with its commands (dynamic nodes, DES
 chains or bmodel descriptor blocks); ``bind_cdma`` anchors and pairs the CDMA ports; both return
-a :class:`Binding` whose ``frame`` has the model's columns. ``assemble`` prunes system commands
+a :class:`Binding` whose ``cols`` are the model's columns. ``assemble`` prunes system commands
 at stream edges, numbers the rows per sheet and builds the register side tables.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import numpy as np
 import pandas as pd
@@ -29,11 +30,26 @@ SYS_LABEL_CODES = {"TIU": (8, 9), "GDMA": (3, 4), "SDMA": (3, 4), "CDMA": (3, 4)
 
 @dataclass
 class Binding:
-    frame: pd.DataFrame | None = None
-    registers: pd.DataFrame | None = None
+    """The described records of one stream: model columns as numpy arrays (one row per record)."""
+
+    cols: dict[str, np.ndarray] = field(default_factory=dict)
+    #: register fields per op: (row positions, {field: uint64 values}) in register order
+    regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=list)
     anchored: bool = False
     #: Function Type -> its register fields in register order (for the RegInfo layout)
     field_order: dict[str, list[str]] = field(default_factory=dict)
+
+    def __len__(self) -> int:
+        return len(self.cols["start_ns"]) if self.cols else 0
+
+    def take(self, keep: np.ndarray) -> "Binding":
+        """Rows ``keep`` (sorted positions), registers renumbered to match."""
+        regs = []
+        for pos, fields in self.regs:
+            sel = np.isin(pos, keep)
+            if sel.any():
+                regs.append((np.searchsorted(keep, pos[sel]), {k: v[sel] for k, v in fields.items()}))
+        return Binding({k: v[keep] for k, v in self.cols.items()}, regs, self.anchored, self.field_order)
 
 
 # -- descriptor chains -------------------------------------------------------------------------
@@ -76,11 +92,18 @@ def walk_chain(file: np.ndarray, start: int, length: int, engine: str, chip: Chi
 
 
 def gather(file: np.ndarray, offs: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray:
-    """n x width matrix of descriptor bytes (zero past each descriptor's own length)."""
-    cols = np.arange(width)
-    idx = np.minimum(offs[:, None] + cols, len(file) - 1)
-    out = file[idx]
-    out[cols >= lens[:, None]] = 0
+    """n x width matrix of descriptor bytes (zero past each descriptor's own length).
+
+    ``file`` is padded with zeros at its end (see dump._read_core), so a row copy of a sliding
+    window view never runs past it.
+    """
+    pad = max(0, int(offs.max()) + width - len(file)) if len(offs) else 0
+    if pad:
+        file = np.concatenate([file, np.zeros(pad, np.uint8)])
+    out = np.lib.stride_tricks.sliding_window_view(file, width)[offs]
+    short = lens < width
+    if short.any():
+        out[short] = np.where(np.arange(width) < lens[short, None], out[short], 0)
     return out
 
 
@@ -250,23 +273,25 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
 
 def _names(chip: Chip, engine: str, ctype: np.ndarray, eu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Function Type / Name from the mode-1 table; unknown pairs as cmd_type_<t> / <type>_<eu>."""
-    table = D.mode1_names(chip.name)
-    eng = NAME_ENGINE[engine]
+    ft_table, fn_table = _name_tables(chip.name, NAME_ENGINE[engine])
+    key = (ctype.astype(np.int64) & 31) * 32 + (eu.astype(np.int64) & 31)
+    return ft_table[key], fn_table[key]
+
+
+@lru_cache(maxsize=None)
+def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
+    """Lookup arrays over every (cmd type, eu) pair: 32 x 32 entries."""
+    table = D.mode1_names(chip)
     types = {t: ft for (e, t, _), (ft, _) in table.items() if e == eng}
-    keys = ctype.astype(np.int64) * 64 + eu.astype(np.int64)
-    uniq, inv = np.unique(keys, return_inverse=True)
-    ft_u, fn_u = [], []
-    for k in uniq:
-        t, e = int(k) // 64, int(k) % 64
-        hit = table.get((eng, t, e))
-        if hit:
-            ft_u.append(hit[0])
-            fn_u.append(hit[1])
-        else:
-            ft = types.get(t, f"cmd_type_{t}")
-            ft_u.append(ft)
-            fn_u.append(f"{ft}_{e}")
-    return np.array(ft_u, object)[inv], np.array(fn_u, object)[inv]
+    ft_u = np.empty(32 * 32, object)
+    fn_u = np.empty(32 * 32, object)
+    for t in range(32):
+        for e in range(32):
+            hit = table.get((eng, t, e))
+            ft = hit[0] if hit else types.get(t, f"cmd_type_{t}")
+            ft_u[t * 32 + e] = ft
+            fn_u[t * 32 + e] = hit[1] if hit else f"{ft}_{e}"
+    return ft_u, fn_u
 
 
 def _tensor_name(fname: np.ndarray, ctype: np.ndarray, sp: np.ndarray, src, dst) -> np.ndarray:
@@ -296,7 +321,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     cols: dict[str, np.ndarray] = {
         "core": np.full(n, core_index, np.int64), "engine": np.full(n, engine, object),
         "port": np.full(n, port if port is not None else -1, np.int64),
-        "cmd_id": s["raw_id"] if engine == "CDMA" else s["raw_id"] + 1,
+        "cmd_id": s["id"] if engine == "CDMA" else s["id"] + 1,   # ids after 16-bit unwrap
         "start_ns": s["start_ns"].copy(), "end_ns": s["end_ns"].copy(), "cycles": s["cycles"],
         "kernel": rec["kernel"], "func_scope": rec["scope"], "batch": rec["batch"], "mode": rec["mode"],
     }
@@ -344,7 +369,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     ftype[keep_name], fname[keep_name] = ftype_all[keep_name], fname_all[keep_name]
     # 3) full descriptors (mode 2, DES, bmodel)
     desc = np.flatnonzero(rec["source"] == "desc")
-    reg_frames = []
+    regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
     field_order: dict[str, list[str]] = {}
     if len(desc):
         kind = "CDMA" if engine == "CDMA" else ("TIU" if engine == "TIU" else "DMA")
@@ -363,13 +388,11 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
             sel = ops == op
             rows = desc[sel]
             fields = D.decode_fields(gather(file, d_off[sel], d_len[sel], lay[op].nbytes), lay[op])
-            reg = pd.DataFrame({("des_" if kind == "TIU" else "") + k: v.astype(np.int64)
-                                for k, v in fields.items()}, index=rows)
+            reg = {("des_" if kind == "TIU" else "") + k: v for k, v in fields.items()}
             if kind == "TIU":
                 eu = fields["tsk_eu_typ"].astype(np.int64)
                 ftype[rows] = op
-                nm = D.mode2_names()
-                fname[rows] = np.array([nm.get((op, int(e)), f"{op}_{int(e)}") for e in eu], object)
+                fname[rows] = D.mode2_name_table(op)[eu & 31]
                 ctype[rows] = fields["tsk_typ"].astype(np.int64)
                 sub[rows] = eu
                 a, u, c = tiu_ops(op, fields)
@@ -395,9 +418,9 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
                 for hi, lo, name in (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
                                      ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr")):
                     if hi in fields:
-                        reg[name] = (fields[hi].astype(np.int64) << 32) + fields[lo].astype(np.int64)
-            reg_frames.append(reg)
-            field_order[str(ftype[rows[0]])] = list(reg.columns)
+                        reg[name] = (fields[hi] << np.uint64(32)) + fields[lo]
+            regs.append((rows, reg))
+            field_order[str(ftype[rows[0]])] = list(reg)
     is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != "RVT")
     if engine != "TIU":
         sys_rows = ctype == SYS_TYPE[engine]
@@ -428,13 +451,7 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
                 uarch_rate=np.where(uarch > 0, alg / np.where(uarch > 0, uarch, 1), np.nan),
                 dep_cmd_id=dep)
     cols["_id"] = s["id"]
-    frame = pd.DataFrame(cols)
-    frame["func_scope"] = frame["func_scope"].where(frame["func_scope"] >= 0)
-    frame["batch"] = frame["batch"].where(frame["batch"] >= 0)
-    frame["dep_cmd_id"] = frame["dep_cmd_id"].where(frame["dep_cmd_id"] >= 0)
-    frame["port"] = frame["port"].where(frame["port"] >= 0)
-    registers = pd.concat(reg_frames).sort_index() if reg_frames else None
-    return Binding(frame=frame, registers=registers, field_order=field_order)
+    return Binding(cols=cols, regs=regs, field_order=field_order)
 
 
 def _tiu_dtype(op: str, fields) -> np.ndarray:
@@ -514,9 +531,9 @@ def bind_cdma(ports: dict[int, Stream], cores, anchor, chip: Chip, meta: Meta, b
         anchored = False
         if anchor is not None and len(s):
             sync, s = _repair_port(s, meta, port)
-            sd = anchor_sdma.frame if anchor_sdma is not None else None
-            if sync is not None and len(sync) and sd is not None and consumed < len(sd):
-                offset = int(sync["end_ns"][0]) - int(sd["end_ns"].iloc[consumed])
+            sd = anchor_sdma.cols if anchor_sdma is not None else None
+            if sync is not None and len(sync) and sd and consumed < len(anchor_sdma):
+                offset = int(sync["end_ns"][0]) - int(sd["end_ns"][consumed])
                 s["start_ns"] = s["start_ns"] - offset
                 s["end_ns"] = s["end_ns"] - offset
                 consumed += 1
@@ -529,12 +546,9 @@ def bind_cdma(ports: dict[int, Stream], cores, anchor, chip: Chip, meta: Meta, b
                       "missing, so the port's times cannot be aligned with the cores")
         out[port] = _bind_port(s, port, cores, anchor, chip, meta)
         out[port].anchored = anchored
-    if consumed and anchor_sdma is not None and anchor_sdma.frame is not None:
+    if consumed and anchor_sdma is not None:
         # the VSDMA sends that started the ports are part of the profiling set-up, not work
-        anchor_sdma.frame = anchor_sdma.frame.iloc[consumed:].reset_index(drop=True)
-        if anchor_sdma.registers is not None:
-            anchor_sdma.registers = anchor_sdma.registers.iloc[consumed:]
-            anchor_sdma.registers.index = anchor_sdma.registers.index - consumed
+        bound[(anchor.index, "SDMA")] = anchor_sdma.take(np.arange(consumed, len(anchor_sdma)))
     return out
 
 
@@ -589,7 +603,7 @@ def _bind_port(s: Stream, port: int, cores, anchor, chip: Chip, meta: Meta) -> B
         core_of[sel] = ci
     pool_arr = np.concatenate(pool) if pool else np.zeros(1, np.uint8)
     b = _describe(s, rec, "CDMA", 0, chip, meta, pool_arr, port=port)
-    b.frame["core"] = core_of
+    b.cols["core"] = core_of
     return b
 
 
@@ -608,39 +622,60 @@ def _node_fields(cl: CommandList, cmd: np.ndarray) -> dict[str, np.ndarray]:
 
 def assemble(bindings: list[Binding], meta: Meta):
     """Concatenate the bound streams, prune system commands at their edges, number the rows
-    of each sheet (global_idx) and collect the register side tables per engine."""
-    frames, regs = [], []
-    orders: dict[str, dict[str, list[str]]] = {}
-    any_cdma = any(b.frame["engine"].iloc[0] == "CDMA" for b in bindings)
+    of each sheet (global_idx) and build the register side tables per engine."""
+    any_cdma = any(b.cols["engine"][0] == "CDMA" for b in bindings)
+    parts: list[Binding] = []
     for b in bindings:
-        f = b.frame.reset_index(drop=True)
-        drop = _edge_prune(f["_id"].to_numpy(), f["is_sys"].to_numpy(bool))
-        if not any_cdma and len(f) <= 2:
-            drop |= f["is_sys"].to_numpy(bool)
+        is_sys = b.cols["is_sys"].astype(bool)
+        drop = _edge_prune(b.cols["_id"], is_sys)
+        if not any_cdma and len(b) <= 2:
+            drop |= is_sys
         if drop.any():
-            meta.accounting.setdefault("pruned", {})
-        keep = np.flatnonzero(~drop)
-        r = b.registers
-        if r is not None:
-            r = r[r.index.isin(keep)]
-            r.index = np.searchsorted(keep, r.index)
-        f = f.iloc[keep].reset_index(drop=True)
-        f["global_idx"] = np.arange(len(f))
-        frames.append(f)
-        regs.append(r)
-        orders.setdefault(str(f["engine"].iloc[0]), {}).update(b.field_order)
-    if not frames:
+            b = b.take(np.flatnonzero(~drop))
+        b.cols["global_idx"] = np.arange(len(b))
+        parts.append(b)
+    if not parts:
         return finalize_commands(pd.DataFrame(columns=["core", "engine"])), {}
-    offsets = np.cumsum([0] + [len(f) for f in frames[:-1]])
-    commands = finalize_commands(pd.concat(frames, ignore_index=True).drop(columns=["_id"]))
-    registers: dict[str, list] = {}
-    for f, r, off in zip(frames, regs, offsets):
-        if r is not None and len(r):
-            r = r.copy()
-            r.index = r.index + off
-            registers.setdefault(str(f["engine"].iloc[0]), []).append(r)
+    names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
+    missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan}
+    data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
+                               for p in parts]) for k in names}
+    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact"):
+        v = data[k].astype(np.int64)
+        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0), v < 0)
+    commands = finalize_commands(pd.DataFrame(data))
+    return commands, _register_tables(parts)
+
+
+def _register_tables(parts: list[Binding]) -> dict[str, pd.DataFrame]:
+    """One table per engine: the union of its ops' register fields (nullable UInt64), indexed
+    by the command's row in ``Profile.commands``; ``attrs["field_order"]`` keeps each op's order."""
+    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
+    by_engine: dict[str, list] = {}
+    orders: dict[str, dict[str, list[str]]] = {}
+    for p, off in zip(parts, offsets):
+        engine = str(p.cols["engine"][0])
+        orders.setdefault(engine, {}).update(p.field_order)
+        for pos, fields in p.regs:
+            by_engine.setdefault(engine, []).append((pos + off, fields))
     tables = {}
-    for e, parts in registers.items():
-        tables[e] = pd.concat(parts)
-        tables[e].attrs["field_order"] = orders.get(e, {})
-    return commands, tables
+    for engine, chunks in by_engine.items():
+        rows = np.concatenate([pos for pos, _ in chunks])
+        order = np.argsort(rows, kind="stable")
+        columns: list[str] = []
+        for _, fields in chunks:
+            columns += [k for k in fields if k not in columns]
+        start = np.cumsum([0] + [len(pos) for pos, _ in chunks[:-1]])
+        table = {}
+        for name in columns:
+            values = np.zeros(len(rows), np.uint64)
+            mask = np.ones(len(rows), bool)
+            for (pos, fields), a in zip(chunks, start):
+                if name in fields:
+                    values[a:a + len(pos)] = fields[name]
+                    mask[a:a + len(pos)] = False
+            table[name] = pd.arrays.IntegerArray(values[order], mask[order])
+        frame = pd.DataFrame(table, index=pd.Index(rows[order]))
+        frame.attrs["field_order"] = orders.get(engine, {})
+        tables[engine] = frame
+    return tables

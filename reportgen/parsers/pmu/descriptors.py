@@ -78,6 +78,14 @@ def mode2_names() -> dict[tuple[str, int], str]:
 
 
 @lru_cache(maxsize=None)
+@lru_cache(maxsize=None)
+def mode2_name_table(op: str) -> np.ndarray:
+    """Function Name of a decoded TIU op by tsk_eu_typ (0..31); unknown eu -> "<op>_<eu>"."""
+    names = mode2_names()
+    return np.array([names.get((op, e), f"{op}_{e}") for e in range(32)], object)
+
+
+@lru_cache(maxsize=None)
 def mode1_names(chip: str) -> dict[tuple[str, int, int], tuple[str, str]]:
     """(TIU|DMA|CDMA, cmd type, eu/special) -> (Function Type, Function Name)."""
     out = {}
@@ -136,20 +144,22 @@ def _tiu_eu_table(chip: str) -> dict[tuple[int, int, int], str]:
     return table
 
 
+@lru_cache(maxsize=None)
+def _tiu_op_lookup(chip: str) -> np.ndarray:
+    """Register op by key cmd_short * 512 + tsk_typ * 32 + eu (object array, None = unknown)."""
+    out = np.full(2 * 16 * 32, None, object)
+    for (short, typ, eu), op in _tiu_eu_table(chip).items():
+        out[short * 512 + typ * 32 + eu] = op
+    return out
+
+
 def classify_tiu(buf: np.ndarray, chip: str) -> np.ndarray:
     """Register op name of each TIU descriptor (object array; None if unknown)."""
-    short = extract(buf, 0, 1).astype(int)
-    typ = extract(buf, 41, 4).astype(int)
-    eu = extract(buf, 45, 5).astype(int)
-    eu3 = extract(buf, 45, 3).astype(int)
-    table = _tiu_eu_table(chip)
-    keys = np.stack([short, typ, eu], 1)
-    out = np.empty(len(buf), object)
-    uniq, inv = np.unique(keys, axis=0, return_inverse=True)
-    for j, (s, t, e) in enumerate(uniq):       # one lookup per distinct key
-        op = table.get((int(s), int(t), int(e)))
-        out[inv.ravel() == j] = op
-    tr_acc = (typ == 12) & (eu3 == 0)           # SYS_TR_ACC has a 3-bit eu field
+    short = extract(buf, 0, 1).astype(np.int64)
+    typ = extract(buf, 41, 4).astype(np.int64)
+    eu = extract(buf, 45, 5).astype(np.int64)
+    out = _tiu_op_lookup(chip)[short * 512 + typ * 32 + eu]
+    tr_acc = (typ == 12) & (extract(buf, 45, 3) == 0)     # SYS_TR_ACC has a 3-bit eu field
     out[tr_acc & (out == None)] = "SYS_TR_ACC"  # noqa: E711 (object array comparison)
     return out
 

@@ -91,8 +91,7 @@ def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     port_bound = describe.bind_cdma(port_streams, cores, anchor, chip, meta, bound)
 
     _align_cores(cores, bound, port_bound, anchor, meta)
-    bindings = [b for b in list(bound.values()) + list(port_bound.values())
-                if b.frame is not None and len(b.frame)]
+    bindings = [b for b in list(bound.values()) + list(port_bound.values()) if len(b)]
     if not bindings:
         meta.warn("empty", "the dump contains no PMU records after the profile-init preamble")
     commands, registers = describe.assemble(bindings, meta)
@@ -239,26 +238,23 @@ def _check_record_counts(gp, cores, ports, meta: Meta) -> None:
 def _align_cores(cores, bound, port_bound, anchor, meta: Meta) -> None:
     """Sync points coincide, then the earliest first record starts at 0 (spec §9.5)."""
     ref = next((c.sync_ns for c in cores if c.sync_ns is not None), None)
+    shifted = []
     for c in cores:
         delta = (c.sync_ns - ref) if (c.sync_ns is not None and ref is not None) else 0
-        for engine in CORE_ENGINES:
-            f = bound[(c.index, engine)].frame
-            if f is not None and delta:
-                f["start_ns"] -= delta
-                f["end_ns"] -= delta
-        if anchor is not None and c.index == anchor.index and delta:
-            for b in port_bound.values():
-                if b.frame is not None and b.anchored:
-                    b.frame["start_ns"] -= delta
-                    b.frame["end_ns"] -= delta
-    frames = [b.frame for b in list(bound.values()) + list(port_bound.values())
-              if b.frame is not None and len(b.frame)]
-    if not frames:
+        streams = [bound[(c.index, engine)] for engine in CORE_ENGINES]
+        if anchor is not None and c.index == anchor.index:
+            streams += [b for b in port_bound.values() if b.anchored]
+        for b in streams:
+            if len(b) and delta:
+                b.cols["start_ns"] = b.cols["start_ns"] - delta
+                b.cols["end_ns"] = b.cols["end_ns"] - delta
+    live = [b for b in list(bound.values()) + list(port_bound.values()) if len(b)]
+    if not live:
         return
-    zero = min(int(f["start_ns"].iloc[0]) for f in frames)
-    for f in frames:
-        f["start_ns"] -= zero
-        f["end_ns"] -= zero
-    meta.pmu_tail_ns = max(int(f["end_ns"].iloc[-1]) for f in frames)
-    if min(int(f["start_ns"].min()) for f in frames) < 0:
+    zero = min(int(b.cols["start_ns"][0]) for b in live)
+    for b in live:
+        b.cols["start_ns"] = b.cols["start_ns"] - zero
+        b.cols["end_ns"] = b.cols["end_ns"] - zero
+    meta.pmu_tail_ns = max(int(b.cols["end_ns"][-1]) for b in live)
+    if min(int(b.cols["start_ns"].min()) for b in live) < 0:
         meta.warn("unsorted", "a stream is not sorted by time: some commands start before 0 ns")
