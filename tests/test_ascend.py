@@ -169,3 +169,40 @@ def test_not_ascend(tmp_path):
     with pytest.raises(InputError, match="no ASCEND_PROFILER_OUTPUT"):
         ascend.load_ascend(tmp_path)
     assert np.isnan(np.nan)
+
+
+@needs_shared
+def test_mindspore_multi_rank_folders(tmp_path):
+    src = SHARED / "mindinsight/run_2/normal_run/profiler"
+    for r in (0, 1):
+        shutil.copytree(src, tmp_path / "profiler_data" / f"rank_{r}" / "profiler")
+    prof = ascend.load_ascend(tmp_path / "profiler_data")
+    assert sorted(set(prof.commands["core"])) == [0, 1]       # rank from the rank_N folder
+    assert len(prof.commands) == 224
+    assert set(prof.tables["Op Statistic"]["Rank"]) == {0, 1}
+    assert len(prof.tables["Ranks"]) == 2
+
+
+@needs_shared
+def test_trace_view_plus_kernel_details_links(tmp_path):
+    """kernel_details rows take the host links of the trace task with the same start."""
+    src = SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice/trace_view.json"
+    apo = tmp_path / "run_ascend_pt" / ascend.APO
+    apo.mkdir(parents=True)
+    shutil.copy(src, apo / "trace_view.json")
+    ev = json.loads(src.read_text())
+    hw_pid = next(e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"
+                  and e["args"]["name"] == "Ascend Hardware")
+    tasks = [e for e in ev if e.get("ph") == "X" and e["pid"] == hw_pid]
+    with open(apo / "kernel_details.csv", "w", newline="") as fh:
+        w = csv.writer(fh)
+        w.writerow(["Step Id", "Stream ID", "Name", "Type", "Accelerator Core", "Start Time(us)",
+                    "Duration(us)", "Block Dim"])
+        for e in tasks:
+            w.writerow([1, e["tid"], e["name"], "T", "AI_CORE", e["ts"], e["dur"], 8])
+    prof = ascend.load_ascend(tmp_path)
+    c = prof.commands
+    assert len(c) == len(tasks) == 276
+    assert (c["op_row"] >= 0).sum() == 274                 # same links as the trace alone
+    assert set(prof.host["role"].to_numpy()[c["op_row"][c["op_row"] >= 0]]) == {"op"}
+    assert (c["block_dim"] == 8).all()
