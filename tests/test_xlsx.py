@@ -392,6 +392,7 @@ def test_direct_xml_rows_equal_xlsxwriter_cells(tmp_path, monkeypatch):
     monkeypatch.setattr(xlsx, "DIRECT_XML", False)
     slow = _cells(xlsx.write(p, s, tmp_path / "cells", quiet=True))
     monkeypatch.setattr(xlsx, "DIRECT_XML", True)
+    monkeypatch.setattr(xlsx, "CHUNK_CELLS", 150)   # chunks of a few rows: boundaries everywhere
     fast = _cells(xlsx.write(p, s, tmp_path / "xml", quiet=True))
     assert list(fast) == list(slow)
     for sheet in fast:

@@ -538,10 +538,15 @@ _DIRECT_XML_NEEDS = ("constant_memory", "row_data_fh", "previous_row", "table",
                      "_write_single_row", "_check_dimensions")
 
 
+#: cells prepared at once: bounds the memory of a chunk (~100 B per prepared cell)
+CHUNK_CELLS = 400_000
+
+
 def write_rows(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
                book: _Book, progress: Callable[[int], None] | None = None,
-               chunk: int = 20_000) -> None:
+               chunk: int | None = None) -> None:
     """Write rows ``lo:hi`` of ``columns`` to ``ws`` from row ``first_row`` on, in row order."""
+    chunk = chunk or max(1, CHUNK_CELLS // max(len(columns), 1))
     direct = (DIRECT_XML and all(getattr(ws, a, None) is not None for a in _DIRECT_XML_NEEDS)
               and ws.constant_memory and all(c.kind != "mixed" for c in columns))
     if direct:
