@@ -293,14 +293,18 @@
       const present = new Uint8Array(TYPES.length);
       for (const l of this.spec.lanes) for (let i = IT.off[l]; i < IT.off[l + 1]; i++) present[opType(i)] = 1;
       this.legend.append(el('span', {class: 'label'}, 'Function Type'));
-      TYPES.forEach((t, k) => {
-        if (!present[k]) return;
+      // device types before host categories, each alphabetically
+      const order = TYPES.map((t, k) => k).filter((k) => present[k]).sort((p, q) =>
+        (TYPES[p].group === 'host') - (TYPES[q].group === 'host') ||
+        TYPES[p].name.localeCompare(TYPES[q].name, undefined, {sensitivity: 'base'}));
+      for (const k of order) {
+        const t = TYPES[k];
         const chip = el('button', {type: 'button', class: 'chip', 'data-type': String(k),
                                    style: `--c:${t.color}`, title: 'click to hide / show'},
                         el('i'), (t.group === 'host' ? 'host: ' : '') + t.name);
         chip.addEventListener('click', () => setTypeOff(k, !typeOff.has(k)));
         this.legend.append(chip);
-      });
+      }
       const all = el('button', {type: 'button', class: 'chip-all', onclick: () => {
         typeOff.clear(); for (const f of typeListeners) f();
       }}, 'show all');
@@ -536,6 +540,11 @@
     const spec = DATA.charts[id];
     const node = document.getElementById('chart-' + id);
     if (!spec || !node) return;
+    if (spec.empty) {
+      node.classList.add('empty');
+      node.textContent = spec.empty;
+      return;
+    }
     await Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true});
   }
 
@@ -612,13 +621,14 @@
   async function main() {
     if (typeof DecompressionStream === 'undefined') throw new Error('this browser has no DecompressionStream');
     const plotlyReady = loadPlotly();
-    const rawItems = gunzip(b64ToBytes(takeBlock('rg-items')));
     let firstPaint;
     const painted = new Promise((resolve) => { firstPaint = resolve; });
+    // the items wait for the first tab to paint: inflating and decoding them takes the main
+    // thread, which plotly.js and the overview need first
     itemsReady = (async () => {
-      const raw = await rawItems;
+      await painted;
+      const raw = await gunzip(b64ToBytes(takeBlock('rg-items')));
       timing.inflate_ms = performance.now();
-      await painted;              // decoding takes the main thread: let the first tab paint first
       IT = decodeItems(DATA.payload, raw);
       OVERVIEW = b64ToBytes(DATA.overview.b64);
       timing.decode_ms = performance.now();

@@ -296,3 +296,17 @@ def test_real_dump_round_trip(tmp_path):
     assert_items_equal_model(items, profile)
     assert len(text.encode()) < 3e6
     assert {l["name"] for l in data["lanes"] if l["engine"] == "CDMA"} == {f"CDMA_{p}" for p in range(5)}
+
+
+def test_charts_without_pmu_engines_say_so(tmp_path):
+    """Framework traces have streams, not TIU/GDMA/SDMA: the engine charts explain they are empty."""
+    profile = hand_profile()
+    c = profile.commands
+    c["engine"] = c["engine"].cat.rename_categories({"TIU": "stream 7", "GDMA": "stream 20"})
+    profile.commands = finalize_commands(c.drop(columns="sheet"))
+    _, data, items = write_page(profile, tmp_path)
+    assert [l["name"] for l in data["lanes"]] == ["stream 7_0", "stream 20_0"]
+    for chart in ("util", "busyidle", "bandwidth"):
+        assert "empty" in data["charts"][chart], chart
+    assert data["charts"]["functype"]["data"]
+    assert_items_equal_model(items, profile)

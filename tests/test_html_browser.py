@@ -336,3 +336,43 @@ def test_static_summary_without_scripts(playwright, report, tmp_path):
         shot(p, "html_noscript.png")
     finally:
         context.close()
+
+
+def test_host_lanes_sit_above_the_device_lanes(browser, tmp_path):
+    """A profile with host events: host lanes first in every timeline, hover shows the event."""
+    import pandas as pd
+
+    from reportgen.model import HOST_COLUMNS
+
+    profile = make_profile(cores=1, per_engine=200, seed=4)
+    t0 = int(profile.commands["start_ns"].min())
+    host = pd.DataFrame({
+        "name": ["ProfilerStep#1", "<b>aten::mm</b>", "aten::add"],
+        "category": ["user_annotation", "cpu_op", "cpu_op"], "pid": [7, 7, 7], "tid": [1, 1, 1],
+        "start_ns": [t0, t0 + 1000, t0 + 50_000], "end_ns": [t0 + 90_000, t0 + 40_000, t0 + 60_000],
+        "depth": [0, 1, 1], "parent": [-1, 0, 0], "args": [None] * 3,
+    }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
+    profile.host = host
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    p.evaluate("__report.show('core-0')")
+    result = p.evaluate("__report.zoom('core-0', 0, 100000)")
+    assert result["tier"] == "bars"
+    labels = p.evaluate("Array.from(document.querySelectorAll('#view-core-0 .yaxislayer-above text'))"
+                        ".map(t => t.textContent)")
+    assert labels == ["pid 7 / tid 1", "pid 7 / tid 1 · d1", "TIU_0", "GDMA_0", "SDMA_0", "CDMA_0"]
+    index = p.evaluate("""(() => { const it = __report.items;
+        for (let i = 0; i < it.n; i++) if (it.start[i] === 1000 && it.end[i] === 40000) return i;
+        return -1; })()""")
+    x, y = _bar_centre(p, "core-0", index)
+    p.mouse.move(x, y)
+    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
+    lines = p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
+                       ".map(t => t.textContent)")
+    assert lines == ["<b>aten::mm</b>", "cpu_op · pid 7 / tid 1 · d1", "start 1.000 µs · duration 39,000 ns"]
+    shot(p, "html_host_lanes.png")
+    watch.check()
+    p.close()

@@ -475,13 +475,18 @@ _BASE_LAYOUT = {"margin": {"l": 60, "r": 20, "t": 10, "b": 50}, "height": 340,
 
 
 def _engine_keys(summary: pd.DataFrame) -> list[tuple[str, str]]:
-    keys = [("TIU", "tiu"), ("GDMA", "gdma"), ("SDMA", "sdma")]
-    if "cdma_cmds" in summary and summary["cdma_cmds"].fillna(0).sum() > 0:
-        keys.append(("CDMA", "cdma"))
-    return keys
+    """Summary engines that have commands (framework traces have none of them)."""
+    keys = [("TIU", "tiu"), ("GDMA", "gdma"), ("SDMA", "sdma"), ("CDMA", "cdma")]
+    return [(label, key) for label, key in keys
+            if f"{key}_cmds" in summary and summary[f"{key}_cmds"].fillna(0).sum() > 0]
+
+
+NO_ENGINES = {"empty": "No TIU, GDMA, SDMA or CDMA commands in this profile."}
 
 
 def utilisation_chart(summary: pd.DataFrame) -> dict[str, Any]:
+    if not _engine_keys(summary):
+        return NO_ENGINES
     per_core = summary[summary["core"].astype(str) != "Overall"]
     x = [f"core {k}" for k in per_core["core"]]
     data = [{"type": "bar", "name": label, "x": x, "y": _typed(per_core[f"{key}_util"].to_numpy(float) * 100),
@@ -494,6 +499,8 @@ def utilisation_chart(summary: pd.DataFrame) -> dict[str, Any]:
 
 
 def functype_chart(by_type: pd.DataFrame, types: list[dict[str, Any]]) -> dict[str, Any]:
+    if by_type.empty:
+        return {"empty": "No commands in this profile."}
     engines = list(dict.fromkeys(by_type["engine"]))
     color = {t["name"]: t["color"] for t in types if t["group"] == "device"}
     data = []
@@ -514,6 +521,8 @@ def functype_chart(by_type: pd.DataFrame, types: list[dict[str, Any]]) -> dict[s
 
 
 def busy_idle_chart(summary: pd.DataFrame) -> dict[str, Any]:
+    if not _engine_keys(summary):
+        return NO_ENGINES
     per_core = summary[summary["core"].astype(str) != "Overall"]
     x = [f"core {k}" for k in per_core["core"]]
     data = []
@@ -533,6 +542,8 @@ def busy_idle_chart(summary: pd.DataFrame) -> dict[str, Any]:
 
 
 def bandwidth_chart(bw: dict[str, Any]) -> dict[str, Any]:
+    if not bw["series"]:
+        return {"empty": "No DMA traffic with a known size and direction in this profile."}
     edges = bw["edges_ns"]
     centres = (edges[:-1] + edges[1:]) / 2 / 1e3
     kinds = [k for k in ("DDR", "L2M") if any(s["kind"] == k for s in bw["series"])]
