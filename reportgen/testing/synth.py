@@ -33,7 +33,10 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import shutil
 import sys
+import tempfile
 import time
 from dataclasses import asdict, dataclass, field
 from functools import lru_cache
@@ -43,6 +46,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.testing import dumpformat as df
+from reportgen.writers.atomic import atomic_open
 
 DATA_DIR = Path(__file__).resolve().parent.parent / "parsers" / "pmu" / "data"
 
@@ -894,10 +898,25 @@ class DumpWriter:
     def write(self, outdir: Path) -> SynthResult:
         cfg, rng = self.cfg, self.rng
         outdir = Path(outdir)
-        dump = outdir / cfg.dump_name
-        dump.mkdir(parents=True, exist_ok=True)
-        for old in list(dump.glob("cdmlib*.profile")) + list(dump.glob("cdma*.profile")):
-            old.unlink()
+        final = outdir / cfg.dump_name
+        _check_replaceable(final)
+        outdir.mkdir(parents=True, exist_ok=True)
+        # the dump is built in a hidden sibling folder and renamed when complete
+        dump = Path(tempfile.mkdtemp(prefix=f".{cfg.dump_name}.", suffix=".part", dir=outdir))
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(dump, 0o777 & ~umask)            # mkdtemp makes it private
+        try:
+            result = self._write(outdir, dump)
+            _replace_dir(dump, final)
+        except BaseException:
+            shutil.rmtree(dump, ignore_errors=True)
+            raise
+        result.dump_dir = final
+        return result
+
+    def _write(self, outdir: Path, dump: Path) -> SynthResult:
+        cfg, rng = self.cfg, self.rng
         programs, seq, rvt_kernels, submitter = plan(cfg, rng)
         self._check_runs(programs)
         files: dict[str, int] = {}
@@ -962,7 +981,7 @@ class DumpWriter:
             "tiu_freq": cfg.tiu_freq, "cmds_per_core": cfg.cmds_per_core,
             "kinds": list(dict.fromkeys(seq)),
             "func_names": [] if cfg.mode == 0 else list(dict.fromkeys(
-                KINDS[k].func for k in seq)) + (["tpu_eltwise_add_long"] if cfg.id_wrap else []),
+                r.func for p in programs.values() for r in p.kernels)),
             "kernel_sequence": seq,
             "kernel_sequence_funcs": {str(c): [r.func for r in programs[c].kernels]
                                       for c in range(cfg.cores)},
@@ -974,11 +993,14 @@ class DumpWriter:
             "ring_capacity": ring["cap"] if ring else None, "max_record_num": max_rec,
             "counter_base": {str(c): b for c, b in bases.items()},
             "tail_offset_ns": cfg.tail_offset_ns, "bmodel": False, "compat": "0.3.7",
+            "edge_markers": False, "trace": None,
             "generator": "reportgen.testing.synth", "dump_dir": cfg.dump_name,
             "commands": int(len(truth)),
         }
-        truth.to_csv(outdir / "expected_commands.csv", index=False)
-        (outdir / "generator_meta.json").write_text(json.dumps(meta, indent=1) + "\n")
+        with atomic_open(outdir / "expected_commands.csv", newline="") as fh:
+            truth.to_csv(fh, index=False)
+        with atomic_open(outdir / "generator_meta.json") as fh:
+            fh.write(json.dumps(meta, indent=1) + "\n")
         return SynthResult(dump, truth, meta, files)
 
     # -- decoder-constraint checks --------------------------------------------------------
@@ -1206,6 +1228,35 @@ class DumpWriter:
         return self.chip["core_num"] - 1
 
 
+DUMP_FILE_PATTERNS = ("global.profile", "cdmlib*.profile", "cdma*.profile")
+
+
+def _dump_files(d: Path) -> set[Path]:
+    return {p for pat in DUMP_FILE_PATTERNS for p in d.glob(pat)}
+
+
+def _check_replaceable(final: Path) -> None:
+    """An existing target is replaced only if it holds nothing but dump files."""
+    if final.exists():
+        if not final.is_dir():
+            raise ValueError(f"{final} exists and is not a directory")
+        other = set(final.iterdir()) - _dump_files(final)
+        if other:
+            raise ValueError(f"{final} exists and holds other files ({sorted(other)[0].name}); "
+                             "refusing to replace it")
+
+
+def _replace_dir(new: Path, final: Path) -> None:
+    """Move the finished dump into place; an older dump is removed only after that."""
+    old = None
+    if final.exists():
+        old = final.with_name(f".{final.name}.old-{new.name}")
+        final.rename(old)
+    new.rename(final)
+    if old is not None:
+        shutil.rmtree(old, ignore_errors=True)
+
+
 def write_dump(outdir, cfg: SynthConfig | None = None, **kwargs) -> SynthResult:
     """Write a synthetic dump and its truth under ``outdir`` (see module docstring)."""
     cfg = cfg or SynthConfig(**kwargs)
@@ -1245,7 +1296,7 @@ def main(argv: list[str] | None = None) -> int:
     t0 = time.perf_counter()
     try:
         res = write_dump(a.outdir, cfg)
-    except ValueError as exc:
+    except (ValueError, OSError) as exc:
         print(f"reportgen-synth: {exc}", file=sys.stderr)
         return 2
     dt = time.perf_counter() - t0
