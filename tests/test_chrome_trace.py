@@ -278,3 +278,20 @@ def test_real_ascend_trace_view_string_ts_and_async_npu_flows():
     ops = prof.commands["op_row"].to_numpy()
     assert (ops >= 0).sum() == 274
     assert set(prof.host["role"].to_numpy()[ops[ops >= 0]]) == {"op"}
+
+
+def test_generic_trace_device_process_by_name(tmp_path):
+    """tpudnn-style: no framework categories; a process named "TPU 1" holds device work."""
+    ev = [
+        {"ph": "M", "name": "process_name", "pid": 5, "args": {"name": "TPU 1"}},
+        {"ph": "M", "name": "thread_name", "pid": 5, "tid": 0, "args": {"name": "TIU"}},
+        {"ph": "M", "name": "process_name", "pid": 9, "args": {"name": "DeviceManager"}},
+        {"ph": "X", "name": "matmul", "cat": "tpu", "pid": 5, "tid": 0, "ts": 1, "dur": 3},
+        {"ph": "X", "name": "host_call", "cat": "api", "pid": 9, "tid": 1, "ts": 0, "dur": 5},
+    ]
+    p = tmp_path / "tpudnn.json"
+    p.write_text(json.dumps({"traceEvents": ev}))
+    prof = ct.load_chrome_trace(p)
+    assert list(prof.commands["func_name"]) == ["matmul"]
+    assert list(prof.commands["engine"]) == ["TIU"]
+    assert list(prof.host["name"]) == ["host_call"]

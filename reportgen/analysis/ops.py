@@ -169,8 +169,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
         ok = l_dst >= 0
         l_src, l_dst = l_src[ok], l_dst[ok]
     else:
-        l_src, l_dst = ancestor_pairs(m_anc, np.where(m_anc[lrows] >= 0, lrows, lrows))
-        # ancestor_pairs follows m_anc from the launch itself: first hop = nearest monitored
+        # every monitored ancestor of each launch (first hop = the nearest one)
+        l_src, l_dst = ancestor_pairs(m_anc, lrows)
     launch_pairs = pd.DataFrame({"row": l_dst, "lrow": lrows[l_src]})
 
     # device slices -> issuing host slice -> monitored ancestors (or itself if monitored)

@@ -56,6 +56,8 @@ DERIVED_PROCESSES = {"overlap analysis", "step trace", "ai core freq", "hbm", "l
 HOST_ROLES = ("op", "annotation", "python", "runtime", "queue", "host")
 
 _PID_DEVICE_LABEL = re.compile(r"^\s*(?:GPU|NPU|TPU|XPU|MTIA|Device)\s*(\d+)?", re.I)
+#: a process *named* like a device ("TPU 0", "gpu1"): tpudnn/DeepLink-style traces
+_DEVICE_PROCESS_NAME = re.compile(r"^\s*(?:gpu|npu|tpu|xpu|mtia|device)\s*\d*\s*$", re.I)
 
 
 @dataclass
@@ -596,7 +598,7 @@ def event_role(ph: str, cat: str, pname: str, dev_label: bool, tname: str, name:
     if pname == "ascend hardware":
         # Ascend Hardware also carries "Step Trace" lanes; only "Stream n" lanes are tasks
         return "device" if tname.startswith("stream") or tname == "" else "derived"
-    if pname in DEVICE_PROCESSES or dev_label:
+    if pname in DEVICE_PROCESSES or dev_label or _DEVICE_PROCESS_NAME.match(pname):
         return "device"
     if pname == "cann":
         return "runtime"
