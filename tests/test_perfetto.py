@@ -438,3 +438,21 @@ def test_golden_dump_matches_reference_slices(case, tmp_path):
         (src,) = dec["flows_out"][fid]
         s, d = dec["slices"][src], dec["slices"][dst]
         assert s["ts"] + s["dur"] <= d["ts"] and d["args"]["Dep Cmd Id"] == s["args"]["Cmd Id"]
+
+
+def test_kernel_runs_without_scope_ids(tmp_path):
+    """No func_scope: a kernel slice per run of the same kernel name on a core."""
+    prof = small_profile()
+    c = prof.commands
+    c["func_scope"] = pd.array([pd.NA] * len(c), dtype="Int64")
+    # in start order: GDMA0(0) GDMA1(50) TIU0(100) GDMA2(150) TIU1(200) TIU2(300)
+    kernel = {("GDMA", 0): "A", ("GDMA", 1): "A", ("TIU", 0): "A", ("GDMA", 2): "B", ("TIU", 1): "B", ("TIU", 2): "A"}
+    c["kernel"] = pd.Categorical([kernel[(e, i)] for e, i in zip(c["engine"].astype(str), c["global_idx"])])
+    dec = write_and_decode(prof, tmp_path)
+    kern = sorted((s["ts"], s["dur"], s["name"], s["args"]["Commands"], track_path(dec["tracks"], s["track"]))
+                  for s in dec["slices"] if "Kernel Function" in track_path(dec["tracks"], s["track"]))
+    # B overlaps the first A run (GDMA prefetch): it gets the second kernel lane
+    assert kern == [(0, 200, "A", 3, "AKS TPU/Core 0/Kernel Function"),
+                    (150, 150, "B", 2, "AKS TPU/Core 0/Kernel Function #2"),
+                    (300, 0, "A", 1, "AKS TPU/Core 0/Kernel Function")]
+    assert all("Func Scope Id" not in s["args"] for s in dec["slices"])

@@ -61,7 +61,7 @@ from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
 
 FILE_NAME = "perfetto.pftrace"
-CHUNK = 65_536                      # slices encoded and written at a time
+CHUNK = 32_768                      # slices encoded and written at a time
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4
 SEQ_CLEARED, SEQ_NEEDS_STATE = 1, 2
@@ -204,6 +204,18 @@ class _Interned:
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
         table = np.array([self.get(str(u)) for u in uniques] + [0], np.int64)
         return table[codes]                     # code -1 (missing) picks the trailing 0
+
+    def lookup(self, column: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+        """(codes, table) with ``table[codes]`` = iid per row (0 = missing).
+
+        A categorical column keeps its own small codes, so nothing of the column's length is
+        allocated; other columns are factorised once.
+        """
+        if isinstance(column.dtype, pd.CategoricalDtype):
+            codes, uniques = column.cat.codes.to_numpy(), column.cat.categories
+        else:
+            codes, uniques = pd.factorize(column.astype(object), use_na_sentinel=True)
+        return codes, np.array([self.get(str(u)) for u in uniques] + [0], np.int64)
 
     def get(self, text: str) -> int:
         iid = self.ids.get(text)
@@ -364,18 +376,32 @@ def _column(c: pd.DataFrame, name: str, kind: str):
     return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
 
 
+def _codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes and their labels; a categorical column's own codes (no copy of strings)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), column.cat.categories
+    codes, uniques = pd.factorize(column.astype(object))
+    return codes, pd.Index(uniques)
+
+
+def _engine_is(c: pd.DataFrame, engine: str) -> np.ndarray:
+    codes, names = _codes(c["engine"])
+    hit = np.append(np.asarray(names.astype(str) == engine, bool), False)   # code -1: missing
+    return hit[codes]
+
+
 def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (module doc)."""
     if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
-                          "engine": c["engine"].astype(str).to_numpy(), "start": c["start_ns"].to_numpy(np.int64),
+                          "engine": _codes(c["engine"])[0], "start": c["start_ns"].to_numpy(np.int64),
                           "cmd_id": c["cmd_id"].to_numpy(np.int64),
                           "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
     src_rows, dst_rows = [], []
     for target, source in (("TIU", "GDMA"), ("GDMA", "TIU")):
-        dst = frame[(frame["engine"] == target) & (frame["dep"] > 0)].sort_values("start")
-        src = frame[frame["engine"] == source].sort_values("start")
+        dst = frame[_engine_is(c, target) & (frame["dep"] > 0).to_numpy()].sort_values("start")
+        src = frame[_engine_is(c, source)].sort_values("start")
         if dst.empty or src.empty:
             continue
         m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
@@ -461,13 +487,12 @@ class _TraceWriter:
     # -- commands ---------------------------------------------------------------------------
     def _commands_plan(self, c: pd.DataFrame) -> dict:
         t = self.t
-        engine = c["engine"].astype(str).to_numpy()
+        eng_code, eng_names = _codes(c["engine"])
         core = c["core"].to_numpy(np.int64)
         port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
-        is_cdma = engine == "CDMA"
+        is_cdma = _engine_is(c, "CDMA")
         owner = np.where(is_cdma, port, core)
-        base_key = pd.Series(engine, dtype=object) + "/" + pd.Series(owner).astype(str)
-        base_code, base_names = pd.factorize(base_key)
+        base_code, base_keys = pd.factorize(eng_code.astype(np.int64) * (1 << 32) + owner)
         start = c["start_ns"].to_numpy(np.int64)
         end = c["end_ns"].to_numpy(np.int64)
         lane = first_fit_lanes(base_code, start, end)
@@ -477,7 +502,8 @@ class _TraceWriter:
         uuid_of = np.zeros(len(track_keys), np.int64)
         for k, key in enumerate(track_keys.to_numpy()):
             b, ln = divmod(int(key), 1024)
-            eng, own = base_names[b].split("/")
+            e, own = divmod(int(base_keys[b]), 1 << 32)
+            eng = str(eng_names[e])
             label = eng if ln == 0 else f"{eng} #{ln + 1}"
             if eng == "CDMA":
                 if cdma_root is None:
@@ -491,71 +517,76 @@ class _TraceWriter:
                                      self.core_track(int(own)), rank=rank)
         seq_ids = t.sequences(len(track_keys))
         order = np.lexsort((end, start, track_code))
-        seq = seq_ids[track_code]
-        # strings and args
-        name_iid = t.names.codes(c["func_name"].astype(object))
-        cat_iid = t.cats.codes(c["func_type"].astype(object))
+        track_code = track_code.astype(np.int32)
+        seq = seq_ids[track_code]                                # transient: for the iids used
+        # strings: small per-column iid tables; args: read per chunk from the frame, so what
+        # stays allocated for the whole write is order, track_code and the flow lists
+        names, cats = t.names.lookup(c["func_name"]), t.cats.lookup(c["func_type"])
         str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
                     "Kernel Function": "kernel", "Mode": "mode"}
-        strings = {a: t.strings.codes(c[col].astype(object)) for a, col in str_cols.items()}
+        strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+        int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
+                    "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
+                    "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
+        dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
+        used = {"names": _pairs(seq, names[1][names[0]]), "cats": _pairs(seq, cats[1][cats[0]]),
+                "strings": tuple(np.concatenate(x) for x in zip(*[_pairs(seq, tab[codes])
+                                                                  for codes, tab in strings.values()]))}
+        arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
+                       **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma}
+        used["args"] = tuple(np.concatenate(x) for x in zip(*[_pairs(seq, np.where(ok, t.arg_iid[a], 0))
+                                                             for a, ok in arg_present.items()]))
+        first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
+        np.minimum.at(first_ts, track_code, start + self.base)
+        del seq, arg_present
+        # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
         src, dst = _command_dependencies(c)
-        flow_id = dst + 1
-        is_dst = np.zeros(len(c), bool)
-        is_dst[dst] = True
-        dst_flow = np.zeros(len(c), np.int64)
-        dst_flow[dst] = flow_id
-        src_order = np.argsort(src, kind="stable")
-        src_sorted, src_ids = src[src_order], flow_id[src_order]
-        # position of every row in the output order, to cut the flow lists per chunk
         position = np.empty(len(c), np.int64)
         position[order] = np.arange(len(c))
-        flow_pos = position[src_sorted]
-        fo = np.argsort(flow_pos, kind="stable")
-        flow_pos, flow_ids_sorted = flow_pos[fo], src_ids[fo]
-
-        int_args = [("Global Idx", "global_idx"), ("Cmd Id", "cmd_id"), ("Cycles", "cycles"),
-                    ("DMA data size(B)", "bytes"), ("Stall Cycles", "stall_cycles"),
-                    ("Dep Cmd Id", "dep_cmd_id"), ("Batch", "batch"), ("Port", "port")]
-        ints = {a: _column(c, col, "int") for a, col in int_args}
-        ints["Core"] = (core, is_cdma)              # the submitting core of a CDMA command
-        dbl = {"DDR Bandwidth(GB/s)": _column(c, "ddr_bw", "double"),
-               "L2M Bandwidth(GB/s)": _column(c, "l2m_bw", "double")}
-        rate, rate_ok = _column(c, "uarch_rate", "double")
-        dbl["uArch Rate"] = (np.round(rate * 100.0, 6), rate_ok)
+        src_pos, dst_pos = position[src], position[dst]
+        del position
+        so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
+        src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
+        dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
         base = self.base
 
         def encode(lo: int, hi: int) -> bytes:
             rows = order[lo:hi]
             n = len(rows)
+            part = c.take(rows)
+            seq_rows = seq_ids[track_code[rows]]
             te = _Rows(n).const(9, SLICE_BEGIN)
-            te.varint(10, name_iid[rows], name_iid[rows] > 0).varint(3, cat_iid[rows], cat_iid[rows] > 0)
-            args = [(a, "int", v[rows], ok[rows]) for a, (v, ok) in ints.items()]
-            args += [(a, "double", v[rows], ok[rows]) for a, (v, ok) in dbl.items()]
-            args += [(a, "string", v[rows], v[rows] > 0) for a, v in strings.items()]
+            iid = names[1][names[0][rows]]
+            te.varint(10, iid, iid > 0)
+            iid = cats[1][cats[0][rows]]
+            te.varint(3, iid, iid > 0)
+            args = [(a, "int", *_column(part, col, "int")) for a, col in int_cols.items()]
+            args.append(("Core", "int", part["core"].to_numpy(np.int64), is_cdma[rows]))
+            for a, col in dbl_cols.items():
+                v, ok = _column(part, col, "double")
+                args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
+            for a, (codes, tab) in strings.items():
+                iid = tab[codes[rows]]
+                args.append((a, "string", iid, iid > 0))
             _annotations(te, t, args)
-            a, b = np.searchsorted(flow_pos, [lo, hi])
-            te.dense(*_fixed64_repeated(flow_pos[a:b] - lo, flow_ids_sorted[a:b], 47, n))
-            te.fixed64(48, dst_flow[rows].astype(np.uint64), is_dst[rows])
-            rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq[rows], te))
+            i, j = np.searchsorted(src_pos, [lo, hi])
+            te.dense(*_fixed64_repeated(src_pos[i:j] - lo, src_flow[i:j], 47, n))
+            i, j = np.searchsorted(dst_pos, [lo, hi])
+            terminating = np.zeros(n, np.uint64)
+            terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
+            te.fixed64(48, terminating, terminating > 0)
+            rec = _Rows(n).message(1, _packet(n, start[rows] + base, seq_rows, te))
             end_ev = _Rows(n).const(9, SLICE_END)
-            rec.message(1, _packet(n, end[rows] + base, seq[rows], end_ev))
+            rec.message(1, _packet(n, end[rows] + base, seq_rows, end_ev))
             return rec.tobytes()
 
-        first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
-        np.minimum.at(first_ts, track_code, start + base)
-        present = {**{a: ok for a, (_, ok) in ints.items()}, **{a: ok for a, (_, ok) in dbl.items()},
-                   **{a: v > 0 for a, v in strings.items()}}
-        arg_pairs = [_pairs(seq, np.where(ok, t.arg_iid[a], 0)) for a, ok in present.items()]
-        str_pairs = [_pairs(seq, v) for v in strings.values()]
-        return {"n": len(c), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts, "encode": encode,
-                "used": {"names": (seq, name_iid), "cats": (seq, cat_iid),
-                         "args": tuple(np.concatenate(x) for x in zip(*arg_pairs)),
-                         "strings": tuple(np.concatenate(x) for x in zip(*str_pairs))}}
+        return {"n": len(c), "seq_ids": seq_ids, "tracks": uuid_of, "first_ts": first_ts,
+                "encode": encode, "used": used}
 
     # -- kernel functions -------------------------------------------------------------------
     def _kernels_plan(self, c: pd.DataFrame) -> dict | None:
         t = self.t
-        dev = c[(c["engine"].astype(str) != "CDMA") & (c["kernel"].notna() | c["func_scope"].notna())]
+        dev = c[~_engine_is(c, "CDMA") & (c["kernel"].notna() | c["func_scope"].notna()).to_numpy(bool)]
         if dev.empty:
             return None
         dev = dev.sort_values(["core", "start_ns"], kind="stable")
@@ -563,8 +594,8 @@ class _TraceWriter:
         scope = dev["func_scope"].astype("Float64")
         # scope key: the func_scope id; without one, a run of the same kernel name on a core
         run = (kernel.ne(kernel.shift()) | dev["core"].ne(dev["core"].shift())).cumsum()
-        key = np.where(scope.notna().to_numpy(bool), "s" + scope.fillna(0).astype("int64").astype(str),
-                       "r" + run.astype(str))
+        key = np.where(scope.notna().to_numpy(bool), scope.fillna(0).astype("int64").to_numpy(),
+                       -run.to_numpy(np.int64))         # runs get negative keys, scopes are >= 0
         g = dev.assign(_key=key).groupby(["core", "_key"], sort=False, observed=True)
         k = pd.DataFrame({"core": g["core"].first(), "start": g["start_ns"].min(), "end": g["end_ns"].max(),
                           "kernel": g["kernel"].first(), "scope": g["func_scope"].first(),
@@ -612,9 +643,8 @@ class _TraceWriter:
     def _counters_plan(self, c: pd.DataFrame) -> list[dict]:
         """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
         bandwidth (sum over the running commands) per core, as double counters."""
-        engine = c["engine"].astype(str).to_numpy()
         series = []                                    # (core, track name, ts, value)
-        tiu = c[(engine == "TIU") & c["uarch_rate"].notna().to_numpy(bool)]
+        tiu = c[_engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool)]
         if len(tiu):
             tiu = tiu.sort_values(["core", "start_ns", "end_ns"], kind="stable")
             core = tiu["core"].to_numpy(np.int64)
@@ -632,7 +662,7 @@ class _TraceWriter:
             o = np.lexsort((kind, ts, cores))
             series.append(("TIU uArch Rate (%)", "%", cores[o], ts[o], val[o]))
         for eng in ("GDMA", "SDMA"):
-            d = c[(engine == eng) & ~c["is_sys"].to_numpy(bool)]
+            d = c[_engine_is(c, eng) & ~c["is_sys"].to_numpy(bool)]
             bw = d["ddr_bw"].astype("float64").fillna(d["l2m_bw"].astype("float64"))
             d = d[bw.notna().to_numpy(bool)]
             bw = bw[bw.notna()]
