@@ -294,4 +294,5 @@ def test_generic_trace_device_process_by_name(tmp_path):
     prof = ct.load_chrome_trace(p)
     assert list(prof.commands["func_name"]) == ["matmul"]
     assert list(prof.commands["engine"]) == ["TIU"]
+    assert list(prof.commands["core"]) == [1]
     assert list(prof.host["name"]) == ["host_call"]

@@ -58,6 +58,7 @@ HOST_ROLES = ("op", "annotation", "python", "runtime", "queue", "host")
 _PID_DEVICE_LABEL = re.compile(r"^\s*(?:GPU|NPU|TPU|XPU|MTIA|Device)\s*(\d+)?", re.I)
 #: a process *named* like a device ("TPU 0", "gpu1"): tpudnn/DeepLink-style traces
 _DEVICE_PROCESS_NAME = re.compile(r"^\s*(?:gpu|npu|tpu|xpu|mtia|device)\s*\d*\s*$", re.I)
+_DEVICE_PROCESS_NAME_NUM = re.compile(r"^\s*(?:gpu|npu|tpu|xpu|mtia|device)\s*(\d+)\s*$", re.I)
 
 
 @dataclass
@@ -722,6 +723,9 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
         devid = pd.to_numeric(_arg_column(da, "device"), errors="coerce")
         label = d["pid"].map(data.process_labels).astype(object).fillna("").astype(str).str.extract(
             _PID_DEVICE_LABEL)[0]
+        # a process named "TPU 1" says its device too
+        named = pname.str.extract(_DEVICE_PROCESS_NAME_NUM)[0]
+        label = label.fillna(named)
         pid_num = pd.to_numeric(d["pid"], errors="coerce")
         small_pid = pid_num.where(pid_num.between(0, 4095))
         # Ascend/CANN pids are synthetic; a device label or the args say which device
