@@ -15,7 +15,7 @@ from bs4 import BeautifulSoup
 from reportgen.analysis import timeline
 from reportgen.analysis.metrics import engine_summary
 from reportgen.errors import OutputError
-from reportgen.model import Meta, Profile, empty_frame, HOST_COLUMNS, finalize_commands
+from reportgen.model import HOST_COLUMNS, Meta, Profile, finalize_commands
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
 

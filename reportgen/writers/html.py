@@ -26,7 +26,6 @@ import html as html_lib
 import json
 import math
 import re
-import time
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -644,8 +643,10 @@ def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]]):
     return views, tabs
 
 
-def render(profile: Profile, summary: pd.DataFrame) -> str:
-    """The complete result.html text."""
+def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
+    """The complete result.html text. ``progress(stage)`` is called as each stage starts."""
+    step = progress or (lambda stage: None)
+    step("encode commands")
     lanes = timeline.device_lanes(profile)
     hlanes = timeline.host_lanes(profile)
     n_lanes = len(lanes.names) + len(hlanes.names)
@@ -657,6 +658,7 @@ def render(profile: Profile, summary: pd.DataFrame) -> str:
     overview_u1 = np.round(overview * 255).astype(np.uint8)
     lane_specs = _lane_specs(profile, lanes, hlanes)
     views, tabs = _views_and_tabs(profile, lane_specs)
+    step("charts")
     charts = {
         "util": utilisation_chart(summary),
         "functype": functype_chart(timeline.time_by_func_type(profile), types),
@@ -670,6 +672,7 @@ def render(profile: Profile, summary: pd.DataFrame) -> str:
         "payload": header,
         "overview": {"buckets": OVERVIEW_BUCKETS, "b64": base64.b64encode(overview_u1.tobytes()).decode("ascii")},
     }
+    step("page")
     m = profile.meta
     title = " · ".join(x for x in [m.chip or None, Path(m.input_path).name if m.input_path else None,
                                    f"{len(profile.commands):,} commands"] if x)
@@ -696,20 +699,23 @@ def _clean(obj: Any) -> Any:
 
 def write(profile: Profile, summary: pd.DataFrame, out_dir, *, quiet: bool = False) -> Path:
     """Write ``out_dir/PerfWeb/result.html`` atomically and return its path."""
-    target = Path(out_dir) / "PerfWeb" / "result.html"
-    started = time.perf_counter()
-    text = render(profile, summary)
-    try:
-        with atomic_open(target, "w", encoding="utf-8", newline="\n") as fh:
-            fh.write(text)
-    except OSError as err:
-        raise OutputError(f"{target}: cannot write the HTML report ({err.strerror or err})") from err
-    if not quiet:
-        import sys
+    import sys
 
-        size = target.stat().st_size
-        print(f"result.html: {size / 1e6:.1f} MB in {time.perf_counter() - started:.1f} s -> {target}",
-              file=sys.stderr)
+    from tqdm import tqdm
+
+    target = Path(out_dir) / "PerfWeb" / "result.html"
+    with tqdm(total=4, desc="html", unit="stage", file=sys.stderr, disable=quiet, leave=False) as bar:
+        def progress(stage: str) -> None:      # called as each of the 4 stages starts
+            bar.set_postfix_str(stage, refresh=False)
+            bar.update(1)
+
+        text = render(profile, summary, progress)
+        progress("write")
+        try:
+            with atomic_open(target, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+        except OSError as err:
+            raise OutputError(f"{target}: cannot write the HTML report ({err.strerror or err})") from err
     return target
 
 
