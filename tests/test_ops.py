@@ -251,3 +251,26 @@ def test_real_key_averages_totals_match_plain_json():
     kern = [e for e in ev if e.get("ph") == "X" and e.get("cat") in ("kernel", "gpu_memcpy", "gpu_memset")
             and e["args"].get("External id") in ext]
     assert t.loc["aten::addmm", "Self Device (us)"] == pytest.approx(sum(e["dur"] for e in kern), abs=1e-3)
+
+
+def test_step_table(tmp_path):
+    ev = [
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#4", "pid": 1, "tid": 1, "ts": 0, "dur": 50},
+        {"ph": "X", "cat": "cpu_op", "name": "aten::mm", "pid": 1, "tid": 1, "ts": 5, "dur": 20},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 10, "dur": 2,
+         "args": {"correlation": 1}},
+        {"ph": "X", "cat": "cuda_runtime", "name": "cudaLaunchKernel", "pid": 1, "tid": 1, "ts": 30, "dur": 2,
+         "args": {"correlation": 2}},
+        {"ph": "X", "cat": "user_annotation", "name": "ProfilerStep#5", "pid": 1, "tid": 1, "ts": 50, "dur": 10},
+        {"ph": "X", "cat": "kernel", "name": "k1", "pid": 0, "tid": 7, "ts": 40, "dur": 10, "args": {"correlation": 1}},
+        {"ph": "X", "cat": "kernel", "name": "k2", "pid": 0, "tid": 7, "ts": 55, "dur": 5, "args": {"correlation": 2}},
+    ]
+    p = tmp_path / "steps.json"
+    p.write_text(json.dumps(ev))
+    prof = ct.load_chrome_trace(p)
+    t = prof.tables["Steps"].set_index("Step")
+    # step 4 launched k1 [40,50] and k2 [55,60]: device step 40..60 = 20 us, 15 us of kernels
+    assert t.loc[4, "Host duration (us)"] == 50
+    assert t.loc[4, "Device duration (us)"] == 20 and t.loc[4, "Device slices"] == 2
+    assert t.loc[4, "Device time sum (us)"] == 15
+    assert t.loc[5, "Device slices"] == 0

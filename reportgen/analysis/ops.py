@@ -500,6 +500,49 @@ def rank_table(profile: Profile) -> pd.DataFrame:
 
 
 # ============================================================================================
+# steps
+# ============================================================================================
+STEP_PATTERN = r"^ProfilerStep#(\d+)$"
+
+
+def step_table(profile: Profile) -> pd.DataFrame:
+    """``ProfilerStep#N`` host ranges and the device work launched inside them
+    (framework-traces.md §6.6: device step = first start .. last end of those device slices)."""
+    host, cmds = profile.host, profile.commands
+    if host.empty:
+        return pd.DataFrame()
+    num = host["name"].astype(str).str.extract(STEP_PATTERN)[0]
+    is_step = num.notna().to_numpy()
+    if not is_step.any():
+        return pd.DataFrame()
+    rows = np.flatnonzero(is_step)
+    out = pd.DataFrame({
+        "Rank": host["rank"].to_numpy()[rows] if "rank" in host.columns else 0,
+        "Step": num.to_numpy()[rows].astype(np.int64),
+        "Host start (ns)": host["start_ns"].to_numpy()[rows],
+        "Host duration (us)": (host["end_ns"] - host["start_ns"]).to_numpy()[rows] / 1e3,
+    }, index=rows)
+    if len(cmds) and "launch_row" in cmds.columns:
+        parent = host["parent"].to_numpy(np.int64)
+        step_anc = nearest_ancestor(parent, is_step)
+        lr = cmds["launch_row"].to_numpy(np.int64)
+        ok = lr >= 0
+        owner = np.full(len(cmds), -1, np.int64)
+        owner[ok] = np.where(is_step[lr[ok]], lr[ok], step_anc[lr[ok]])
+        has = owner >= 0
+        d = pd.DataFrame({"owner": owner[has], "s": cmds["start_ns"].to_numpy()[has],
+                          "e": cmds["end_ns"].to_numpy()[has]})
+        d["dur"] = d["e"] - d["s"]
+        g = d.groupby("owner").agg(first=("s", "min"), last=("e", "max"), n=("s", "size"),
+                                   busy=("dur", "sum"))
+        out["Device start (ns)"] = g["first"].reindex(out.index).to_numpy()
+        out["Device duration (us)"] = (g["last"] - g["first"]).reindex(out.index).to_numpy() / 1e3
+        out["Device slices"] = g["n"].reindex(out.index).fillna(0).astype(np.int64).to_numpy()
+        out["Device time sum (us)"] = g["busy"].reindex(out.index).fillna(0).to_numpy() / 1e3
+    return out.sort_values(["Rank", "Step"], kind="stable").reset_index(drop=True)
+
+
+# ============================================================================================
 # attaching
 # ============================================================================================
 def default_monitor(profile: Profile) -> str | None:
@@ -536,6 +579,9 @@ def attach_tables(profile: Profile, monitor: str | None = None, launch: str | li
         tables["Operators"] = key_averages(profile)
         if host["args"].map(lambda a: isinstance(a, dict) and ("Input Dims" in a)).any():
             tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
+        steps = step_table(profile)
+        if len(steps):
+            tables["Steps"] = steps
     if not profile.commands.empty:
         tables["Kernels"] = kernel_table(profile)
     mem = profile.meta.extra.pop("memory_events", None)
