@@ -456,3 +456,57 @@ def test_kernel_runs_without_scope_ids(tmp_path):
                     (150, 150, "B", 2, "AKS TPU/Core 0/Kernel Function #2"),
                     (300, 0, "A", 1, "AKS TPU/Core 0/Kernel Function")]
     assert all("Func Scope Id" not in s["args"] for s in dec["slices"])
+
+
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+
+@st.composite
+def command_sets(draw):
+    rows = []
+    for core in range(draw(st.integers(1, 2))):
+        for engine in ("TIU", "GDMA"):
+            n = draw(st.integers(0, 12))
+            starts = sorted(draw(st.lists(st.integers(0, 200), min_size=n, max_size=n)))
+            for i, s in enumerate(starts):
+                rows.append({"core": core, "engine": engine, "global_idx": i,
+                             "cmd_id": draw(st.integers(1, 4)), "start_ns": s,
+                             "end_ns": s + draw(st.integers(0, 40)), "func_type": "t", "func_name": engine.lower(),
+                             "dep_cmd_id": draw(st.integers(0, 4)), "port": None})
+    return rows
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(command_sets())
+def test_round_trip_random_commands(tmp_path, rows):
+    if not rows:
+        return
+    df = pd.DataFrame(rows)
+    df["cycles"] = df["end_ns"] - df["start_ns"] + 1
+    prof = Profile(commands=finalize_commands(df), meta=Meta(chip="AKS", num_cores=2))
+    dec = write_and_decode(prof, tmp_path)
+    sl = command_slices(dec)
+    got = sorted((a["Sheet"], a["Global Idx"], ts, dur) for a, ts, dur in zip(sl["args"], sl["ts"], sl["dur"]))
+    c = prof.commands
+    assert got == sorted(zip(c["sheet"].astype(str), c["global_idx"], c["start_ns"], c["end_ns"] - c["start_ns"]))
+    # no two slices of one track overlap (touching is fine)
+    for _, g in sl.groupby("track"):
+        ts, end = g["ts"].to_numpy(), (g["ts"] + g["dur"]).to_numpy()
+        o = np.argsort(ts, kind="stable")
+        assert (ts[o][1:] >= end[o][:-1]).all()
+    # flows: oracle = latest command of the other engine, same core, cmd_id == dep, start <= start
+    want = set()
+    for r in c.itertuples():
+        if r.dep_cmd_id > 0:
+            other = "GDMA" if r.engine == "TIU" else "TIU"
+            cands = c[(c["engine"] == other) & (c["core"] == r.core) & (c["cmd_id"] == r.dep_cmd_id)
+                      & (c["start_ns"] <= r.start_ns)]
+            if len(cands):
+                src = cands.sort_values("start_ns", kind="stable").iloc[-1]
+                want.add((src["sheet"], src["global_idx"], r.sheet, r.global_idx))
+    got_flows = set()
+    for fid, dst in dec["flows_in"].items():
+        (src,) = dec["flows_out"][fid]
+        s, d = dec["slices"][src], dec["slices"][dst]
+        got_flows.add((s["args"]["Sheet"], s["args"]["Global Idx"], d["args"]["Sheet"], d["args"]["Global Idx"]))
+    assert got_flows == want

@@ -400,8 +400,9 @@ def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
                           "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
     src_rows, dst_rows = [], []
     for target, source in (("TIU", "GDMA"), ("GDMA", "TIU")):
-        dst = frame[_engine_is(c, target) & (frame["dep"] > 0).to_numpy()].sort_values("start")
-        src = frame[_engine_is(c, source)].sort_values("start")
+        dst = frame[_engine_is(c, target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
+        # stable: of two candidates starting together, the later row (in sheet order) wins
+        src = frame[_engine_is(c, source)].sort_values("start", kind="stable")
         if dst.empty or src.empty:
             continue
         m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
