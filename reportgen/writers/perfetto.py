@@ -29,15 +29,23 @@ kernel launch, so the source of a dependency is the *latest* command of the othe
 same core with ``cmd_id == dep_cmd_id`` that started no later than the dependent command
 (``dep_cmd_id`` 0 means "none").  On the golden dumps this resolves every dependency and the
 source always ends before the dependent starts.  One flow per dependency, id = dependent row + 1,
-starting on the source slice and terminating on the dependent one.  send/wait message pairs are
-not linked (their message ids are not in the command table).
+starting on the source slice and terminating on the dependent one.  send_msg/wait_msg pairs are
+not linked: their message ids exist only in the TIU registers (``des_imm``) and the captures pair
+a send on one id with a wait on another across all cores, a rule we cannot confirm, and a
+wrong arrow is worse than none.
+
+Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.attach_host_trace`): real
+process/thread tracks (numeric pid/tid; otherwise stand-in ids named after the originals),
+slices nested as in the model; events that overlap without nesting go to "thread T #k" lanes.
 
 Timestamps are device ns; when a host trace was attached (``meta.extra["host_alignment"]``) they
-are on the host clock (device ns + offset), so the host slices keep their own times.
+are on the host clock (device ns + offset, as the reference does), so the host slices keep their
+own times.  Anything that would still be negative is shifted to start at 0.
 
-Encoding.  Each track is its own packet sequence (interned names, categories, arg names and
-string values are declared once per sequence, in its first packet), and its packets are written
-in timestamp order.  Event packets are encoded by a small vectorised protobuf wire encoder
+Encoding.  Each track is its own packet sequence.  The sequence's first packet clears its
+incremental state, makes the track the sequence's default ``track_uuid`` (so events do not repeat
+it) and interns the event names, categories, arg names and string values the sequence uses; the
+sequence's packets follow in timestamp order.  Event packets are encoded by a small vectorised protobuf wire encoder
 (:class:`_Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
 loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
 stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
