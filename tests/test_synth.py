@@ -500,6 +500,8 @@ ROUND_TRIP = [dict(arch="AKS", mode=0, seed=41), dict(arch="AKS", mode=1, seed=4
               dict(arch="AKS", mode=2, seed=47, time_wrap=True, idle_cores=(3,)),
               dict(arch="AKS", mode=2, seed=49, tiu_freq=900, cdma_ports=(0, 3, 5, 10)),
               dict(arch="AKS", mode=1, seed=50, ring_core=4),
+              dict(arch="AKS", mode=2, seed=51, tiu_freq=1200, time_wrap=True),
+              dict(arch="AKS", mode=1, seed=52, cores=2, idle_cores=(1,)),
               dict(arch="AKS", mode=1, seed=48, cmds_per_core=200, id_wrap=True)]
 
 
@@ -785,6 +787,13 @@ def test_cli(tmp_path, capsys):
     assert meta["arch"] == "AKSV" and meta["mode"] == 1
     assert (tmp_path / "cdm_profile_data_dev0-0" / "global.profile").is_file()
     assert main(["--arch", "AKS", "--cores", "3", "--ports", "0", str(tmp_path / "bad")]) == 2
+    # an existing dump is replaced; a folder holding other files is not
+    assert main(["--cmds-per-core", "40", str(tmp_path)]) == 0
+    (tmp_path / "cdm_profile_data_dev0-0" / "notes.txt").write_text("mine")
+    assert main(["--cmds-per-core", "40", str(tmp_path)]) == 2
+    assert "refusing" in capsys.readouterr().err
+    assert (tmp_path / "cdm_profile_data_dev0-0" / "notes.txt").read_text() == "mine"
+    assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]    # no leftovers
 
 
 def test_size_and_speed_report(tmp_path):

@@ -315,6 +315,8 @@ class SynthConfig:
             raise ValueError("at least one core must be busy")
         if self.id_wrap and 0 in idle:
             raise ValueError("--id-wrap puts its long kernel on core 0, which is idle")
+        if self.ring_core is not None and not 0 <= self.ring_core < cores:
+            raise ValueError(f"ring core {self.ring_core} out of range 0..{cores - 1}")
         if self.ring_core is not None and self.ring_core in idle:
             raise ValueError("the ring core must not be idle")
         if self.rvt_ratio and arch != "AKSV":
@@ -927,15 +929,21 @@ class DumpWriter:
         anchor = self.chip["core_num"] - 1
         span_guess = max(int(max((r.cmds.cols["end"].max() for p in programs.values()
                                   for r in p.kernels), default=0)), 0) + 20000
+        # The TIU counter ticks at tiu_freq, DMA at 1 GHz, from the same reset: a core's TIU and
+        # DMA times agree after ns conversion only while neither counter has wrapped more often
+        # than the other, so the faster counter must stay below 2^32 (except the wrap option).
+        top = int(U32 * 1000 / max(cfg.tiu_freq, 1000))
         for core in range(cfg.cores):
             if cfg.time_wrap and core == 0:
-                base = U32 - 3000 - int(rng.integers(0, 2000))   # wraps during the first kernel
+                # the faster counter wraps 3-5 us after the sync point, in the first kernel
+                base = int((U32 - 3000 - int(rng.integers(0, 2000))) * 1000
+                           / max(cfg.tiu_freq, 1000))
             elif core == cfg.ring_core:
                 # below 2^31: a lap's step back in time then cannot pass for a u32 wrap (the
-                # decoder's wrap rule needs the previous end above 2^31, §9.1 step 4)
+                # reference's wrap rule needs the previous end above 2^31, §9.1 step 4)
                 base = int(rng.integers(100_000_000, max((1 << 31) - span_guess, 100_000_001)))
             else:
-                hi = max(U32 - span_guess - 10_000_000, 200_000_000)
+                hi = max(top - span_guess - 10_000_000, 200_000_000)
                 base = int(rng.integers(100_000_000, hi))
             bases[core] = base
             rows, n_init = self.core_rows(programs[core], base)
