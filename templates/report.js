@@ -433,6 +433,8 @@
 
     barTraces(rows, ranges, a, b) {
       const byType = new Map();
+      // a bar is drawn at least one pixel wide (its hover keeps the real duration)
+      const minUs = (b - a) / 1e3 / Math.max(this.plot.clientWidth - 170, 100);
       rows.forEach((l, r) => {
         const [lo, hi] = ranges[r];
         for (let i = lo; i < hi; i++) {
@@ -441,7 +443,7 @@
           if (typeOff.has(t)) continue;
           if (!byType.has(t)) byType.set(t, {y: [], base: [], x: [], hovertext: [], customdata: []});
           const g = byType.get(t);
-          g.y.push(r); g.base.push(IT.start[i] / 1e3); g.x.push((IT.end[i] - IT.start[i]) / 1e3);
+          g.y.push(r); g.base.push(IT.start[i] / 1e3); g.x.push(Math.max((IT.end[i] - IT.start[i]) / 1e3, minUs));
           g.hovertext.push(hoverText(i)); g.customdata.push(i);
         }
       });
@@ -489,8 +491,9 @@
         }
       }
       const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${esc(LANES[l].name)}</span>`);
+      const rowPx = Math.max(12, Math.min(26, Math.floor(900 / Math.max(R, 1))));   // many lanes: thinner
       return {
-        height: Math.max(220, 90 + R * 26 + 70),
+        height: Math.max(220, 90 + R * rowPx + 70),
         margin: {l: 150, r: 20, t: 10, b: 40},
         uirevision: this.spec.id,
         dragmode: 'zoom',
