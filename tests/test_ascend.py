@@ -206,3 +206,24 @@ def test_trace_view_plus_kernel_details_links(tmp_path):
     assert (c["op_row"] >= 0).sum() == 274                 # same links as the trace alone
     assert set(prof.host["role"].to_numpy()[c["op_row"][c["op_row"] >= 0]]) == {"op"}
     assert (c["block_dim"] == 8).all()
+
+
+@needs_shared
+def test_processed_output_wins_over_raw_prof(tmp_path):
+    """A torch_npu rank folder holds ASCEND_PROFILER_OUTPUT and PROF_*: use the former."""
+    d = tmp_path / "host_123_ascend_pt"
+    shutil.copytree(RANK0, d)
+    shutil.copytree(SHARED / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC",
+                    d / "PROF_000001_x")
+    prof = ascend.load_ascend(d)
+    assert len(prof.commands) == 21 and "Steps" in prof.tables
+
+
+@needs_shared
+def test_cann_mindstudio_output_layout(tmp_path):
+    src = SHARED / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC/device_0/timeline"
+    out = tmp_path / "PROF_1" / "mindstudio_profiler_output"
+    out.mkdir(parents=True)
+    shutil.copy(src / "msprof_0_2_1.json", out / "msprof_20230818.json")
+    prof = ascend.load_ascend(tmp_path)
+    assert len(prof.commands) == 828

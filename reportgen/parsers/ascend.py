@@ -385,6 +385,11 @@ def load_cann_prof(path: Path, **options) -> Profile:
         for f in files:
             traces.append(ct.read_trace(f))
             cores.append(core)
+    if not traces:  # newer CANN: exported timelines under mindstudio_profiler_output/
+        for f in sorted(path.glob("**/mindstudio_profiler_output/msprof_*.json")):
+            m = re.search(r"device_(\d+)", str(f))
+            traces.append(ct.read_trace(f))
+            cores.append(int(m.group(1)) if m else 0)
     if not traces:
         raise InputError(str(path), "CANN PROF folder without device_*/timeline/msprof_*.json")
     profile = ct.build_profile(traces, cores, "ascend", str(path))
@@ -400,13 +405,16 @@ def load_ascend(path: str | Path, **options) -> Profile:
     path = Path(path)
     if not path.is_dir():
         raise InputError(str(path), "expected an Ascend profiler output folder")
-    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")):
-        return load_cann_prof(path, **options)
-    if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) or \
-            any(path.glob("rank_*/profiler")) or any(path.glob("profiler/*timeline_display_*.json")):
-        if not find_rank_dirs(path):
-            return load_mindspore_legacy(path, **options)
+    # torch_npu/MindSpore rank folders hold both ASCEND_PROFILER_OUTPUT and the raw PROF_*
+    # data: the processed output wins
     rank_dirs = find_rank_dirs(path)
+    if not rank_dirs:
+        if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
+                any(path.glob("**/mindstudio_profiler_output/msprof_*.json")):
+            return load_cann_prof(path, **options)
+        if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) or \
+                any(path.glob("rank_*/profiler")) or any(path.glob("profiler/*timeline_display_*.json")):
+            return load_mindspore_legacy(path, **options)
     if not rank_dirs and is_output_dir(path):
         rank_dirs = [path]
     if not rank_dirs:

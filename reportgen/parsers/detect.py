@@ -66,7 +66,8 @@ def _is_ascend_dir(path: Path) -> bool:
 
     if path.name == ascend.APO or (path / ascend.APO).is_dir():
         return True
-    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")):
+    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
+            any(path.glob("PROF_*/mindstudio_profiler_output")):
         return True
     if any(path.glob(f"*/{ascend.APO}")) or any(path.glob(f"*/*/{ascend.APO}")):
         return True
