@@ -296,3 +296,14 @@ def test_generic_trace_device_process_by_name(tmp_path):
     assert list(prof.commands["engine"]) == ["TIU"]
     assert list(prof.commands["core"]) == [1]
     assert list(prof.host["name"]) == ["host_call"]
+
+
+def test_truncated_gzip_yields_complete_events(tmp_path):
+    ev = [{"ph": "X", "name": f"e{i}", "pid": 1, "tid": 1, "ts": i * 10, "dur": 5} for i in range(2000)]
+    blob = gzip.compress(json.dumps(ev).encode())
+    p = tmp_path / "cut.json.gz"
+    p.write_bytes(blob[: len(blob) * 3 // 4])   # capture stopped mid-write
+    data = ct.read_trace(p)
+    assert 0 < len(data.events) < 2000
+    assert list(data.events["name"][:3]) == ["e0", "e1", "e2"]
+    assert any(c == "unterminated-json" for c, _ in data.warnings)

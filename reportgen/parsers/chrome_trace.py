@@ -19,6 +19,7 @@ import io
 import json
 import re
 import zipfile
+import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Iterable
@@ -90,17 +91,11 @@ def read_bytes(path: str | Path) -> bytes:
         except (OSError, EOFError) as exc:
             # a truncated gzip still yields a usable prefix (like an unterminated array)
             try:
-                with gzip.GzipFile(fileobj=io.BytesIO(raw)) as fh:
-                    chunks = []
-                    while True:
-                        chunk = fh.read(1 << 20)
-                        if not chunk:
-                            break
-                        chunks.append(chunk)
-            except (OSError, EOFError):
-                pass
-            if chunks:
-                return b"".join(chunks)
+                prefix = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+            except zlib.error:
+                prefix = b""
+            if prefix:
+                return prefix
             raise InputError(str(path), f"gzip data is corrupt ({exc})") from None
     if raw[:4] == b"PK\x03\x04":
         try:
