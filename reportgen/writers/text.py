@@ -116,39 +116,54 @@ def rate_text(alg: np.ndarray, uarch: np.ndarray) -> np.ndarray:
     return out
 
 
-def _text(col: pd.Series) -> pd.Series:
-    """Values as text the way the vendor files show them (integers without '.0')."""
-    if pd.api.types.is_float_dtype(col) and not pd.api.types.is_extension_array_dtype(col):
-        whole = col.notna() & (col == np.floor(col.fillna(0)))
-        txt = col.astype(str)
-        txt[whole] = col[whole].astype(np.int64).astype(str)
-        return txt
-    return col.astype(object).astype(str)
+_STR = np.dtypes.StringDType()
 
 
-def _lines(frame: pd.DataFrame, keys: list[tuple[str, str]]) -> pd.Series:
-    """One text block per row: '\\t<key>: <value>\\n' for each (key, column) with a value."""
-    acc = pd.Series("", index=frame.index, dtype=object)
+def _as_text(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
+    """(text, present) of a column, as the vendor files print values (whole floats as integers)."""
+    present = col.notna().to_numpy()
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        cats = np.asarray(list(col.cat.categories.astype(str)) + [""], dtype=_STR)
+        return cats[col.cat.codes.to_numpy()], present      # code -1 (missing) -> ""
+    if pd.api.types.is_extension_array_dtype(col.dtype) and pd.api.types.is_integer_dtype(col.dtype):
+        return col.to_numpy(dtype=np.uint64 if col.dtype.name.startswith("U") else np.int64,
+                            na_value=0).astype(_STR), present
+    values = col.to_numpy()
+    if values.dtype.kind == "f":
+        whole = present & (values == np.floor(np.where(present, values, 0)))
+        txt = values.astype(_STR)
+        txt[whole] = values[whole].astype(np.int64).astype(_STR)
+        return txt, present
+    if values.dtype.kind == "O":
+        return np.array(["" if v is None else str(v) for v in values], dtype=_STR), present
+    return values.astype(_STR), present
+
+
+def _lines(frame: pd.DataFrame, keys: list[tuple[str, str]]) -> np.ndarray:
+    """One text block per row: '\t<key>: <value>\n' for each (key, column) with a value."""
+    acc = np.full(len(frame), "", dtype=_STR)
     for key, col in keys:
         if col not in frame:
             continue
-        v = frame[col]
-        have = v.notna()
-        if not have.any():
+        txt, present = _as_text(frame[col])
+        if not present.any():
             continue
-        acc[have] = acc[have] + ("\t" + key + ": ") + _text(v[have]) + "\n"
+        line = np.strings.add(np.strings.add("\t" + key + ": ", txt), "\n")
+        acc = np.strings.add(acc, np.where(present, line, ""))
     return acc
 
 
-def _register_lines(reg: pd.DataFrame, func_type: pd.Series, order: dict[str, list[str]]) -> pd.Series:
+def _register_lines(reg: pd.DataFrame, func_type: pd.Series, order: dict[str, list[str]]) -> np.ndarray:
     """Register fields of each row, in the register order of the row's op."""
-    out = pd.Series("", index=reg.index, dtype=object)
+    out = np.full(len(reg), "", dtype=_STR)
     if reg.shape[1] == 0:
         return out
-    ft = func_type.astype(str)
-    for name, rows in reg.groupby(ft.to_numpy(), sort=False):
+    ft = func_type.astype(str).to_numpy()
+    for name in pd.unique(ft):
+        sel = np.flatnonzero(ft == name)
+        rows = reg.iloc[sel]
         cols = order.get(name, list(reg.columns))
-        out[rows.index] = _lines(rows, [(k, k) for k in cols if k in rows])
+        out[sel] = _lines(rows, [(k, k) for k in cols if k in rows])
     return out
 
 
@@ -178,6 +193,7 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     tail = [("Global Idx", "global_idx"), ("Core Id", "core"), ("mode", "mode"),
             ("kernel_func", "kernel"), ("func_scope_id", "func_scope"), ("batch_launch", "batch")]
     written = []
+    orders = profile.meta.extra.get("register_field_order", {})
     groups: dict[Path, list[tuple[str, pd.DataFrame]]] = {}
     for sheet in profile.sheets():
         eng, _, n = sheet.partition("_")
@@ -191,15 +207,16 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
                 regs = profile.registers.get(eng)
                 reg = regs.reindex(rows.index) if regs is not None else pd.DataFrame(index=rows.index)
                 reg_txt = _register_lines(reg, rows["func_type"],
-                                          regs.attrs.get("field_order", {}) if regs is not None else {})
+                                          orders.get(eng, {}))
                 if eng == "TIU":
                     head = "__TIU_REG_INFO__\n"
                     body = _lines(rows, info + tiu_ops + tail)
-                    has = reg_txt != ""
-                    body[has] = body[has] + rows["func_type"][has].astype(str) + ":\n" + reg_txt[has]
+                    ft_line = np.strings.add(_as_text(rows["func_type"])[0], ":\n")
+                    body = np.strings.add(body, np.where(reg_txt != "", np.strings.add(ft_line, reg_txt), ""))
                 else:
                     head = "__CDMA_REG_INFO__\n" if eng == "CDMA" else "__TDMA_REG_INFO__\n"
-                    body = reg_txt + _lines(rows, dma + tail)
-                fh.write("".join((head + body).tolist()))
+                    body = np.strings.add(reg_txt, _lines(rows, dma + tail))
+                for chunk in range(0, len(body), 50_000):    # bounded memory for the joined text
+                    fh.write("".join(np.strings.add(head, body[chunk:chunk + 50_000]).tolist()))
         written.append(path)
     return written

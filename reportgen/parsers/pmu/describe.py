@@ -644,12 +644,15 @@ def assemble(bindings: list[Binding], meta: Meta):
         v = data[k].astype(np.int64)
         data[k] = pd.arrays.IntegerArray(np.maximum(v, 0), v < 0)
     commands = finalize_commands(pd.DataFrame(data))
-    return commands, _register_tables(parts)
+    tables, orders = _register_tables(parts)
+    meta.extra["register_field_order"] = orders
+    return commands, tables
 
 
-def _register_tables(parts: list[Binding]) -> dict[str, pd.DataFrame]:
+def _register_tables(parts: list[Binding]):
     """One table per engine: the union of its ops' register fields (nullable UInt64), indexed
-    by the command's row in ``Profile.commands``; ``attrs["field_order"]`` keeps each op's order."""
+    by the command's row in ``Profile.commands``. Also returns each op's field order per engine
+    (kept out of DataFrame.attrs, which pandas deep-copies on every operation)."""
     offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
     by_engine: dict[str, list] = {}
     orders: dict[str, dict[str, list[str]]] = {}
@@ -675,7 +678,5 @@ def _register_tables(parts: list[Binding]) -> dict[str, pd.DataFrame]:
                     values[a:a + len(pos)] = fields[name]
                     mask[a:a + len(pos)] = False
             table[name] = pd.arrays.IntegerArray(values[order], mask[order])
-        frame = pd.DataFrame(table, index=pd.Index(rows[order]))
-        frame.attrs["field_order"] = orders.get(engine, {})
-        tables[engine] = frame
-    return tables
+        tables[engine] = pd.DataFrame(table, index=pd.Index(rows[order]))
+    return tables, orders

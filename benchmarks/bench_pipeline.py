@@ -1,0 +1,138 @@
+"""Time and memory of the whole pipeline and of each stage, on synthetic dumps.
+
+    python benchmarks/bench_pipeline.py                       # 8 cores x 10k and 80k, mode 2
+    python benchmarks/bench_pipeline.py --sizes 100000 --modes 1 2 --stages decode
+    python benchmarks/bench_pipeline.py --reference /path/to/venv/bin/bigTpuProfile
+
+Each measurement runs in a fresh child process so its peak RSS is its own. Stages: decode
+(load_dump), analysis (engine_summary), summary (summary.txt/json), reginfo, xlsx, html,
+perfetto, and "all" (the CLI with every output). With --reference, the vendor tool (installed
+in a separate virtualenv, never a dependency) runs on the same dump and the ratios are printed.
+Figures are printed, never asserted.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import resource
+import shutil
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+WORK = ROOT / "benchmarks" / "_work"
+
+CHILD = r"""
+import json, resource, sys, time
+from pathlib import Path
+stage, dump, out = sys.argv[1], sys.argv[2], Path(sys.argv[3])
+t0 = time.perf_counter()
+from reportgen.parsers.pmu import load_dump
+from reportgen.analysis.metrics import engine_summary
+times = {}
+t = time.perf_counter(); p = load_dump(dump); times["decode"] = time.perf_counter() - t
+t = time.perf_counter(); s = engine_summary(p); times["analysis"] = time.perf_counter() - t
+if stage != "decode":
+    from reportgen.writers import text
+    t = time.perf_counter()
+    if stage == "summary":
+        text.write_summary(p, s, out)
+    elif stage == "reginfo":
+        text.write_reginfo(p, out)
+    else:
+        import importlib
+        importlib.import_module(f"reportgen.writers.{stage}").write(p, s, out, quiet=True)
+    times[stage] = time.perf_counter() - t
+rss = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+print(json.dumps({"times": times, "rss_mb": rss, "commands": len(p.commands)}))
+"""
+
+
+def dump_for(cores: int, per_core: int, mode: int) -> Path:
+    base = WORK / f"aks-m{mode}-{cores}x{per_core}"
+    ddir = base / "cdm_profile_data_dev0-0"
+    if not (ddir / "global.profile").exists():
+        from reportgen.testing.synth import write_dump
+        shutil.rmtree(base, ignore_errors=True)
+        write_dump(base, arch="AKS", cores=cores, cmds_per_core=per_core, mode=mode, seed=7)
+    return ddir
+
+
+def dir_size(path: Path) -> int:
+    return sum(f.stat().st_size for f in Path(path).rglob("*") if f.is_file())
+
+
+def run_child(stage: str, dump: Path, out: Path) -> dict:
+    out.mkdir(parents=True, exist_ok=True)
+    env = dict(os.environ, PYTHONPATH=str(ROOT))
+    res = subprocess.run([sys.executable, "-c", CHILD, stage, str(dump), str(out)], env=env,
+                         capture_output=True, text=True, check=True)
+    return json.loads(res.stdout.strip().splitlines()[-1])
+
+
+def run_cli(cmd: list[str], out: Path) -> tuple[float, float]:
+    """Wall seconds and peak RSS (MB) of a command, children included."""
+    shutil.rmtree(out, ignore_errors=True)
+    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    t = time.perf_counter()
+    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    wall = time.perf_counter() - t
+    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    return wall, max(peak, before) / 1024
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--cores", type=int, default=8)
+    ap.add_argument("--sizes", type=int, nargs="+", default=[10_000, 80_000])
+    ap.add_argument("--modes", type=int, nargs="+", default=[2])
+    ap.add_argument("--stages", nargs="+",
+                    default=["decode", "summary", "reginfo", "xlsx", "html", "perfetto", "all"])
+    ap.add_argument("--reference", help="path of a vendor bigTpuProfile executable to compare with")
+    a = ap.parse_args()
+    rows = []
+    for mode in a.modes:
+        for size in a.sizes:
+            dump = dump_for(a.cores, size, mode)
+            nbytes = dir_size(dump)
+            for stage in a.stages:
+                out = WORK / "out" / stage
+                shutil.rmtree(out, ignore_errors=True)
+                if stage == "all":
+                    wall, rss = run_cli([sys.executable, "-m", "reportgen", str(dump), str(out),
+                                         "--quiet"], out)
+                    rows.append((mode, size, "all (CLI)", wall, rss, dir_size(out), None))
+                    if a.reference:
+                        ref_out = WORK / "out" / "reference"
+                        rwall, rrss = run_cli([a.reference, str(dump), str(ref_out), "--perfetto"],
+                                              ref_out)
+                        rows.append((mode, size, "reference", rwall, rrss, dir_size(ref_out), None))
+                        print(f"  ratio wall {rwall / wall:.1f}x faster, memory {rrss / rss:.1f}x smaller")
+                    continue
+                r = run_child(stage, dump, out)
+                secs = r["times"].get(stage, r["times"]["decode"])
+                rate = nbytes / 1e6 / r["times"]["decode"] if stage == "decode" else None
+                rows.append((mode, size, stage, secs, r["rss_mb"], dir_size(out) if stage != "decode" else nbytes, rate))
+                if stage == "decode":
+                    rows.append((mode, size, "analysis", r["times"]["analysis"], r["rss_mb"], 0, None))
+            print_table(rows, a.cores)
+    print_table(rows, a.cores, final=True)
+
+
+def print_table(rows, cores, final=False):
+    if not final:
+        return
+    print(f"\n{'mode':>4} {'cmds/core':>9} {'stage':<12} {'seconds':>8} {'peak MB':>8} {'output MB':>10} {'MB/s':>7}")
+    for mode, size, stage, secs, rss, nbytes, rate in rows:
+        print(f"{mode:>4} {size:>9} {stage:<12} {secs:>8.2f} {rss:>8.0f} {nbytes / 1e6:>10.1f} "
+              f"{'' if rate is None else f'{rate:7.0f}':>7}")
+    print(f"({cores} cores; dump sizes in the 'output MB' column of the decode rows)")
+
+
+if __name__ == "__main__":
+    main()
