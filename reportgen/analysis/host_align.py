@@ -11,7 +11,8 @@ Which events are kept (as the reference does, pmu-dump-format.md §12.3):
   ignored (the full framework-trace parser lives elsewhere);
 * the profiler bookkeeping events ``PyTorch Profiler (0)``, ``enable_profile``,
   ``my_ops::enable_profile``, ``disable_profile``, ``my_ops::disable_profile`` are dropped;
-* host time = ``ts`` µs × 1000 rounded to ns, duration likewise (missing ``dur`` = 0).
+* host start = ``ts`` µs × 1000 rounded to ns, end = (``ts`` + ``dur``) × 1000 rounded (missing
+  ``dur`` = 0), so rounding never makes a nested event stick out of its parent.
 
 Alignment, i.e. the host time ``offset_ns`` of device time 0 (device = host − offset):
 
@@ -32,8 +33,8 @@ The rule, the offset and the event counts are recorded in ``profile.meta.extra["
 Nesting: per (pid, tid), events are sorted by (start, longest first); ``depth`` is the number of
 earlier events still open at an event's start and ``parent`` the row of the innermost one
 (:func:`nest`, vectorised).  An event that starts inside another but ends after it is not
-properly nested; it keeps the stack depth, is counted in ``host_alignment["improper"]`` and the
-writers move it to an overflow lane.
+properly nested; it keeps the stack depth, is counted in ``host_alignment["improper"]`` (with
+everything inside it in ``["overflow"]``) and the writers move it to an overflow lane.
 """
 from __future__ import annotations
 
@@ -223,8 +224,16 @@ def _event_frame(events: list) -> pd.DataFrame:
     return df
 
 
-def _us_to_ns(us: pd.Series) -> np.ndarray:
-    return np.round(us.to_numpy(np.float64) * 1000.0).astype(np.int64)
+def _us_to_ns(us) -> np.ndarray:
+    return np.round(np.asarray(us, np.float64) * 1000.0).astype(np.int64)
+
+
+def _host_times(events: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(start, end) in host ns.  The end is rounded from ts + dur, not start + rounded dur, so a
+    child that ends inside its parent in µs still does after rounding (rounding is monotone)."""
+    ts = events["ts"].to_numpy(np.float64)
+    dur = np.maximum(events["dur"].to_numpy(np.float64), 0.0)
+    return _us_to_ns(ts), _us_to_ns(ts + dur)
 
 
 # -- the merge -------------------------------------------------------------------------------
@@ -241,20 +250,19 @@ def attach_host_trace(profile: Profile, trace_path: str | os.PathLike) -> None:
         raise InputError(path, "no complete ('ph': 'X') host events besides the profiler markers")
 
     host = df[keep]
-    start_host = _us_to_ns(host["ts"])
-    dur = np.maximum(_us_to_ns(host["dur"]), 0)
+    start_host, end_host = _host_times(host)
     meta = profile.meta
     info: dict = {"trace_path": str(path), "events_read": int(len(df)), "events_kept": int(keep.sum()),
                   "tail_offset_ns": meta.tail_offset_ns, "pmu_tail_ns": meta.pmu_tail_ns}
 
     if disable.any() and meta.tail_offset_ns is not None and meta.pmu_tail_ns is not None:
-        disable_end = int((_us_to_ns(df.loc[disable, "ts"]) + _us_to_ns(df.loc[disable, "dur"])).max())
+        disable_end = int(_host_times(df[disable])[1].max())
         offset = disable_end - int(meta.tail_offset_ns) - int(meta.pmu_tail_ns)
         info.update(rule="tail_offset", disable_end_ns=disable_end)
     elif tpudnn[keep].any():
         t = np.flatnonzero(tpudnn[keep])
         first = t[np.argmin(start_host[t])]
-        offset = int(start_host[first] + dur[first])
+        offset = int(end_host[first])
         info.update(rule="estimated_start", anchor_event=str(host["name"].iloc[first]))
         missing = [k for k, v in (("a tpudnn disable_profile event", disable.any()),
                                   ("tail_offset_ns in global.profile", meta.tail_offset_ns is not None),
@@ -271,7 +279,7 @@ def attach_host_trace(profile: Profile, trace_path: str | os.PathLike) -> None:
     info["offset_ns"] = offset
 
     start = start_host - offset
-    end = start + dur
+    end = end_host - offset
     pid = host["pid"].to_numpy(object)
     tid = host["tid"].to_numpy(object)
     thread = pd.factorize(host["pid"].astype(str) + "\x1f" + host["tid"].astype(str))[0]
@@ -279,10 +287,13 @@ def attach_host_trace(profile: Profile, trace_path: str | os.PathLike) -> None:
     order = np.lexsort((np.arange(len(start)), -end, start, thread))
     depth, parent = nest(thread[order], start[order], end[order])
     bad = improper(parent, end[order], depth)
-    info["improper"] = int(bad.sum())
-    if bad.any():
-        meta.warn("host-overlap", f"{int(bad.sum())} host events overlap an enclosing event without "
-                  "nesting in it; they are drawn on overflow lanes", str(path))
+    has = parent >= 0
+    roots = int((end[order][has] > end[order][parent[has]]).sum())
+    info["improper"], info["overflow"] = roots, int(bad.sum())
+    if roots:
+        meta.warn("host-overlap", f"{roots} host events overlap an enclosing event without nesting in "
+                  f"it; they and the events inside them ({int(bad.sum())} in all) are drawn on "
+                  "overflow lanes", str(path))
 
     frame = pd.DataFrame({
         "name": host["name"].to_numpy(object)[order],
