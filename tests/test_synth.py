@@ -502,6 +502,7 @@ ROUND_TRIP = [dict(arch="AKS", mode=0, seed=41), dict(arch="AKS", mode=1, seed=4
               dict(arch="AKS", mode=1, seed=50, ring_core=4),
               dict(arch="AKS", mode=2, seed=51, tiu_freq=1200, time_wrap=True),
               dict(arch="AKS", mode=1, seed=52, cores=2, idle_cores=(1,)),
+              dict(arch="AKS", mode=2, seed=53, cdma_ports=tuple(range(11))),
               dict(arch="AKS", mode=1, seed=48, cmds_per_core=200, id_wrap=True)]
 
 

@@ -317,6 +317,8 @@ class SynthConfig:
             raise ValueError("--id-wrap puts its long kernel on core 0, which is idle")
         if self.ring_core is not None and not 0 <= self.ring_core < cores:
             raise ValueError(f"ring core {self.ring_core} out of range 0..{cores - 1}")
+        if self.ring_core == 0 and self.id_wrap:
+            raise ValueError("--id-wrap ends core 0 with its long kernel; use another ring core")
         if self.ring_core is not None and self.ring_core in idle:
             raise ValueError("the ring core must not be idle")
         if self.rvt_ratio and arch != "AKSV":
@@ -390,7 +392,7 @@ class KernelBuilder:
         w = h
         return c, h, w
 
-    def build(self, t0: int, iterations: int, port: int | None) -> tuple[Cmds, int]:
+    def build(self, t0: int, iterations: int, ports: tuple[int, ...] = ()) -> tuple[Cmds, int]:
         """Returns the commands (without the closing send/wait) and the time the work ends."""
         rng, kind = self.rng, self.kind
         R = max(2, int(iterations))
@@ -468,12 +470,14 @@ class KernelBuilder:
             parts.append(self._cmds("SDMA", idx, st, st + d, b, np.zeros(n, np.int64),
                                     dep_kind=np.zeros(n, np.int64), c=c, h=h, w=w))
             work_end = max(work_end, int(st[-1] + d[-1]))
-        if kind.cdma and port is not None:
+        for port in ports if kind.cdma else ():
+            # one launch per port: > 10 records with ids 1.. (the decoder splits launches on
+            # id drops > 10), send/receive alternating back to back on the port's queue
             n = max(12, 2 * (R // 2))
             idx = np.where(np.arange(n) % 2 == 0, OP_INDEX["cd_send"], OP_INDEX["cd_recv"])
             b = np.full(n, int(rng.choice([1, 2, 4])) * 131072 * dsize, np.int64)
             d = (500 + b / 15.0 * rng.uniform(0.85, 1.2, n)).astype(np.int64)
-            st = t0 + 10 + np.concatenate([[0], np.cumsum(d)[:-1]])   # back to back (one queue)
+            st = t0 + 10 + np.concatenate([[0], np.cumsum(d)[:-1]])
             cm = self._cmds("CDMA", idx, st, st + d, b, np.zeros(n, np.int64),
                             dep_kind=np.zeros(n, np.int64), c=c, h=h, w=w)
             cm.cols["port"][:] = port
@@ -569,7 +573,8 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
         rvt_kernels = set(int(x) for x in rng.choice(cand, size=min(n_rvt, len(cand)),
                                                      replace=False))
     per_kernel = cfg.cmds_per_core / n_kernels
-    t_start = {c: 1200 + int(rng.integers(0, 400)) for c in busy}
+    first = 1200 + 150 * len(ports)       # after the anchor's VSDMA sends (400 + 150 i)
+    t_start = {c: first + int(rng.integers(0, 400)) for c in busy}
     if cfg.ring_core is not None:   # GDMA work that the lapped ring will overwrite
         t_start[cfg.ring_core] = _solo_kernel(programs[cfg.ring_core], rng, "prefetch", cfg.mode,
                                               t_start[cfg.ring_core],
@@ -583,10 +588,10 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             kb = KernelBuilder(rng, kind, cfg.mode)
             n_slots = len(kind.loads) + len(kind.computes) + len(kind.stores)
             iters = max(2, int(round(per_kernel * rng.uniform(0.75, 1.25) / (0.8 * n_slots))))
-            port = next((p for p, s in submitter.items() if s == core), None) \
-                if kind.cdma else None
-            cmds, end = kb.build(t_start[core], iters, port)
-            runs[core] = (cmds, (port,) if port is not None else ())
+            ports_here = tuple(p for p, s in submitter.items() if s == core) \
+                if kind.cdma else ()
+            cmds, end = kb.build(t_start[core], iters, ports_here)
+            runs[core] = (cmds, ports_here)
             ends[core] = end
         # closing barrier: TIU send, then a wait that ends when the slowest core arrived
         send_end = {c: ends[c] + 20 + 40 for c in busy}
@@ -600,22 +605,25 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             programs[core].kernels.append(KernelRun(
                 kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports))
             t_start[core] = barrier + jit + int(rng.integers(300, 3000))
+    if cfg.id_wrap:   # last kernel of core 0 (nothing after a wrapped run: §15.4, Q8)
+        kind = KINDS["eltwise_long"]
+        t_start[0] = _solo_kernel(programs[0], rng, "eltwise_long", cfg.mode, t_start[0],
+                                  66000 // len(kind.computes) + 300)
     if cfg.ring_core is not None:
         # the kept GDMA ring (2 prefetch records + every later kernel) must be longer than any
-        # other stream of the dump, so the ring core gets a GDMA-heavy tail kernel
+        # other stream of the dump: the ring core gets GDMA-heavy tail kernels until it is
         rc = programs[cfg.ring_core]
-        count = {(c, e): sum(int((r.cmds.cols["engine"] == e).sum()) for r in p.kernels)
-                 for c, p in programs.items() for e in ("TIU", "GDMA", "SDMA")}
-        longest = max(v for k, v in count.items() if k != (cfg.ring_core, "GDMA")) + 2
-        kept = count[(cfg.ring_core, "GDMA")] - int(
-            (rc.kernels[0].cmds.cols["engine"] == "GDMA").sum()) + 2
-        need = max(longest - kept + 50, 20)
-        t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
-                                              t_start[cfg.ring_core], need // 2 + 1)
-    if cfg.id_wrap:
-        kind = KINDS["eltwise_long"]
-        _solo_kernel(programs[0], rng, "eltwise_long", cfg.mode, t_start[0],
-                     66000 // len(kind.computes) + 300)
+        while True:
+            count = {(c, e): sum(int((r.cmds.cols["engine"] == e).sum()) for r in p.kernels)
+                     for c, p in programs.items() for e in ("TIU", "GDMA", "SDMA")}
+            longest = max(v for k, v in count.items() if k != (cfg.ring_core, "GDMA")) + 2
+            kept = count[(cfg.ring_core, "GDMA")] - int(
+                (rc.kernels[0].cmds.cols["engine"] == "GDMA").sum()) + 2
+            if kept > longest + 10:
+                break
+            t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
+                                                  t_start[cfg.ring_core],
+                                                  (longest - kept) // 2 + 40)
     return programs, seq, sorted(rvt_kernels), submitter
 
 
@@ -624,7 +632,7 @@ def _solo_kernel(prog: "CoreProgram", rng, kind_name: str, mode: int, t0: int,
     """Append a kernel that only this core runs (closing send/wait without a cross-core
     barrier); returns the time the next kernel may start."""
     kind = KINDS[kind_name]
-    cmds, end = KernelBuilder(rng, kind, mode).build(t0, iterations, None)
+    cmds, end = KernelBuilder(rng, kind, mode).build(t0, iterations)
     closing = Cmds.concat([_sys_cmds("TIU", "tiu_send", [end + 20], [end + 60]),
                            _sys_cmds("TIU", "tiu_wait", [end + 65], [end + 260])])
     prog.kernels.append(KernelRun(kind_name, kind.func, False, Cmds.concat([cmds, closing]), ()))
