@@ -126,3 +126,21 @@ def test_every_shared_item_ingested_or_rejected(rel):
     else:
         assert len(prof.host) + len(prof.commands) > 0 or prof.tables or \
             any(w.code == "empty-trace" for w in prof.meta.warnings)
+
+
+@needs_shared
+def test_non_trace_json_reasons():
+    with pytest.raises(InputError, match="memory_timeline"):
+        load_profile(SHARED / "hta/memory_analysis/memory_timeline.raw.gz")
+    with pytest.raises(InputError, match="execution trace"):
+        load_profile(SHARED / "hta/execution_trace/benchmark_simple_add_et.json.gz")
+    with pytest.raises(InputError, match="profiler_info_0.json: JSON object without 'traceEvents'"):
+        load_profile(SHARED / "ascend-msinsight/test_data/test_rank_0/profiler_info_0.json")
+
+
+@needs_shared
+def test_single_mindspore_timeline_file_is_device_work():
+    f = SHARED / "mindinsight/run_2/normal_run/profiler/ascend_timeline_display_1.json"
+    assert detect_kind(f) == "ascend"
+    prof = load_profile(f)
+    assert len(prof.commands) == 112 and prof.host.empty

@@ -346,15 +346,16 @@ def _mindspore_rank(folder: Path, r: int, rank: int) -> tuple[pd.DataFrame, dict
     return cmds, tables
 
 
-def load_mindspore_legacy(path: Path, **options) -> Profile:
-    """``profiler/`` (single card) or ``profiler_data/`` with ``rank_N/profiler`` folders."""
+def load_mindspore_legacy(path: Path, only: Path | None = None, **options) -> Profile:
+    """``profiler/`` (single card) or ``profiler_data/`` with ``rank_N/profiler`` folders;
+    ``only``: just that one timeline file (and its rank's CSVs)."""
     folders = [path] if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) else \
         sorted({p.parent for p in path.glob("**/*timeline_display_*.json")})
     meta = Meta(source="mindspore", input_path=str(path))
     parts, tables_by_rank = [], {}
     for i, folder in enumerate(folders):
         suffixes = sorted({int(MS_TIMELINE.match(p.name).group(1)) for p in folder.iterdir()
-                           if MS_TIMELINE.match(p.name)})
+                           if MS_TIMELINE.match(p.name) and (only is None or p == only)})
         for r in suffixes:
             rank = rank_id(folder.parent if folder.name == "profiler" else folder, r) \
                 if len(folders) > 1 else r
@@ -403,6 +404,8 @@ def load_cann_prof(path: Path, **options) -> Profile:
 def load_ascend(path: str | Path, **options) -> Profile:
     """An Ascend output folder of any supported layout -> Profile (see module doc)."""
     path = Path(path)
+    if path.is_file() and MS_TIMELINE.match(path.name):
+        return load_mindspore_legacy(path.parent, only=path, **options)
     if not path.is_dir():
         raise InputError(str(path), "expected an Ascend profiler output folder")
     # torch_npu/MindSpore rank folders hold both ASCEND_PROFILER_OUTPUT and the raw PROF_*

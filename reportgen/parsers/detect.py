@@ -53,12 +53,9 @@ def looks_like_trace(path: Path) -> bool:
     head = _head(path).lstrip()
     if head[:3] == b"\xef\xbb\xbf":
         head = head[3:].lstrip()
-    if head[:1] == b"[":
-        rest = head[1:].lstrip()
-        return rest[:1] in (b"{", b"]", b"")
-    if head[:1] == b"{":
-        return True
-    return False
+    # any JSON array/object goes to the trace reader, which says precisely what is wrong
+    # with non-trace JSON (execution trace, memory timeline export, summaries)
+    return head[:1] in (b"[", b"{")
 
 
 def _is_ascend_dir(path: Path) -> bool:
@@ -102,6 +99,10 @@ def detect_kind(path: str | Path) -> str:
             return "chrome-ranks"
         raise InputError(str(p), "folder holds no recognised profile; expected " + EXPECTED)
     if p.is_file():
+        from reportgen.parsers.ascend import MS_TIMELINE
+
+        if MS_TIMELINE.match(p.name) and looks_like_trace(p):
+            return "ascend"  # legacy MindSpore device timeline: every slice is a device task
         if looks_like_trace(p):
             return "chrome"
         head = _head(p)
