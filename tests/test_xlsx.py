@@ -315,6 +315,9 @@ def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
     wb = openpyxl.load_workbook(path)
     assert wb.sheetnames == ["Engine Summary", "TIU_0", "TIU_0 (2)", "TIU_0 (3)", "GDMA_0",
                              "GDMA_0 (2)", "GDMA_0 (3)", "SDMA_0", "SDMA_0 (2)", "SDMA_0 (3)", "CDMA_0"]
+    import zipfile
+    with zipfile.ZipFile(path) as z:   # zip64 only when a sheet could pass 4 GB
+        assert all(i.extract_version < 45 for i in z.infolist())
     idx = []
     for name, n in (("TIU_0", 25), ("TIU_0 (2)", 25), ("TIU_0 (3)", 10)):
         ws = wb[name]

@@ -58,8 +58,9 @@ REGISTER_AUTO_LIMIT = 200_000
 #: Excel's limit for the characters in one cell.
 CELL_MAX_CHARS = 32_767
 SHEET_NAME_MAX = 31
-#: uncompressed sheet XML above ~4 GB needs zip64; estimate with a generous bytes per cell.
-_ZIP64_CELLS = 4 * 2**30 // 64
+#: a sheet whose XML may pass 4 GB needs zip64 (estimated at a generous 64 bytes per cell).
+#: Only then: Excel may offer to "repair" a zip64 file written by Python's zipfile.
+_ZIP64_CELLS = (4 * 2**30 - 2**28) // 64
 
 TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
 FREEZE_COLS = 3  # Engine Id, Core Id, Global Idx stay visible while scrolling right
@@ -485,10 +486,10 @@ def _summary_columns(summary: pd.DataFrame) -> tuple[list[Column], list[str], li
 class _Book:
     """One xlsxwriter workbook in constant_memory mode plus the formats it shares."""
 
-    def __init__(self, path: Path, zip64: bool) -> None:
+    def __init__(self, path: Path) -> None:
         self.wb = xlsxwriter.Workbook(str(path), {
             "constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False,
-            "strings_to_formulas": False, "use_zip64": zip64})
+            "strings_to_formulas": False})
         self.header = self.wb.add_format({"bold": True, "bg_color": "#305496", "font_color": "#FFFFFF",
                                           "text_wrap": True, "valign": "top", "border": 1})
         self.title = self.wb.add_format({"bold": True, "font_size": 14})
@@ -634,6 +635,8 @@ def _write_table_sheets(book: _Book, base: str, columns: list[Column], n: int,
             name = book.unique_name(base[:SHEET_NAME_MAX - len(suffix)] + suffix)
             ws = book.sheet(name, tab)
             lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
+            if (hi - lo) * len(columns) > _ZIP64_CELLS:
+                book.wb.use_zip64()
             for c, col in enumerate(columns):
                 ws.set_column(c, c, widths[c])
                 _check(ws.write_string(0, c, col.header, book.header), name, 0)
@@ -788,11 +791,9 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *, registers: Any = 
     """
     final = Path(out_dir) / "PerfDoc" / FILE_NAME
     with_registers, register_note = _registers_decision(profile, registers)
-    commands = profile.commands
-    cells = len(commands) * (60 if with_registers else 20)
     try:
         with atomic_path(final) as tmp:
-            book = _Book(tmp, zip64=cells > _ZIP64_CELLS)
+            book = _Book(tmp)
             try:
                 _write_workbook(book, profile, summary, with_registers, register_note, quiet)
             except BaseException:
