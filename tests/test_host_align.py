@@ -198,3 +198,17 @@ def test_user_errors_are_one_line(tmp_path, content, problem):
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read the host trace"):
         attach_host_trace(make_profile(cores=1, per_engine=5), tmp_path / "nope.json")
+
+
+def test_rounding_keeps_children_inside(tmp_path):
+    # the child ends with its parent at 15.0004 us; rounding start and duration separately would
+    # put the child's end 1 ns after the parent's (10001 + 5000 > 10000 + 5000)
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"traceEvents": [
+        {"ph": "X", "name": "parent", "cat": "cpu_op", "ts": 10.0004, "dur": 5.0, "pid": 1, "tid": 1},
+        {"ph": "X", "name": "child", "cat": "cpu_op", "ts": 10.0006, "dur": 4.9998, "pid": 1, "tid": 1}]}))
+    prof = make_profile(cores=1, per_engine=5)
+    attach_host_trace(prof, f)
+    h = prof.host.set_index("name")
+    assert (h.loc["child", "end_ns"], h.loc["parent", "end_ns"]) == (5000, 5000)
+    assert h.loc["child", "depth"] == 1 and prof.meta.extra["host_alignment"]["improper"] == 0
