@@ -171,14 +171,21 @@ def bandwidth_over_time(profile: Profile, n_buckets: int = 1000) -> dict:
     nbytes = dma["bytes"].astype("Float64").fillna(0).to_numpy(float)
     ddr, l2m = _traffic_class(dma["direction"])
     cdma = (dma["engine"].astype(str) == "CDMA").to_numpy(bool)
-    owner = np.where(cdma, dma["sheet"].astype(str).to_numpy(), "core " + dma["core"].astype(str).to_numpy())
+    # owner of the traffic: the submitting core, or the CDMA port (its sheet)
+    core_of = dma["core"].to_numpy(np.int64)
+    port_sheet = dma["sheet"].astype(str).to_numpy()
+    owner_key = np.where(cdma, -1, core_of)
     starts = dma["start_ns"].to_numpy(np.int64) - t0
     ends = dma["end_ns"].to_numpy(np.int64) - t0
+    groups = pd.DataFrame({"core": owner_key, "port": np.where(cdma, port_sheet, "")})
+    codes, owners = pd.factorize(pd.MultiIndex.from_frame(groups), sort=False)
+    # cores in number order, then ports by name
+    order = sorted(range(len(owners)), key=lambda k: (owners[k][0] < 0, owners[k][0], owners[k][1]))
     series = []
-    cores = sorted({o for o in owner if o.startswith("core ")}, key=lambda s: int(s[5:]))
-    ports = sorted({o for o in owner if not o.startswith("core ")})
-    for name in cores + ports:
-        mine = owner == name
+    for k in order:
+        core, port = owners[k]
+        name = port if core < 0 else f"core {core}"
+        mine = codes == k
         for kind, mask in (("DDR", ddr), ("L2M", l2m)):
             sel = mine & mask & (nbytes > 0)
             if not sel.any():
