@@ -260,6 +260,22 @@ def test_jump_and_hover_show_the_model_row(page, report):
     page.check()
 
 
+def test_tiu_hover_text_has_the_uarch_rate(page, report):
+    profile, t0 = report["profile"], report["t0"]
+    row = profile.sheet("TIU_2").iloc[1234]
+    index = page.page.evaluate(f"__report.findItem('TIU_2', {int(row['global_idx'])})")
+    text = page.page.evaluate(f"__report.hoverText({index})")
+    kernel = row["kernel"].replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+    assert text.split("<br>") == [
+        f"<b>TIU_2 #1234</b>  cmd id {int(row['cmd_id'])}",
+        f"op {row['func_type']} / {row['func_name']}",
+        f"kernel {kernel}",
+        f"start {(row['start_ns'] - t0) / 1e3:.3f} µs · duration {int(row['end_ns'] - row['start_ns']):,} ns",
+        f"uArch rate {row['uarch_rate'] * 100:.2f}%",
+    ]
+    page.check()
+
+
 def test_filters_engines_and_function_types(page, report):
     profile, t0 = report["profile"], report["t0"]
     p = page.page
