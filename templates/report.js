@@ -375,7 +375,7 @@
         tier = 'bars';
         traces.push(...this.barTraces(rows, ranges, a, b));
       }
-      traces.push(this.overviewTrace(rows));
+      if (rows.length) traces.push(this.overviewTrace(rows));
       const computeMs = performance.now() - t0;
       this.applying = true;
       try {
@@ -390,7 +390,8 @@
       for (const other of this.linked) other(a, b);
       this.dirty = false;
       const barCount = tier === 'bars' ? traces.reduce((n, t) => n + (t.type === 'bar' ? t.x.length : 0), 0) : 0;
-      this.status.textContent = `${group3(visible)} commands in view (${fmtDur(a)} – ${fmtDur(b)}) · ` +
+      this.status.textContent = !rows.length ? 'No lanes: every engine is switched off above.' :
+        `${group3(visible)} commands in view (${fmtDur(a)} – ${fmtDur(b)}) · ` +
         (tier === 'bars' ? 'hover a bar for details'
           : `occupancy view, 1 column = ${fmtDur((b - a) / this.columns())}; zoom in to under ` +
             `${group3(BAR_LIMIT)} commands for individual bars (wheel, drag, or the slider below)`);
@@ -473,10 +474,10 @@
     }
 
     layout(rows, a, b) {
-      const R = rows.length;
+      const R = Math.max(rows.length, 1);   // an empty view keeps one (blank) row
       const shapes = [];
       // separators between cores in multi-core views, and between host and device lanes
-      for (let r = 1; r < R; r++) {
+      for (let r = 1; r < rows.length; r++) {
         const p = LANES[rows[r - 1]], q = LANES[rows[r]];
         if (p.host !== q.host || (!p.host && p.group !== q.group)) {
           shapes.push({type: 'line', xref: 'paper', x0: 0, x1: 1, yref: 'y', y0: r - 0.5, y1: r - 0.5,

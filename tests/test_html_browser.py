@@ -301,6 +301,14 @@ def test_filters_engines_and_function_types(page, report):
     p.locator("#view-core-2 .legend .chip-all").click()
     page.wait_idle("core-2")
     assert p.evaluate("__report.views['core-2'].last.visible") == total
+    # every engine off: an empty (but valid) plot
+    engines = ["TIU", "GDMA", "SDMA", "CDMA"]
+    for e in engines:
+        p.evaluate(f"__report.setEngine('core-2', '{e}', false)")
+    assert p.evaluate("__report.views['core-2'].last.visible") == 0
+    for e in engines:
+        p.evaluate(f"__report.setEngine('core-2', '{e}', true)")
+    assert p.evaluate("__report.views['core-2'].last.visible") == total
     page.check()
 
 
