@@ -789,40 +789,45 @@ class _TraceWriter:
     MAX_HOST_ARGS = 32
 
     def _host_args(self, args: np.ndarray) -> list[tuple[str, str, np.ndarray, np.ndarray]]:
-        """Top-level host args as typed annotations (nested values as JSON text), most common keys."""
+        """Top-level host args as typed annotations (nested values as JSON text), most common keys.
+
+        The dicts are read once into a long (event, key, value) table; typing and encoding
+        are then done per key on whole columns.
+        """
         t = self.t
-        has = np.array([isinstance(a, dict) and bool(a) for a in args])
-        if not has.any():
+        n = len(args)
+        items = [(i, k, v) for i, a in enumerate(args) if isinstance(a, dict) for k, v in a.items()]
+        if not items:
             return []
-        counts = pd.Series([k for a in args[has] for k in a]).value_counts()
+        row, key, val = zip(*items)
+        long = pd.DataFrame({"row": np.asarray(row, np.int64), "key": pd.Series(key, dtype=object).astype(str),
+                             "val": pd.Series(val, dtype=object)})
+        top = long["key"].value_counts().index[: self.MAX_HOST_ARGS]
+        long = long[long["key"].isin(top)]
+        long["typ"] = long["val"].map(type)
         out = []
-        for key in counts.index[: self.MAX_HOST_ARGS]:
-            if key not in t.arg_iid:
-                t.arg_iid[key] = t.arg_names.get(str(key))
-            vals = pd.Series([a.get(key) if isinstance(a, dict) else None for a in args], dtype=object)
-            typ = vals.map(type)
-            is_bool = (typ == bool).to_numpy(bool, copy=True)
-            is_int = (typ == int).to_numpy(bool, copy=True)
-            is_float = (typ == float).to_numpy(bool, copy=True)
-            ints = np.zeros(len(vals), np.int64)
-            try:
-                ints[is_int] = np.array(vals[is_int].tolist(), np.int64)
-            except OverflowError:                    # beyond int64: keep the digits as text
-                is_int[:] = False
-            floats = np.zeros(len(vals), np.float64)
-            floats[is_float] = np.array(vals[is_float].tolist(), np.float64)
-            is_float &= np.isfinite(floats)          # NaN/inf are not valid JSON numbers anyway
-            is_none = vals.isna().to_numpy() & ~is_float
-            is_str = ~(is_bool | is_int | is_float | is_none)
-            if is_bool.any():
-                out.append((key, "bool", np.where(is_bool, vals, False).astype(bool), is_bool))
-            if is_int.any():
-                out.append((key, "int", ints, is_int))
-            if is_float.any():
-                out.append((key, "double", floats, is_float))
-            if is_str.any():
-                text = vals.where(pd.Series(is_str), None).map(
-                    lambda v: v if isinstance(v, str) or v is None else json.dumps(v, default=str))
-                codes = t.strings.codes(text)
-                out.append((key, "string", codes, codes > 0))
+        for k, g in long.groupby("key", sort=False):
+            if k not in t.arg_iid:
+                t.arg_iid[k] = t.arg_names.get(k)
+            typ, vals, rows = g["typ"], g["val"], g["row"].to_numpy()
+            is_text = np.ones(len(g), bool)
+            for kind, pytype, dtype in (("bool", bool, bool), ("int", int, np.int64), ("double", float, np.float64)):
+                sel = (typ == pytype).to_numpy()
+                if not sel.any():
+                    continue
+                try:
+                    values = np.array(vals[sel].tolist(), dtype)
+                except OverflowError:                # an int beyond int64: keep its digits as text
+                    continue
+                ok = np.isfinite(values) if kind == "double" else np.ones(len(values), bool)
+                full, present = np.zeros(n, dtype), np.zeros(n, bool)
+                full[rows[sel][ok]], present[rows[sel][ok]] = values[ok], True
+                out.append((k, kind, full, present))
+                is_text[np.flatnonzero(sel)[ok]] = False
+            is_text &= vals.notna().to_numpy() | (typ == float).to_numpy()   # None: no arg
+            if is_text.any():
+                text = [v if isinstance(v, str) else json.dumps(v, default=str) for v in vals[is_text]]
+                full = np.zeros(n, np.int64)
+                full[rows[is_text]] = t.strings.codes(text)
+                out.append((k, "string", full, full > 0))
         return out
