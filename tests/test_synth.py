@@ -503,6 +503,8 @@ ROUND_TRIP = [dict(arch="AKS", mode=0, seed=41), dict(arch="AKS", mode=1, seed=4
               dict(arch="AKS", mode=2, seed=51, tiu_freq=1200, time_wrap=True),
               dict(arch="AKS", mode=1, seed=52, cores=2, idle_cores=(1,)),
               dict(arch="AKS", mode=2, seed=53, cdma_ports=tuple(range(11))),
+              dict(arch="AKS", mode=2, seed=54, des_ratio=0.5, batch_idx=True),
+              dict(arch="AKSV", mode=1, seed=55, des_ratio=0.4, rvt_ratio=0.4, batch_idx=True),
               dict(arch="AKS", mode=1, seed=48, cmds_per_core=200, id_wrap=True)]
 
 
@@ -806,3 +808,56 @@ def test_size_and_speed_report(tmp_path):
     print(f"\nsynth AKS 8 cores x 5000 cmds mode 2: {dt:.2f} s, {size / 1e6:.2f} MB, "
           f"{len(res.truth)} truth rows")
     assert size > 0
+
+
+def test_des_chains_and_batch(tmp_path):
+    """DES kernels: two-word references in DYN_DATA, one BLOCK_DES_KV chain per reference
+    (key, cmd_num, descriptors back to back, §6.5/§7.2), no DYN_EXTRA entries for them."""
+    res = write_dump(tmp_path, SynthConfig(cmds_per_core=300, seed=8, des_ratio=0.5,
+                                           batch_idx=True))
+    assert res.meta["des_kernels"]
+    lay = register_layouts("AKS")
+    for core in range(8):
+        blocks = read_blocks(res.dump_dir / f"cdmlib0_{core}.profile")
+        types = [t for t, _ in blocks]
+        n_kv = types.count(df.BlockType.BLOCK_DES_KV)
+        assert types == [3, 4, 11] + [17] * n_kv + [6, 5]
+        words = np.frombuffer(blocks[types.index(5)][1], "<u4")
+        refs, i, batches, n_set = [], 0, [], 0
+        while i < len(words):
+            w = int(words[i])
+            t = w & 0x7F
+            if t == df.DynType.FUNC:
+                i += 1 + ((w >> 7) + 3) // 4
+                continue
+            if t in (8, 9, 10, 11):
+                refs.append((t, w >> 7, int(words[i + 1])))
+                i += 2
+                continue
+            if t == df.DynType.BATCH_IDX:
+                batches.append(w >> 7)
+            n_set += t == df.DynType.NODE_SET
+            i += 1
+        # DES kernels have no NODE_SETs and no DYN_EXTRA entries: one entry per TDI node
+        assert len(extra_entries(blocks[types.index(6)][1])) == n_set
+        assert batches == [k % 4 for k in range(len(batches))] and batches
+        kv = [np.frombuffer(p, "<u4", 3) for t, p in blocks if t == 17]
+        assert [(int(k), int(n)) for k, n, _ in kv] == [(key, n) for _, key, n in refs]
+        assert all(int(c) == core for _, _, c in kv)
+        for (t, key, n), (_, payload) in zip(refs, [b for b in blocks if b[0] == 17]):
+            chain = payload[12:]
+            if t == df.DynType.DES_TIU:            # walk the chain by each head's op length
+                off, cnt = 0, 0
+                while off < len(chain):
+                    v = int.from_bytes(chain[off:off + 8], "little")
+                    typ, eu = (v >> 41) & 15, (v >> 45) & 31
+                    name = {0: "sCONV", 1: "sPorD", 2: "sMM2", 3: "sAR", 4: "sRQ&sDQ",
+                            5: "sCW&sBC", 9: "sSFU", 10: "sLIN", 15: "SYS"}[typ]
+                    off += lay[name].nbytes
+                    cnt += 1
+                assert off == len(chain) and cnt == n
+            else:                                  # DMA: 96-byte tensors or 16-byte sys
+                assert 16 * n <= len(chain) <= 96 * n
+    # every DES command is reported: the truth has the DES kernels' commands of every core
+    des_funcs = {res.meta["kernel_sequence_funcs"]["0"][k] for k in res.meta["des_kernels"]}
+    assert res.truth.kernel.isin(des_funcs).sum() > 0

@@ -195,6 +195,7 @@ _OP_DST = np.array([OPS[n].dst for n in OP_NAMES], object)
 _OP_LAYOUT = np.array([OPS[n].layout for n in OP_NAMES], object)
 
 MEM_TAG = {"DDR": 1, "L2M": 30, "LMEM": 31}       # address tag bits 44..40 (§8.3)
+DES_KEY_BASE, DES_KEY_STEP = 4096, 256             # BLOCK_DES_KV keys (descriptor offsets)
 # per-op lookup tables (indexed by op index) so no per-command Python code is needed
 _OP_SRC_TAG = np.array([MEM_TAG.get(OPS[n].src, 1) for n in OP_NAMES], np.int64)
 _OP_DST_TAG = np.array([MEM_TAG.get(OPS[n].dst, 1) for n in OP_NAMES], np.int64)
@@ -284,6 +285,8 @@ class SynthConfig:
     time_wrap: bool = False             # core 0's counter starts just below 2^32
     ring_core: int | None = None        # this core's GDMA ring buffer is lapped (§9.1, Q12)
     rvt_ratio: float = 0.0              # AKSV: share of kernels recorded as RVT nodes
+    des_ratio: float = 0.0              # share of kernels dispatched as DES chains (BLOCK_DES_KV)
+    batch_idx: bool = False             # BATCH_IDX node after every FUNC (batch = kernel % 4)
     max_record_num: int = 131072
     tail_offset_ns: int = 850000
     dump_name: str = "cdm_profile_data_dev0-0"
@@ -325,6 +328,10 @@ class SynthConfig:
             raise ValueError("RVT nodes are an AKSV feature (--arch AKSV)")
         if self.rvt_ratio and self.mode == 0:
             raise ValueError("RVT nodes need DYN_DATA (mode 1 or 2)")
+        if (self.des_ratio or self.batch_idx) and self.mode == 0:
+            raise ValueError("DES dispatch and BATCH_IDX need DYN_DATA (mode 1 or 2)")
+        if not (0 <= self.rvt_ratio <= 1 and 0 <= self.des_ratio <= 1):
+            raise ValueError("rvt_ratio and des_ratio are shares between 0 and 1")
         if self.tiu_freq <= 0:
             raise ValueError("tiu_freq must be > 0")
         return SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,
@@ -522,6 +529,8 @@ class KernelRun:
     rvt: bool
     cmds: Cmds          # program order is computed later (sorted by start)
     ports: tuple[int, ...]
+    des: bool = False   # dispatched as DES chains: no NODE_SETs, descriptors in BLOCK_DES_KV
+    batch: int | None = None  # BATCH_IDX value written after the FUNC record
 
 
 @dataclass
@@ -572,6 +581,11 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
         n_rvt = max(1, int(round(cfg.rvt_ratio * len(cand))))
         rvt_kernels = set(int(x) for x in rng.choice(cand, size=min(n_rvt, len(cand)),
                                                      replace=False))
+    des_kernels = set()
+    if cfg.des_ratio > 0:     # DES resets every id counter: never a kernel with CDMA traffic
+        cand = [i for i, k in enumerate(seq) if k != "collective" and i not in rvt_kernels]
+        n_des = min(max(1, int(round(cfg.des_ratio * len(cand)))), len(cand))
+        des_kernels = set(int(x) for x in rng.choice(cand, size=n_des, replace=False))
     per_kernel = cfg.cmds_per_core / n_kernels
     first = 1200 + 150 * len(ports)       # after the anchor's VSDMA sends (400 + 150 i)
     t_start = {c: first + int(rng.integers(0, 400)) for c in busy}
@@ -603,7 +617,8 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
                 _sys_cmds("TIU", "tiu_send", [ends[core] + 20], [send_end[core]]),
                 _sys_cmds("TIU", "tiu_wait", [send_end[core] + 5], [barrier + jit])])
             programs[core].kernels.append(KernelRun(
-                kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports))
+                kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports,
+                des=ki in des_kernels, batch=ki % 4 if cfg.batch_idx else None))
             t_start[core] = barrier + jit + int(rng.integers(300, 3000))
     if cfg.id_wrap:   # last kernel of core 0 (nothing after a wrapped run: §15.4, Q8)
         kind = KINDS["eltwise_long"]
@@ -624,7 +639,7 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
                                                   t_start[cfg.ring_core],
                                                   (longest - kept) // 2 + 40)
-    return programs, seq, sorted(rvt_kernels), submitter
+    return programs, seq, sorted(rvt_kernels), sorted(des_kernels), submitter
 
 
 def _solo_kernel(prog: "CoreProgram", rng, kind_name: str, mode: int, t0: int,
@@ -927,7 +942,7 @@ class DumpWriter:
 
     def _write(self, outdir: Path, dump: Path) -> SynthResult:
         cfg, rng = self.cfg, self.rng
-        programs, seq, rvt_kernels, submitter = plan(cfg, rng)
+        programs, seq, rvt_kernels, des_kernels, submitter = plan(cfg, rng)
         self._check_runs(programs)
         files: dict[str, int] = {}
         counts: dict[str, int] = {}
@@ -1003,7 +1018,8 @@ class DumpWriter:
                                       for c in range(cfg.cores)},
             "cdma_ports": list(cfg.cdma_ports),
             "cdma_submitters": {str(p): c for p, c in submitter.items()},
-            "anchor": anchor if cfg.cdma_ports else None, "des_kernels": [],
+            "anchor": anchor if cfg.cdma_ports else None, "des_kernels": des_kernels,
+            "batch_idx": cfg.batch_idx,
             "rvt_kernels": rvt_kernels, "idle_cores": list(cfg.idle_cores),
             "id_wrap": cfg.id_wrap, "time_wrap": cfg.time_wrap, "ring_core": cfg.ring_core,
             "ring_capacity": ring["cap"] if ring else None, "max_record_num": max_rec,
@@ -1077,7 +1093,9 @@ class DumpWriter:
             n_by[e] = len(rec)
             blocks.append(df.block_bytes(bt, rec.tobytes()))
         if cfg.mode >= 1:
-            words, extra = self._dyn(rows, prog)
+            words, extra, kv_blocks = self._dyn(rows, prog)
+            for kv in kv_blocks:       # writers emit 3, 4, 11, 17..., 6, 5 (§4)
+                blocks.append(df.block_bytes(df.BlockType.BLOCK_DES_KV, kv))
             if cfg.mode == 2:
                 blocks.append(df.block_bytes(df.BlockType.DYN_EXTRA, extra))
             blocks.append(df.block_bytes(df.BlockType.DYN_DATA, words.tobytes()))
@@ -1103,38 +1121,81 @@ class DumpWriter:
         extra = np.where(is_sys & (eng != "CDMA"), 0, extra)
         extra = np.where(is_sys & (eng == "CDMA"), cd_port << 8, extra)
         rvt_k = np.array([r.rvt for r in prog.kernels] + [False], bool)
+        des_k = np.array([r.des for r in prog.kernels] + [False], bool)
         is_rvt = rvt_k[rows["kernel"]] & (rows["kernel"] >= 0) & (eng != "CDMA")
+        is_des = des_k[rows["kernel"]] & (rows["kernel"] >= 0)
         ntype = np.where(is_rvt, int(df.DynType.RVT_NODE_SET), int(df.DynType.NODE_SET))
         node_words = df.pack_dyn_words(ntype, ecode, _OP_TYP[op], _OP_EU[op], extra)
-        # kernel headers between node slices
+        # kernel headers between node slices; DES kernels are two-word chain references
         kb = np.searchsorted(rows["kernel"], np.arange(len(prog.kernels) + 1), side="left")
         pieces = [node_words[:kb[0]]]
+        chains = []                            # (key, row indices in id order)
+        des_types = (("TIU", df.DynType.DES_TIU), ("GDMA", df.DynType.DES_GDMA),
+                     ("SDMA", df.DynType.DES_SDMA))
         for ki, run in enumerate(prog.kernels):
-            hdr = [df.func_name_words(run.func),
-                   df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
-                                     [codes["TIU"], codes["GDMA"], codes["SDMA"]])]
+            end = kb[ki + 1] if ki + 1 < len(kb) else n
+            hdr = [df.func_name_words(run.func)]
+            if run.batch is not None:
+                hdr.append(df.pack_dyn_packed([int(df.DynType.BATCH_IDX)], [run.batch]))
+            if run.des:
+                for ename, dtype_ in des_types:
+                    idx = kb[ki] + np.flatnonzero(eng[kb[ki]:end] == ename)
+                    if len(idx):
+                        key = DES_KEY_BASE + DES_KEY_STEP * len(chains)
+                        chains.append((key, idx))
+                        hdr += [df.pack_dyn_packed([int(dtype_)], [key]),
+                                np.array([len(idx)], "<u4")]
+                pieces += hdr + [df.pack_dyn_words([int(df.DynType.FUNC_END)])]
+                continue
+            hdr.append(df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
+                                         [codes["TIU"], codes["GDMA"], codes["SDMA"]]))
             for p in run.ports:
                 hdr.append(df.pack_dyn_words([int(df.DynType.ID_RESET)], [codes["CDMA"]], 0, 0,
                                              [p << 8]))
-            end = kb[ki + 1] if ki + 1 < len(kb) else n
             pieces += hdr + [node_words[kb[ki]:end],
                              df.pack_dyn_words([int(df.DynType.FUNC_END)])]
         words = np.concatenate([np.atleast_1d(p) for p in pieces]).astype("<u4")
+        kv_blocks = []
+        if chains:
+            order = np.concatenate([idx for _, idx in chains])
+            buf, offs, lens = self._pack_rows(rows, order)
+            at = 0
+            for key, idx in chains:
+                k = len(idx)
+                hdr = np.array([(key, k, prog.core)], df.DES_KV_HEADER).tobytes()
+                lo, hi = offs[at], offs[at + k - 1] + lens[at + k - 1]
+                kv_blocks.append(hdr + buf[lo:hi].tobytes())
+                at += k
         if cfg.mode < 2:
-            return words, b""
-        tdi = np.flatnonzero(~is_rvt)            # one DYN_EXTRA entry per TDI node, in order
+            return words, b"", kv_blocks
+        tdi = np.flatnonzero(~is_rvt & ~is_des)  # one DYN_EXTRA entry per TDI node, in order
         lay = _OP_LAYOUT[op[tdi]]
         blobs, pos = {}, {}
-        sub_all = {k: rows[k] for k in ("op", "dep", "c", "h", "w", "iter", "bytes", "dtype",
-                                       "prec")}
         for li, lname in enumerate(dict.fromkeys(lay.tolist())):
             sel = np.flatnonzero(lay == lname)
-            idx = tdi[sel]
-            sub = {k: v[idx] for k, v in sub_all.items()}
-            vals = descriptor_values(lname, sub)
-            blobs[li] = pack_descriptors(self.layouts[lname], len(idx), vals)
+            blobs[li] = self._pack_layout(rows, tdi[sel], lname)
             pos[li] = sel
-        return words, _extra_block(blobs, pos, len(tdi))
+        return words, _extra_block(blobs, pos, len(tdi)), kv_blocks
+
+    def _pack_layout(self, rows, idx: np.ndarray, lname: str) -> np.ndarray:
+        sub = {k: rows[k][idx] for k in ("op", "dep", "c", "h", "w", "iter", "bytes", "dtype",
+                                        "prec")}
+        return pack_descriptors(self.layouts[lname], len(idx), descriptor_values(lname, sub))
+
+    def _pack_rows(self, rows, idx: np.ndarray):
+        """Descriptors of rows ``idx`` back to back (ragged): bytes, offsets, lengths."""
+        lay = _OP_LAYOUT[rows["op"][idx]]
+        lens = np.zeros(len(idx), np.int64)
+        groups = {}
+        for lname in dict.fromkeys(lay.tolist()):
+            sel = np.flatnonzero(lay == lname)
+            groups[lname] = (sel, self._pack_layout(rows, idx[sel], lname))
+            lens[sel] = self.layouts[lname].nbytes
+        offs = np.concatenate([[0], np.cumsum(lens)[:-1]])
+        buf = np.empty(int(lens.sum()), np.uint8)
+        for sel, blob in groups.values():
+            buf[offs[sel][:, None] + np.arange(blob.shape[1])] = blob
+        return buf, offs, lens
 
     # -- CDMA port file ---------------------------------------------------------------------
     def _port_file(self, port, port_idx, programs, submitter):
@@ -1301,6 +1362,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--time-wrap", action="store_true", help="core 0 counter starts near 2^32")
     ap.add_argument("--ring-core", type=int, default=None, help="lap this core's GDMA ring")
     ap.add_argument("--rvt-ratio", type=float, default=0.0, help="AKSV: share of RVT kernels")
+    ap.add_argument("--des-ratio", type=float, default=0.0,
+                    help="share of kernels dispatched as DES chains (BLOCK_DES_KV)")
+    ap.add_argument("--batch-idx", action="store_true", help="BATCH_IDX node in every kernel")
     ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
     a = ap.parse_args(argv)
     cfg = SynthConfig(arch=a.arch, cores=a.cores, cmds_per_core=a.cmds_per_core, mode=a.mode,
@@ -1308,6 +1372,7 @@ def main(argv: list[str] | None = None) -> int:
                       cdma_ports=None if a.ports is None else _parse_ints(a.ports),
                       idle_cores=_parse_ints(a.idle_cores), id_wrap=a.id_wrap,
                       time_wrap=a.time_wrap, ring_core=a.ring_core, rvt_ratio=a.rvt_ratio,
+                      des_ratio=a.des_ratio, batch_idx=a.batch_idx,
                       dump_name=a.dump_name)
     t0 = time.perf_counter()
     try:
