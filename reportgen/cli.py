@@ -19,6 +19,7 @@ import sys
 import time
 from pathlib import Path
 
+from reportgen import parallel
 from reportgen.errors import OutputError, ReportgenError
 
 
@@ -59,6 +60,23 @@ WRITERS = [
 
 
 def run(args: argparse.Namespace) -> int:
+    from reportgen import batch
+
+    dumps = batch.dump_dirs(Path(args.input))
+    if dumps:
+        return batch.run_many(dumps, args)
+    written, elapsed, text_summary = run_one(args)
+    if not args.quiet:
+        if text_summary:
+            print(text_summary)
+        print(f"Wrote {len(written)} file(s) to {Path(args.output).resolve()} in {elapsed:.1f} s:")
+        for p in written:
+            print(f"  {p}")
+    return 0
+
+
+def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
+    """Decode one input and write every requested output; returns (files, seconds, summary)."""
     from reportgen.analysis.metrics import engine_summary
     from reportgen.parsers.detect import load_profile
     from reportgen.writers import text
@@ -79,39 +97,22 @@ def run(args: argparse.Namespace) -> int:
         out.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
         raise OutputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
-    written: list[Path] = []
+    jobs: list[tuple[str, object]] = []
     if not args.disable_summary:
-        written += text.write_summary(profile, summary, out)
+        jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
     if not args.disable_doc:
-        written += _guard("RegInfo files", lambda: text.write_reginfo(profile, out))
+        jobs.append(("RegInfo files", lambda: text.write_reginfo(profile, out)))
     for flag, module, label in WRITERS:
         if getattr(args, flag):
             continue
-        writer = importlib.import_module(module)
         kwargs = {"quiet": args.quiet}
         if module.endswith("xlsx"):
             kwargs["registers"] = {"auto": "auto", "on": True, "off": False}[args.registers]
-        written.append(_guard(label, lambda: writer.write(profile, summary, out, **kwargs)))
-    if not args.quiet:
-        if not args.disable_summary:
-            print(text.summary_text(profile, summary))
-        print(f"Wrote {len(written)} file(s) to {out.resolve()} in {time.perf_counter() - t0:.1f} s:")
-        for p in written:
-            print(f"  {p}")
-    return 0
-
-
-def _guard(label: str, fn):
-    """Run a writer; any failure becomes an OutputError (exit 3), never a silent success."""
-    try:
-        return fn()
-    except ReportgenError:
-        raise
-    except OSError as exc:
-        raise OutputError(f"{label}: {exc.filename or ''} {exc.strerror or exc}".strip()) from exc
-    except Exception as exc:  # a writer bug must not look like success
-        raise OutputError(f"{label} failed: {type(exc).__name__}: {exc} "
-                          "(set REPORTGEN_DEBUG=1 for the traceback)") from exc
+        jobs.append((label, lambda module=module, kwargs=kwargs:
+                     importlib.import_module(module).write(profile, summary, out, **kwargs)))
+    written = parallel.run_jobs(jobs)
+    summary_txt = text.summary_text(profile, summary) if not args.disable_summary else ""
+    return written, time.perf_counter() - t0, summary_txt
 
 
 def main(argv: list[str] | None = None) -> int:

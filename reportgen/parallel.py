@@ -1,0 +1,98 @@
+"""Run independent output writers side by side in forked processes.
+
+The decoded Profile is built once in the parent; ``fork`` gives each writer process the same
+memory pages (copy-on-write), so nothing is pickled or decoded twice. A writer that fails in
+its process fails the run with exit code 3 and one line, never silently.
+"""
+from __future__ import annotations
+
+import multiprocessing as mp
+import os
+import traceback
+from pathlib import Path
+from typing import Callable
+
+from reportgen.errors import OutputError, ReportgenError
+
+
+def _flatten(result) -> list[Path]:
+    if result is None:
+        return []
+    if isinstance(result, (list, tuple)):
+        return [Path(p) for p in result]
+    return [Path(result)]
+
+
+def _guarded(label: str, fn: Callable):
+    """Run one writer; any failure becomes an OutputError (exit 3)."""
+    try:
+        return _flatten(fn())
+    except ReportgenError:
+        raise
+    except OSError as exc:
+        raise OutputError(f"{label}: {exc.filename or ''} {exc.strerror or exc}".strip()) from exc
+    except Exception as exc:  # a writer bug must not look like success
+        if os.environ.get("REPORTGEN_DEBUG"):
+            traceback.print_exc()
+        raise OutputError(f"{label} failed: {type(exc).__name__}: {exc} "
+                          "(set REPORTGEN_DEBUG=1 for the traceback)") from exc
+
+
+def _child(label, fn, conn) -> None:
+    try:
+        conn.send(("ok", [str(p) for p in _guarded(label, fn)]))
+    except ReportgenError as exc:
+        conn.send(("err", (type(exc).__name__, str(exc), exc.exit_code)))
+    except BaseException as exc:  # noqa: BLE001 - report anything, the parent decides
+        conn.send(("err", ("OutputError", f"{label} failed: {exc}", 3)))
+    finally:
+        conn.close()
+
+
+def workers() -> int:
+    env = os.environ.get("REPORTGEN_JOBS")
+    if env:
+        return max(1, int(env))
+    try:
+        return max(1, len(os.sched_getaffinity(0)))
+    except AttributeError:  # pragma: no cover - not Linux
+        return max(1, os.cpu_count() or 1)
+
+
+def run_jobs(jobs: list[tuple[str, Callable]]) -> list[Path]:
+    """Run ``(label, fn)`` jobs, up to ``workers()`` at a time; returns the files written."""
+    n = workers()
+    if n == 1 or len(jobs) < 2 or "fork" not in mp.get_all_start_methods():
+        return [p for label, fn in jobs for p in _guarded(label, fn)]
+    ctx = mp.get_context("fork")
+    pending = list(jobs)
+    running: list[tuple[str, mp.Process, object]] = []
+    written: list[Path] = []
+    error: tuple | None = None
+    while pending or running:
+        while pending and len(running) < n and error is None:
+            label, fn = pending.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            proc = ctx.Process(target=_child, args=(label, fn, child), daemon=True)
+            proc.start()
+            child.close()
+            running.append((label, proc, parent))
+        if not running:
+            break
+        label, proc, conn = running.pop(0)
+        try:
+            status, payload = conn.recv()
+        except EOFError:
+            status, payload = "err", ("OutputError", f"{label}: writer process died "
+                                      f"(exit code {proc.exitcode})", 3)
+        proc.join()
+        if status == "ok":
+            written += [Path(p) for p in payload]
+        elif error is None:
+            error = payload
+    if error is not None:
+        _, message, code = error
+        exc = OutputError(message)
+        exc.exit_code = code
+        raise exc
+    return written

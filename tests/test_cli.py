@@ -1,0 +1,108 @@
+"""The `bigTpuProfile` command end to end: outputs, options, parallel writers, several dumps."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from reportgen.errors import OutputError
+from reportgen.parallel import run_jobs
+
+ROOT = Path(__file__).resolve().parents[1]
+SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
+
+
+def cli(*args, env_extra=None) -> subprocess.CompletedProcess:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **(env_extra or {}))
+    return subprocess.run([sys.executable, "-m", "reportgen", *map(str, args)], capture_output=True,
+                          text=True, env=env, timeout=600)
+
+
+@pytest.fixture(scope="module")
+def sample_report(tmp_path_factory):
+    out = tmp_path_factory.mktemp("report") / "out"
+    res = cli(SAMPLE, out)
+    assert res.returncode == 0, res.stderr
+    return res, out
+
+
+def test_sample_report_has_every_output(sample_report):
+    res, out = sample_report
+    for rel in ("summary.txt", "summary.json", "PerfDoc/PerfAI_output.xlsx", "PerfWeb/result.html",
+                "perfetto.pftrace", "tiuRegInfo_0.txt", "tdmaRegInfo_7.txt", "cdmaRegInfo_1.txt"):
+        assert (out / rel).is_file() and (out / rel).stat().st_size > 0, rel
+    assert not list(out.rglob("*.part")), "temporary files left behind"
+    assert "Summary" in res.stdout and "Overall" in res.stdout
+    assert str(out.resolve()) in res.stdout
+
+
+def test_summary_txt_and_json_agree_and_match_the_truth(sample_report):
+    _, out = sample_report
+    doc = json.loads((out / "summary.json").read_text())
+    truth = pd.read_csv(SAMPLE.parent / "expected_commands.csv")
+    assert doc["commands"] == len(truth)
+    overall = doc["summary"][-1]
+    assert overall["core"] == "Overall"
+    assert overall["span_ns"] == truth["end_ns"].max() - truth["start_ns"].min()
+    line = next(l for l in (out / "summary.txt").read_text().splitlines() if l.startswith("Overall"))
+    cells = [c.strip() for c in line.split("|")]
+    assert cells[2] == f"{overall['span_ns'] / 1000:.3f}"
+    assert cells[1] == f"{100 * overall['parallelism']:.2f}%"
+
+
+def test_outputs_can_be_switched_off(tmp_path):
+    out = tmp_path / "out"
+    res = cli(SAMPLE, out, "--disable_web", "--disable_doc", "--no_perfetto", "--quiet")
+    assert res.returncode == 0, res.stderr
+    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.txt"]
+    assert res.stdout == ""
+
+
+def test_vendor_options_are_accepted(tmp_path):
+    res = cli(SAMPLE, tmp_path / "o", "--enable_doc", "--perfetto", "--num_core", "8",
+              "--tiu_freq", "500", "--disable_web", "--quiet")
+    assert res.returncode == 0, res.stderr
+    doc = json.loads((tmp_path / "o" / "summary.json").read_text())
+    assert doc["tiu_freq_mhz"] == 500
+
+
+def test_failing_writer_fails_the_run():
+    def broken():
+        raise ValueError("boom")
+
+    with pytest.raises(OutputError) as err:
+        run_jobs([("fine", lambda: []), ("web report", broken)])
+    assert err.value.exit_code == 3 and "web report failed: ValueError: boom" in str(err.value)
+
+
+def test_parallel_writers_return_their_files(tmp_path):
+    def make(name):
+        def job():
+            p = tmp_path / name
+            p.write_text(name)
+            return p
+        return job
+
+    got = run_jobs([(n, make(n)) for n in ("a", "b", "c")])
+    assert sorted(p.name for p in got) == ["a", "b", "c"]
+
+
+def test_several_dumps_get_one_report_each_and_an_index(tmp_path):
+    run = tmp_path / "run"
+    run.mkdir()
+    for i in (0, 1):
+        shutil.copytree(SAMPLE, run / f"cdm_profile_data_dev{i}-0")
+    out = tmp_path / "out"
+    res = cli(run, out, "--disable_doc", "--no_perfetto")
+    assert res.returncode == 0, res.stderr
+    page = (out / "index.html").read_text()
+    for i in (0, 1):
+        assert (out / f"cdm_profile_data_dev{i}-0" / "PerfWeb" / "result.html").is_file()
+        assert f'href="cdm_profile_data_dev{i}-0/PerfWeb/result.html"' in page
+    assert page.count("<tr>") == 3          # header + one row per dump
