@@ -28,6 +28,15 @@ command):
 5. The truth is obtained by the documented decoder transform (§9, §11) of the raw records the
    writer produced: cycles -> ns per engine clock, core alignment on TIU record #1, CDMA ports
    anchored on the VSDMA sends, earliest kept record at 0 ns.
+
+Options (SynthConfig fields / CLI flags): ``tiu_freq``; ``cdma_ports`` (default 0,1 when the
+anchor core CORE_NUM-1 is in the dump; a port is driven by one core); ``idle_cores`` (init
+records only); ``time_wrap`` (core 0's faster counter wraps u32 in its first kernel);
+``id_wrap`` (core 0 ends with a kernel of > 65536 TIU commands: 16-bit PMU id wrap);
+``ring_core`` (that core's GDMA ring is lapped: rotated records, no ``*_record`` lines, the
+decoder drops the 2 oldest survivors as "init", Q12); ``rvt_ratio`` (AKSV RVT_NODE_SET kernels,
+no descriptors); ``des_ratio`` (kernels dispatched as DES chains in BLOCK_DES_KV);
+``batch_idx`` (BATCH_IDX nodes). Same seed and options -> byte-identical files.
 """
 from __future__ import annotations
 
