@@ -510,3 +510,16 @@ def test_round_trip_random_commands(tmp_path, rows):
         s, d = dec["slices"][src], dec["slices"][dst]
         got_flows.add((s["args"]["Sheet"], s["args"]["Global Idx"], d["args"]["Sheet"], d["args"]["Global Idx"]))
     assert got_flows == want
+
+
+def test_framework_like_engine_names(tmp_path):
+    """Engines named like other tracks ("kernel", "counter") still get tracks of their own."""
+    df = pd.DataFrame({"core": [0, 0, 1], "engine": ["kernel", "counter", "stream 7"], "global_idx": [0, 0, 0],
+                       "cmd_id": [1, 1, 1], "start_ns": [0, 5, 3], "end_ns": [4, 9, 8], "cycles": [5, 5, 6],
+                       "func_type": ["k", "k", "k"], "func_name": ["a", "b", "c"], "kernel": ["x", "x", "x"],
+                       "func_scope": [0, 0, 0], "port": None})
+    prof = Profile(commands=finalize_commands(df), meta=Meta(source="chrome", num_cores=2))
+    dec = write_and_decode(prof, tmp_path)
+    paths = sorted(track_path(dec["tracks"], s["track"]) for s in dec["slices"])
+    assert paths == ["TPU/Core 0/Kernel Function", "TPU/Core 0/counter", "TPU/Core 0/kernel",
+                     "TPU/Core 1/Kernel Function", "TPU/Core 1/stream 7"]

@@ -522,7 +522,7 @@ class _TraceWriter:
                                      rank=int(own) * 64 + ln)
             else:
                 rank = ENGINE_RANK.get(eng, 7) * 64 + ln
-                uuid_of[k] = t.track(f"device/core/{own}/{eng}/{ln}", label,
+                uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label,
                                      self.core_track(int(own)), rank=rank)
         seq_ids = t.sequences(len(track_keys))
         order = np.lexsort((end, start, track_code))
@@ -613,7 +613,7 @@ class _TraceWriter:
         core = k["core"].to_numpy(np.int64)
         lane = first_fit_lanes(core, start, end)
         track_code, keys = pd.factorize(pd.Series(core * 1024 + lane))
-        uuid_of = np.array([t.track(f"device/core/{kk // 1024}/kernel/{kk % 1024}",
+        uuid_of = np.array([t.track(f"device/core/{kk // 1024}/kernel-function/{kk % 1024}",
                                     "Kernel Function" + ("" if kk % 1024 == 0 else f" #{kk % 1024 + 1}"),
                                     self.core_track(int(kk // 1024)), rank=kk % 1024)
                             for kk in keys.to_numpy()], np.int64)
