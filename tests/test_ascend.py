@@ -227,3 +227,15 @@ def test_cann_mindstudio_output_layout(tmp_path):
     shutil.copy(src / "msprof_0_2_1.json", out / "msprof_20230818.json")
     prof = ascend.load_ascend(tmp_path)
     assert len(prof.commands) == 828
+
+
+def test_op_statistic_from_tasks(tmp_path):
+    (tmp_path / "kernel_details.csv").write_text(
+        "Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
+        "1,a1,MatMul,AI_CORE,0,10\n1,a2,MatMul,AI_CORE,20,30\n2,b,Add,AI_VECTOR_CORE,5,60\n")
+    prof = ascend.load_ascend(tmp_path)
+    t = prof.tables["Op Statistic"].set_index("OP Type")
+    assert t.loc["MatMul", "Count"] == 2 and t.loc["MatMul", "Total Time(us)"] == 40
+    assert t.loc["MatMul", "Min Time(us)"] == 10 and t.loc["MatMul", "Max Time(us)"] == 30
+    assert t.loc["MatMul", "Ratio(%)"] == pytest.approx(40)
+    assert t.loc["Add", "Core Type"] == "AI_VECTOR_CORE"

@@ -381,6 +381,29 @@ def kernel_table(profile: Profile) -> pd.DataFrame:
     return out.sort_values("Total (us)", ascending=False, kind="stable").reset_index(drop=True)
 
 
+def op_statistic(profile: Profile) -> pd.DataFrame:
+    """Ascend ``op_statistic``: device tasks grouped by (OP Type, Core Type) with Count,
+    Total/Min/Avg/Max (µs) and Ratio(%) = Total / all tasks' total, per core (device)."""
+    cmds = profile.commands
+    if cmds.empty or "op_type" not in cmds.columns:
+        return pd.DataFrame()
+    t = pd.DataFrame({
+        "Device_id": cmds["core"].astype(np.int64).to_numpy(),
+        "OP Type": cmds["op_type"].astype(object).fillna("").astype(str).to_numpy(),
+        "Core Type": cmds["core_type"].astype(object).fillna("").astype(str).to_numpy()
+        if "core_type" in cmds.columns else "",
+        "dur": (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) / 1e3,
+    })
+    out = t.groupby(["Device_id", "OP Type", "Core Type"], sort=False)["dur"].agg(
+        ["size", "sum", "min", "mean", "max"]).reset_index()
+    out.columns = ["Device_id", "OP Type", "Core Type", "Count", "Total Time(us)", "Min Time(us)",
+                   "Avg Time(us)", "Max Time(us)"]
+    total = out.groupby("Device_id")["Total Time(us)"].transform("sum")
+    out["Ratio(%)"] = 100 * out["Total Time(us)"] / total.where(total > 0)
+    return out.sort_values(["Device_id", "Total Time(us)"], ascending=[True, False],
+                           kind="stable").reset_index(drop=True)
+
+
 # ============================================================================================
 # (d) memory
 # ============================================================================================
@@ -584,6 +607,9 @@ def attach_tables(profile: Profile, monitor: str | None = None, launch: str | li
             tables["Steps"] = steps
     if not profile.commands.empty:
         tables["Kernels"] = kernel_table(profile)
+        stat = op_statistic(profile)
+        if len(stat):
+            tables["Op Statistic"] = stat   # a vendor op_statistic.csv, when present, replaces it
     mem = profile.meta.extra.pop("memory_events", None)
     if mem is not None and len(mem):
         tables.update(memory_tables(mem, host))
