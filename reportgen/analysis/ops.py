@@ -178,6 +178,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     if len(cmds) and "launch_row" in cmds.columns:
         dcat = _first_cat(cmds["func_type"].astype(object).fillna(""))
         dmask = _cat_mask(dcat, device) & (cmds["launch_row"].to_numpy(np.int64) >= 0)
+        if device is None:  # "all device work": waits/syncs are not work
+            dmask &= ~cmds["is_sys"].to_numpy(bool)
         crow = np.flatnonzero(dmask)
         r = cmds["launch_row"].to_numpy(np.int64)[crow]
         by_launch = is_l[r]
