@@ -112,6 +112,11 @@ def _varint_matrix(values) -> tuple[np.ndarray, np.ndarray]:
     return mat, lens
 
 
+def _absent(present) -> bool:
+    """True when a field is missing from every row (it then adds no columns at all)."""
+    return present is not None and not np.any(present)
+
+
 class _Rows:
     """One protobuf message per row, built column by column.
 
@@ -135,10 +140,14 @@ class _Rows:
 
     def const(self, field: int, value: int, present=None) -> "_Rows":
         """A varint field with the same value in every row."""
+        if _absent(present):
+            return self
         self._const(_varint_bytes(field << 3) + _varint_bytes(value), present)
         return self
 
     def varint(self, field: int, values, present=None) -> "_Rows":
+        if _absent(present):
+            return self
         self._const(_varint_bytes(field << 3), present)
         mat, lens = _varint_matrix(values)
         self._add(mat, lens, present)
@@ -146,6 +155,8 @@ class _Rows:
 
     def fixed64(self, field: int, values, present=None) -> "_Rows":
         """double / fixed64 (the 8 little-endian bytes of ``values``)."""
+        if _absent(present):
+            return self
         self._const(_varint_bytes(field << 3 | 1), present)
         v = np.asarray(values)
         raw = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<"))
@@ -153,6 +164,8 @@ class _Rows:
         return self
 
     def message(self, field: int, sub: "_Rows", present=None) -> "_Rows":
+        if _absent(present):
+            return self
         self._const(_varint_bytes(field << 3 | 2), present)
         mat, lens = _varint_matrix(sub.lengths())
         self._add(mat, lens, present)
@@ -349,6 +362,8 @@ def _pairs(seq: np.ndarray, iid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 def _annotations(te: _Rows, trace: _Trace, args: list[tuple[str, str, np.ndarray, np.ndarray]]) -> None:
     """Typed debug annotations: (name, kind int|double|string|bool, values, present)."""
     for name, kind, values, present in args:
+        if _absent(present):
+            continue
         ann = _Rows(te.n).const(1, trace.arg_iid[name])
         if kind == "int":
             ann.varint(4, values.astype(np.int64))
