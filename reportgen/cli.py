@@ -127,6 +127,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("bigTpuProfile: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:          # `bigTpuProfile ... | head`: the reader left, not an error
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
 
 
 if __name__ == "__main__":  # pragma: no cover

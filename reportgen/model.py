@@ -122,6 +122,12 @@ class Meta:
     def warn(self, code: str, message: str, where: str = "") -> None:
         self.warnings.append(Warning_(code, message, where))
 
+    def count(self, sheet: str, key: str, n: int) -> None:
+        """Record accounting: ``read``, ``shown`` or ``dropped: <reason>`` records of a sheet."""
+        if n:
+            entry = self.accounting.setdefault(sheet, {})
+            entry[key] = entry.get(key, 0) + int(n)
+
 
 @dataclass
 class Profile:

@@ -127,3 +127,13 @@ def test_reginfo_files_read_back_like_the_reference(case, tmp_path):
             for k in keys:
                 if k in b and not (k == "Core Id" and sheet.startswith("CDMA")):
                     assert a.get(k) == b[k], (name, sheet, k, a.get(k), b[k])
+
+
+def test_every_record_is_accounted_for(case):
+    """read = shown + dropped (with a reason), per sheet; shown = rows of the sheet."""
+    _, profile, _ = case
+    rows = profile.commands.groupby("sheet", observed=True).size()
+    for sheet, entry in profile.meta.accounting.items():
+        dropped = sum(v for k, v in entry.items() if k.startswith("dropped: "))
+        assert entry.get("read", 0) == entry.get("shown", 0) + dropped, (sheet, entry)
+        assert entry.get("shown", 0) == rows.get(sheet, 0), sheet

@@ -69,13 +69,30 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
             f"TIU clock: {m.tiu_freq_mhz:g} MHz  DMA clock: {m.dma_freq_mhz:g} MHz",
             f"Commands: {len(profile.commands)}  CDMA ports: {m.cdma_ports or 'none'}"]
     body = summary_table(summary)
+    acct = records_line(m.accounting)
     notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
              "util = busy / totalTime; BW = bytes / busy time of the commands that moved them; "
              "uArch rate n/a = no command with a modelled op (modes 0/1)."]
     warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
     if len(m.warnings) > 50:
         warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
-    return "\n".join(head + [""] + [body] + notes + ([""] + warn if warn else [])) + "\n"
+    return "\n".join(head + ([acct] if acct else []) + [""] + [body] + notes
+                     + ([""] + warn if warn else [])) + "\n"
+
+
+def records_line(accounting: dict[str, dict[str, int]]) -> str:
+    """'Records: read N, shown M, dropped K (reason: n, ...)' over every sheet."""
+    if not accounting:
+        return ""
+    totals: dict[str, int] = {}
+    for entry in accounting.values():
+        for k, v in entry.items():
+            totals[k] = totals.get(k, 0) + v
+    drops = {k.split(": ", 1)[1]: v for k, v in totals.items() if k.startswith("dropped: ")}
+    text = f"Records: read {totals.get('read', 0)}, shown {totals.get('shown', 0)}"
+    if drops:
+        text += f", dropped {sum(drops.values())} (" + ", ".join(f"{k}: {v}" for k, v in drops.items()) + ")"
+    return text
 
 
 def _jsonable(v):
@@ -98,6 +115,7 @@ def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tup
         "tiu_freq_mhz": m.tiu_freq_mhz, "dma_freq_mhz": m.dma_freq_mhz, "cdma_ports": m.cdma_ports,
         "commands": int(len(profile.commands)),
         "warnings": [{"code": w.code, "message": w.message, "where": w.where} for w in m.warnings],
+        "records": m.accounting,
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
     }
     with atomic_open(js, "w", encoding="utf-8") as fh:

@@ -184,6 +184,7 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
             cmd_ids = np.concatenate([cl.ids] + [np.arange(n) for _, n in cl.des.values()])
             keep = _edge_trim_tiu(s["id"], cmd_ids)
             if not keep.all():
+                meta.count(f"TIU_{core.index}", "dropped: pause marker at the stream edge", int((~keep).sum()))
                 meta.warn("edge-trim", f"TIU core {core.index}: {int((~keep).sum())} record(s) at the "
                           "stream edges match no command (pause markers) and were dropped", str(core.path))
                 s = s.take(keep)
@@ -195,6 +196,7 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
         if bound.any():
             lo, hi = int(np.argmax(bound)), len(bound) - int(np.argmax(bound[::-1]))
             if lo or hi < len(bound):
+                meta.count(f"TIU_{core.index}", "dropped: unbound at the stream edge", lo + len(bound) - hi)
                 meta.warn("edge-unbound", f"TIU core {core.index}: {lo + len(bound) - hi} unbound "
                           "record(s) at the stream edges dropped", str(core.path))
             sel = np.arange(lo, hi)
@@ -503,6 +505,8 @@ def _repair_port(s: Stream, meta: Meta, port: int) -> tuple[Stream | None, Strea
         return None, s
     f = int(first[0])
     sync = s.take(slice(max(f - 2, 0), f)) if f >= 2 else None
+    meta.count(f"CDMA_{port}", "dropped: port sync pair", min(f, 2))
+    meta.count(f"CDMA_{port}", "dropped: before the port sync pair", max(f - 2, 0))
     rest = s.take(slice(f, None))
     rid = rest["id"]
     brk = np.flatnonzero(rid[1:] < rid[:-1] - 10) + 1
@@ -514,6 +518,7 @@ def _repair_port(s: Stream, meta: Meta, port: int) -> tuple[Stream | None, Strea
     r = rest.take(order)
     key = r["id"] + (launch[order] << 32)
     uniq = np.r_[True, key[1:] != key[:-1]]
+    meta.count(f"CDMA_{port}", "dropped: duplicate id in a launch", int((~uniq).sum()))
     if not uniq.all():
         meta.warn("cdma-duplicates", f"CDMA port {port}: {int((~uniq).sum())} duplicate record id(s) "
                   "in a launch dropped (the longest is kept)")
@@ -549,6 +554,7 @@ def bind_cdma(ports: dict[int, Stream], cores, anchor, chip: Chip, meta: Meta, b
     if consumed and anchor_sdma is not None:
         # the VSDMA sends that started the ports are part of the profiling set-up, not work
         bound[(anchor.index, "SDMA")] = anchor_sdma.take(np.arange(consumed, len(anchor_sdma)))
+        meta.count(f"SDMA_{anchor.index}", "dropped: VSDMA send that starts a CDMA port", consumed)
     return out
 
 
@@ -630,9 +636,13 @@ def assemble(bindings: list[Binding], meta: Meta):
         drop = _edge_prune(b.cols["_id"], is_sys)
         if not any_cdma and len(b) <= 2:
             drop |= is_sys
+        sheet = (f"CDMA_{int(b.cols['port'][0])}" if b.cols["engine"][0] == "CDMA"
+                 else f"{b.cols['engine'][0]}_{int(b.cols['core'][0])}")
+        meta.count(sheet, "dropped: system command at the stream edge", int(drop.sum()))
         if drop.any():
             b = b.take(np.flatnonzero(~drop))
         b.cols["global_idx"] = np.arange(len(b))
+        meta.count(sheet, "shown", len(b))
         parts.append(b)
     if not parts:
         return finalize_commands(pd.DataFrame(columns=["core", "engine"])), {}

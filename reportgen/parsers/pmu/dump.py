@@ -130,7 +130,7 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
                 warn("extra-monitor-block", f"second {engine} monitor block ignored (offset {b.offset})")
                 continue
             seen.add(engine)
-            core.streams[engine] = from_records(engine, b.payload, warn)
+            core.streams[engine] = from_records(engine, b.payload, warn, _counter(meta, engine, index))
         elif b.type == Block.DYN_DATA:
             nwords = len(b.payload) // 4
             if nwords * 4 != len(b.payload):
@@ -169,6 +169,7 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
     for engine in CORE_ENGINES:
         s = core.streams[engine]
         core.streams[engine] = s.take(slice(min(INIT_RECORDS, len(s)), None))
+        meta.count(f"{engine}_{index}", "dropped: profile-init preamble", min(INIT_RECORDS, len(s)))
         if engine in core.commands:
             core.commands[engine] = core.commands[engine].take(slice(INIT_RECORDS, None))
     return core
@@ -197,6 +198,10 @@ def _dyn_extra_entries(payload: memoryview, path: Path, base: int, warn):
     return np.frombuffer(offs, np.int64), np.frombuffer(lens, np.int64)
 
 
+def _counter(meta: Meta, engine: str, n: int):
+    return lambda key, k: meta.count(f"{engine}_{n}", key, k)
+
+
 def _read_port(port: int, path: Path, dma_mhz: float, meta: Meta) -> Stream:
     warn = lambda code, msg: meta.warn(code, msg, str(path))  # noqa: E731
     blocks = container.read_blocks(path)
@@ -204,7 +209,7 @@ def _read_port(port: int, path: Path, dma_mhz: float, meta: Meta) -> Stream:
     if not payloads:
         warn("empty-port", "CDMA file without a MONITOR_CDMA block")
         payloads = [memoryview(b"")]
-    s = from_records("CDMA", payloads[0], warn)
+    s = from_records("CDMA", payloads[0], warn, _counter(meta, "CDMA", port))
     s = normalise(s, dma_mhz, warn)
     s["port"] = np.full(len(s), port, np.int64)
     return s

@@ -38,7 +38,7 @@ def cycles_to_ns(cycles: np.ndarray, mhz: float) -> np.ndarray:
     return np.round(cycles.astype(np.float64) / mhz * 1000.0).astype(np.int64)
 
 
-def from_records(engine: str, payload: memoryview, warn) -> Stream:
+def from_records(engine: str, payload: memoryview, warn, count=lambda key, n: None) -> Stream:
     dtype = {"TIU": TIU_RECORD, "GDMA": DMA_RECORD, "SDMA": DMA_RECORD, "CDMA": CDMA_RECORD}[engine]
     nbytes = len(payload)
     whole = nbytes // dtype.itemsize
@@ -46,6 +46,7 @@ def from_records(engine: str, payload: memoryview, warn) -> Stream:
         warn("partial-record", f"{engine} block of {nbytes} bytes is not a multiple of the "
              f"{dtype.itemsize}-byte record: the last {nbytes - whole * dtype.itemsize} bytes are ignored")
     rec = np.frombuffer(payload, dtype, whole)
+    count("read", whole)
     # firmware truncates a ring at the first all-zero record: stop there too
     if whole:
         zero = np.flatnonzero(~rec.view(np.uint8).reshape(whole, -1).any(axis=1))
@@ -53,6 +54,7 @@ def from_records(engine: str, payload: memoryview, warn) -> Stream:
             warn("zero-record", f"{engine} stream ends at an all-zero record: "
                  f"{whole - zero[0]} trailing record(s) ignored")
             rec = rec[: zero[0]]
+            count("dropped: after an all-zero record", whole - zero[0])
     s = Stream(engine)
     s["start_raw"] = rec["inst_start_time"].astype(np.int64)
     s["end_raw"] = rec["inst_end_time"].astype(np.int64)
