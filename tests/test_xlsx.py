@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import csv
 import math
-import os
 import shutil
 import subprocess
 from pathlib import Path
