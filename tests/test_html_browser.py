@@ -8,6 +8,7 @@ Skipped (with the reason) only when chromium or playwright is not installed.
 """
 from __future__ import annotations
 
+import base64
 import re
 import shutil
 from pathlib import Path
@@ -398,5 +399,63 @@ def test_host_lanes_sit_above_the_device_lanes(browser, tmp_path):
                        ".map(t => t.textContent)")
     assert lines == ["<b>aten::mm</b>", "cpu_op · pid 7 / tid 1 · d1", "start 1.000 µs · duration 39,000 ns"]
     shot(p, "html_host_lanes.png")
+    watch.check()
+    p.close()
+
+
+def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_path):
+    """Wide columns (10 s gaps, 2**40 cmd ids: float64), negative deltas, explicit bandwidths and
+    overlapping host events decode in the page exactly as decode_items() does."""
+    import pandas as pd
+
+    from reportgen.model import HOST_COLUMNS
+
+    profile = make_profile(cores=2, per_engine=300, seed=9)
+    c = profile.commands
+    late = c["sheet"].astype(str).eq("GDMA_1") & (c["global_idx"] >= 150)
+    c.loc[late, ["start_ns", "end_ns"]] += 10**10                      # a 10 s hole
+    c.loc[c["sheet"].astype(str).eq("TIU_0"), "cmd_id"] += 2**40
+    c.loc[c["sheet"].astype(str).eq("SDMA_0"), "global_idx"] = 299 - c.loc[c["sheet"].astype(str).eq("SDMA_0"), "global_idx"]
+    dma = c["ddr_bw"].notna()
+    c.loc[dma[dma].index[::7], "ddr_bw"] *= 1.5                       # not bytes/duration
+    t0 = int(c["start_ns"].min())
+    profile.host = pd.DataFrame({                                     # overlapping at one depth
+        "name": ["a", "b", "c"], "category": ["x", "x", "y"], "pid": [1, 1, 1], "tid": [2, 2, 2],
+        "start_ns": [t0, t0 + 10, t0 + 5], "end_ns": [t0 + 100, t0 + 20, t0 + 300],
+        "depth": [0, 0, 0], "parent": [-1, -1, -1], "args": [None] * 3,
+    }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    data, _ = html_writer.read_page(path.read_text(encoding="utf-8"))
+    dtypes = {col["name"]: col["dtype"] for col in data["payload"]["columns"]}
+    assert dtypes["gap"] == "f8" and dtypes["cmd"] == "f8" and dtypes["bwx_pos"] != "u1"
+    blob = base64.b64decode(re.search(r'<script id="rg-items" type="[^"]+">(.*?)</script>',
+                                      path.read_text(encoding="utf-8"), re.DOTALL).group(1))
+    want = html_writer.decode_items(dict(data["payload"], ops=data["ops"]), blob)
+
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    got = p.evaluate("""(() => { const it = __report.items, bw = [], bytes = [], urate = [];
+        for (let i = 0; i < it.n; i++) {
+            const b = it.bytesPlus1[i];
+            bytes.push(b > 0 ? b - 1 : null);
+            urate.push(it.urateQ[i] > 0 ? (it.urateQ[i] - 1) : null);
+            bw.push(it.bwExplicit.has(i) ? it.bwExplicit.get(i) : null);
+        }
+        return {start: Array.from(it.start), end: Array.from(it.end), gidx: Array.from(it.gidx),
+                cmd: Array.from(it.cmd), op: Array.from(it.op), kernel: Array.from(it.kernel),
+                bytes, urate, explicit: bw}; })()""")
+    for key in ("start", "end", "gidx", "cmd", "op", "kernel"):
+        np.testing.assert_array_equal(np.array(got[key], np.float64), want[key].astype(np.float64), err_msg=key)
+    np.testing.assert_array_equal(np.array(got["bytes"], float), want["bytes"])
+    np.testing.assert_allclose(np.array(got["urate"], float) / html_writer.URATE_SCALE, want["urate"])
+    explicit = np.array(got["explicit"], float)
+    has = ~np.isnan(explicit)
+    assert has.sum() >= 10
+    np.testing.assert_array_equal(explicit[has], want["bw"][has])
+    # and the hover of one explicit-bandwidth command prints that value
+    i = int(np.flatnonzero(has)[0])
+    assert f"bandwidth {want['bw'][i]:.2f} GB/s" in p.evaluate(f"__report.hoverText({i})")
     watch.check()
     p.close()
