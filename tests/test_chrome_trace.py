@@ -307,3 +307,24 @@ def test_truncated_gzip_yields_complete_events(tmp_path):
     assert 0 < len(data.events) < 2000
     assert list(data.events["name"][:3]) == ["e0", "e1", "e2"]
     assert any(c == "unterminated-json" for c, _ in data.warnings)
+
+
+def test_generic_host_slices_own_device_work_via_flows(tmp_path):
+    """No framework categories: a flow from a plain host slice to a device task makes that
+    slice the task's operator (MindSpore 2.x / tpudnn style)."""
+    ev = [
+        {"ph": "M", "name": "process_name", "pid": 1, "args": {"name": "MindSpore"}},
+        {"ph": "M", "name": "process_name", "pid": 2, "args": {"name": "Ascend Hardware"}},
+        {"ph": "M", "name": "thread_name", "pid": 2, "tid": 3, "args": {"name": "Stream 3"}},
+        {"ph": "X", "name": "Default/MatMul-op1", "pid": 1, "tid": 1, "ts": "10.0", "dur": 5},
+        {"ph": "s", "cat": "async_npu", "name": "x", "id": 42, "pid": 1, "tid": 1, "ts": "11.0", "bp": "e"},
+        {"ph": "X", "name": "MatMul", "pid": 2, "tid": 3, "ts": "20.0", "dur": 7},
+        {"ph": "f", "cat": "async_npu", "name": "x", "id": 42, "pid": 2, "tid": 3, "ts": "20.0", "bp": "e"},
+    ]
+    p = tmp_path / "ms.json"
+    p.write_text(json.dumps(ev))
+    prof = ct.load_chrome_trace(p)
+    c = prof.commands.iloc[0]
+    assert prof.host["name"].to_numpy()[c["op_row"]] == "Default/MatMul-op1"
+    ka = prof.tables["Operators"].set_index("Name")
+    assert ka.loc["Default/MatMul-op1", "Self Device (us)"] == 7

@@ -843,6 +843,10 @@ def _op_rows(host: pd.DataFrame) -> np.ndarray:
     n = len(host)
     role = host["role"].to_numpy()
     is_op = np.isin(role, ["op", "annotation"])
+    if not is_op.any():
+        # traces without framework categories (MindSpore 2.x, tpudnn, generic): their plain
+        # host slices are the operators
+        is_op = role == "host"
     result = np.where(is_op, np.arange(n), -1)
     # External id first
     ext = host["external_id"]
