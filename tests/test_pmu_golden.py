@@ -69,6 +69,8 @@ def test_matches_reference_reginfo(case):
         if "Data Type" in r:
             known = g["dtype"].notna().to_numpy()
             assert (g["dtype"].astype(str).to_numpy()[known] == r["Data Type"].to_numpy()[known]).all()
+            # unknown only where the reference invents one: mode 0, system commands
+            assert (mode0 | g["is_sys"].to_numpy()[~known]).all(), f"{name} {sheet} dtype"
 
 
 def test_matches_generator_truth(case):

@@ -244,7 +244,8 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
             rec["kernel"][pos], rec["scope"][pos] = cl.kernel[cidx], cl.scope[cidx]
             rec["batch"][pos], rec["mode"][pos] = cl.batch[cidx], cl.mode[cidx]
             ex = cl.extra_idx[cidx]
-            has = (ex >= 0) & (ex < len(core.extra_off))
+            # CDMA DYN_EXTRA contents are never descriptors of the PMU record (spec §7.1)
+            has = (ex >= 0) & (ex < len(core.extra_off)) & (not engine.startswith("CDMA"))
             if len(core.extra_off) and (ex >= len(core.extra_off)).any() and not warned:
                 warned = True
                 meta.warn("missing-extra", f"{engine} core {core.index}: fewer DYN_EXTRA descriptors "
