@@ -10,7 +10,6 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 import pytest
 
 from reportgen.errors import InputError

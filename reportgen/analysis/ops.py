@@ -115,7 +115,6 @@ def call_paths(names: np.ndarray, anc_of: np.ndarray, mask: np.ndarray, sep: str
 def subtree_sum(parent_of: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Each row's value plus the values of all rows below it (``parent_of`` restricted tree)."""
     total = values.astype(float).copy()
-    rows = np.arange(len(values))
     vals = values.astype(float)
     cur = parent_of.copy()
     live = np.flatnonzero((cur >= 0) & (vals != 0))
@@ -127,7 +126,6 @@ def subtree_sum(parent_of: np.ndarray, values: np.ndarray) -> np.ndarray:
         ok = nxt >= 0
         cur, v = nxt[ok], v[ok]
         live = live[ok]
-    del rows
     return total
 
 
@@ -428,7 +426,6 @@ def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.Data
     names = host["name"].to_numpy(object) if len(host) else np.empty(0, object)
     op = ev["op_row"].to_numpy(np.int64)
     ev["Operator"] = np.where(op >= 0, names[np.maximum(op, 0)] if len(names) else "", "(no operator)")
-    alloc = ev["bytes"].fillna(0) > 0
     per_op = ev.groupby(["rank", "device", "Operator"], sort=False).agg(
         allocations=("bytes", lambda b: int((b > 0).sum())),
         allocated_bytes=("bytes", lambda b: float(b[b > 0].sum())),
@@ -443,7 +440,6 @@ def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.Data
                                     "peak_allocated": "Peak Total Allocated (bytes)",
                                     "size increase (bytes)": "Size Increase (bytes)"})
     per_op = per_op.sort_values("Allocated (bytes)", ascending=False, kind="stable").reset_index(drop=True)
-    del alloc
     has_total = ev[ev["total_allocated"].notna()]
     peak_rows = has_total.loc[has_total.groupby(["rank", "device"])["total_allocated"].idxmax()]
     peak = pd.DataFrame({
