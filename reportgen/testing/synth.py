@@ -329,6 +329,9 @@ class SynthConfig:
             raise ValueError("--id-wrap puts its long kernel on core 0, which is idle")
         if self.ring_core is not None and not 0 <= self.ring_core < cores:
             raise ValueError(f"ring core {self.ring_core} out of range 0..{cores - 1}")
+        if self.ring_core == 0 and self.time_wrap:
+            raise ValueError("--time-wrap wraps core 0's counter; a lapped ring on the same "
+                             "core would be ambiguous: use another ring core")
         if self.ring_core == 0 and self.id_wrap:
             raise ValueError("--id-wrap ends core 0 with its long kernel; use another ring core")
         if self.ring_core is not None and self.ring_core in idle:
@@ -645,9 +648,12 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
                 (rc.kernels[0].cmds.cols["engine"] == "GDMA").sum()) + 2
             if kept > longest + 10:
                 break
+            iters = (longest - kept) // 2 + 40
+            n_pre = int((rc.kernels[0].cmds.cols["engine"] == "GDMA").sum())
+            if 2 * iters == n_pre:      # keep the prefetch span unique (2 GDMA per iteration)
+                iters += 1
             t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
-                                                  t_start[cfg.ring_core],
-                                                  (longest - kept) // 2 + 40)
+                                                  t_start[cfg.ring_core], iters)
     return programs, seq, sorted(rvt_kernels), sorted(des_kernels), submitter
 
 
