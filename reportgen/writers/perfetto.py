@@ -610,7 +610,8 @@ class _TraceWriter:
     # -- kernel functions -------------------------------------------------------------------
     def _kernels_plan(self, c: pd.DataFrame) -> dict | None:
         t = self.t
-        dev = c[~_engine_is(c, "CDMA") & (c["kernel"].notna() | c["func_scope"].notna()).to_numpy(bool)]
+        keep = ~_engine_is(c, "CDMA") & (c["kernel"].notna() | c["func_scope"].notna()).to_numpy(bool)
+        dev = c.loc[keep, ["core", "start_ns", "end_ns", "kernel", "func_scope"]]   # only what is used
         if dev.empty:
             return None
         dev = dev.sort_values(["core", "start_ns"], kind="stable")
@@ -668,7 +669,8 @@ class _TraceWriter:
         """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
         bandwidth (sum over the running commands) per core, as double counters."""
         series = []                                    # (core, track name, ts, value)
-        tiu = c[_engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool)]
+        tiu = c.loc[_engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool),
+                    ["core", "start_ns", "end_ns", "uarch_rate"]]
         if len(tiu):
             tiu = tiu.sort_values(["core", "start_ns", "end_ns"], kind="stable")
             core = tiu["core"].to_numpy(np.int64)
@@ -686,7 +688,8 @@ class _TraceWriter:
             o = np.lexsort((kind, ts, cores))
             series.append(("TIU uArch Rate (%)", "%", cores[o], ts[o], val[o]))
         for eng in ("GDMA", "SDMA"):
-            d = c[_engine_is(c, eng) & ~c["is_sys"].to_numpy(bool)]
+            d = c.loc[_engine_is(c, eng) & ~c["is_sys"].to_numpy(bool),
+                      ["core", "start_ns", "end_ns", "ddr_bw", "l2m_bw"]]
             bw = d["ddr_bw"].astype("float64").fillna(d["l2m_bw"].astype("float64"))
             d = d[bw.notna().to_numpy(bool)]
             bw = bw[bw.notna()]
