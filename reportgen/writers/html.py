@@ -675,8 +675,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     }
     step("page")
     m = profile.meta
-    title = " · ".join(x for x in [m.chip or None, Path(m.input_path).name if m.input_path else None,
-                                   f"{len(profile.commands):,} commands"] if x)
+    # the last two path parts name a capture better than "input" alone
+    where = "/".join(Path(m.input_path).parts[-2:]) if m.input_path else None
+    title = " · ".join(x for x in [m.chip or None, where, f"{len(profile.commands):,} commands"] if x)
     return _environment().get_template("result.html.j2").render(
         title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
         meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
