@@ -274,3 +274,18 @@ def test_step_table(tmp_path):
     assert t.loc[4, "Device duration (us)"] == 20 and t.loc[4, "Device slices"] == 2
     assert t.loc[4, "Device time sum (us)"] == 15
     assert t.loc[5, "Device slices"] == 0
+
+
+def test_kernel_table_weighted_occupancy(tmp_path):
+    ev = [
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 0, "dur": 10,
+         "args": {"grid": [1, 1, 1], "block": [32, 1, 1], "blocks per SM": 1.0, "est. achieved occupancy %": 50}},
+        {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": 20, "dur": 30,
+         "args": {"grid": [1, 1, 1], "block": [32, 1, 1], "blocks per SM": 2.0, "est. achieved occupancy %": 10}},
+    ]
+    p = tmp_path / "k.json"
+    p.write_text(json.dumps(ev))
+    t = ct.load_chrome_trace(p).tables["Kernels"].iloc[0]
+    assert t["Calls"] == 2 and t["Avg (us)"] == 20
+    assert t["Mean Blocks per SM"] == pytest.approx((1 * 10 + 2 * 30) / 40)
+    assert t["Mean Est. Achieved Occupancy %"] == pytest.approx((50 * 10 + 10 * 30) / 40)

@@ -378,6 +378,18 @@ def kernel_table(profile: Profile) -> pd.DataFrame:
     out.columns = keys + ["Calls", "Total (us)", "Avg (us)", "Min (us)", "Max (us)"]
     total = out["Total (us)"].sum()
     out["Share %"] = 100 * out["Total (us)"] / total if total else np.nan
+    # CUDA launch quality (tb_plugin kernel view): duration-weighted means over the group
+    if "args" in cmds.columns:
+        for key, label in (("blocks per SM", "Mean Blocks per SM"),
+                           ("est. achieved occupancy %", "Mean Est. Achieved Occupancy %")):
+            v = pd.to_numeric(pd.Series([a.get(key) if isinstance(a, dict) else None
+                                         for a in cmds["args"].to_numpy()]), errors="coerce").to_numpy()
+            if np.isfinite(v).any():
+                w = np.where(np.isfinite(v), t["dur"].to_numpy(), 0.0)
+                num = pd.Series(np.nan_to_num(v) * w).groupby([t[k] for k in keys], sort=False).sum()
+                den = pd.Series(w).groupby([t[k] for k in keys], sort=False).sum()
+                mean = (num / den.where(den > 0)).rename(label)
+                out = out.merge(mean.reset_index(), on=keys, how="left")
     return out.sort_values("Total (us)", ascending=False, kind="stable").reset_index(drop=True)
 
 
