@@ -797,6 +797,9 @@ def test_cli(tmp_path, capsys):
     assert "refusing" in capsys.readouterr().err
     assert (tmp_path / "cdm_profile_data_dev0-0" / "notes.txt").read_text() == "mine"
     assert not [p for p in tmp_path.iterdir() if p.name.startswith(".")]    # no leftovers
+    assert main(["--cmds-per-core", "40", "--no-truth", str(tmp_path / "nt")]) == 0
+    assert not (tmp_path / "nt" / "expected_commands.csv").exists()
+    assert (tmp_path / "nt" / "generator_meta.json").exists()
 
 
 def test_size_and_speed_report(tmp_path):
