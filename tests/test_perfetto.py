@@ -523,3 +523,36 @@ def test_framework_like_engine_names(tmp_path):
     paths = sorted(track_path(dec["tracks"], s["track"]) for s in dec["slices"])
     assert paths == ["TPU/Core 0/Kernel Function", "TPU/Core 0/counter", "TPU/Core 0/kernel",
                      "TPU/Core 1/Kernel Function", "TPU/Core 1/stream 7"]
+
+
+def test_golden_args_match_reference(tmp_path):
+    """aks-m2-c8: per command, the typed args carry the reference's values (its uArch Rate is
+    text rounded to 0.1 %, ours a number)."""
+    folder = CASE.parent / "aks-m2-c8"
+    prof = _load_case(folder)
+    dec = write_and_decode(prof, tmp_path)
+    ours = command_slices(dec)
+    ref = pb.Trace.FromString((folder / "reference-0.3.7" / "perfetto.pftrace").read_bytes())
+    desc = {p.track_descriptor.uuid: p.track_descriptor.name for p in ref.packet if p.HasField("track_descriptor")}
+    rows = []
+    for p in ref.packet:
+        te = p.track_event
+        if p.HasField("track_event") and te.type == B:
+            track = desc[te.track_uuid].split(" #")[0]
+            if track in ("TIU", "GDMA", "SDMA") or (track.startswith("CDMA port") and "Kernel" not in track):
+                args = {d.name: getattr(d, d.WhichOneof("value")) for d in te.debug_annotations
+                        if d.WhichOneof("value") is not None}     # src_info/dst_info are dicts
+                rows.append({"ts": p.timestamp, "name": te.name, **args})
+    ref = pd.DataFrame(rows)
+    got = pd.DataFrame([{"ts": t, "name": n, **a} for t, n, a in zip(ours["ts"], ours["name"], ours["args"])])
+    ref["ts"] -= ref["ts"].min()
+    got["ts"] -= got["ts"].min()
+    m = got.merge(ref, on=["ts", "Global Idx", "Cmd Id"], suffixes=("", "_ref"), validate="1:1")
+    assert len(m) == len(got) == len(ref)
+    assert (m["name"] == m["name_ref"]).all()
+    for key in ("DMA data size(B)", "Direction", "Kernel Function", "Mode"):
+        both = m[key].notna() & m[f"{key}_ref"].notna()
+        assert both.sum() > 0 and (m.loc[both, key] == m.loc[both, f"{key}_ref"]).all(), key
+        assert m[key].isna().equals(m[f"{key}_ref"].isna()), key
+    rate = m["uArch Rate_ref"].dropna().str.rstrip("%").astype(float)
+    assert len(rate) > 1000 and (m.loc[rate.index, "uArch Rate"] - rate).abs().max() <= 0.05 + 1e-9
