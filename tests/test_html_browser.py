@@ -313,7 +313,7 @@ def test_filters_engines_and_function_types(page, report):
     page.check()
 
 
-def test_wheel_zoom_and_reset(page, report):
+def test_wheel_zoom_slider_and_reset(page, report):
     p = page.page
     p.evaluate("__report.show('core-0')")
     p.evaluate("__report.reset('core-0')")
@@ -330,6 +330,18 @@ def test_wheel_zoom_and_reset(page, report):
     p.locator("#view-core-0 button.reset").click()
     page.wait_idle("core-0")
     assert p.evaluate("__report.views['core-0'].last.range") == full
+    # the range slider: drag its left handle a third of the way in
+    grab = p.locator("#view-core-0 .rangeslider-grabber-min").bounding_box()
+    slider = p.locator("#view-core-0 .rangeslider-bg").bounding_box()
+    p.mouse.move(grab["x"] + grab["width"] / 2, grab["y"] + grab["height"] / 2)
+    p.mouse.down()
+    p.mouse.move(grab["x"] + slider["width"] / 3, grab["y"] + grab["height"] / 2, steps=8)
+    p.mouse.up()
+    p.wait_for_function(f"__report.views['core-0'].last.range[0] > {(full[1] - full[0]) * 0.25}")
+    page.wait_idle("core-0")
+    assert p.evaluate("__report.views['core-0'].last.range[1]") == pytest.approx(full[1])
+    p.mouse.dblclick(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)     # double click resets
+    p.wait_for_function(f"__report.views['core-0'].last.range[0] === {full[0]}")
     page.check()
 
 
