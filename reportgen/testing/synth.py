@@ -390,7 +390,7 @@ def _pick_slots(rng, slots, rows: int) -> np.ndarray:
 
 
 def _dma_cycles(rng, nbytes: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np.ndarray:
-    """DMA duration: latency + bytes / bandwidth of the slower side, with noise."""
+    """DMA duration: latency + bytes / bandwidth (DDR < L2M < LMEM->LMEM), with noise."""
     bw = np.full(nbytes.shape, 36.0)                       # DDR ~36 B/cycle
     bw[(src == "L2M") | (dst == "L2M")] = 64.0
     bw[(src == "LMEM") & (dst == "LMEM")] = 96.0
@@ -403,7 +403,6 @@ class KernelBuilder:
 
     def __init__(self, rng: np.random.Generator, kind: Kind, mode: int):
         self.rng, self.kind, self.mode = rng, kind, mode
-        self.elems = 0
 
     def shape(self):
         rng = self.rng
