@@ -191,6 +191,12 @@ def to_ns(values: Iterable[Any]) -> tuple[np.ndarray, np.ndarray, int]:
         idx = np.flatnonzero(m)
         out[idx[ok]] = ns[ok]
         valid[idx[ok]] = True
+        if not ok.all():  # exponent notation ("4.2e-05") and the like: float precision
+            f = pd.to_numeric(pd.Series(vals[m][~ok]).str.strip(),
+                              errors="coerce").to_numpy(float) * 1000.0
+            good = np.isfinite(f)
+            out[idx[~ok][good]] = np.rint(f[good]).astype(np.int64)
+            valid[idx[~ok][good]] = True
     m = kind == 4  # bool or other: try numeric
     if m.any():
         f = pd.to_numeric(pd.Series(vals[m]), errors="coerce").to_numpy(float) * 1000.0
