@@ -208,6 +208,12 @@ def _cdma_with_dyn_data(d):
     write_blocks(f, [(t, p) for _, t, p in blocks_of(f)] + [(Block.DYN_DATA, struct.pack("<I", 1))])
 
 
+def _cdma_sync_only(d):
+    edit_block(d / "cdma_1.profile", Block.MONITOR_CDMA, lambda p: p[: 2 * 128])
+    global_lines(d, lambda ls: ["cdma_port1_record=2" if l.startswith("cdma_port1_record") else l
+                                for l in ls])
+
+
 def _drop_block(btype, core):
     return lambda d: edit_block(d / C.format(core), btype, lambda p: None)
 
@@ -259,6 +265,7 @@ CASES: dict[str, tuple[Callable, Reject | Tolerate]] = {
     "cdma-bad-name": (_rename("cdma_1.profile", "cdma_x.profile"), Reject(("CDMA file name should be",))),
     "cdma-empty-file": (lambda d: (d / "cdma_1.profile").write_bytes(b""), Tolerate(("empty-port",))),
     "cdma-with-dyn-data": (_cdma_with_dyn_data, Tolerate()),
+    "cdma-only-sync-pair": (_cdma_sync_only, Tolerate((), lambda p, d: "CDMA_1" not in p.sheets())),
     # TLV container
     "truncated-tiu-block": (_trunc_in_block(Block.MONITOR_BD), Reject(("claims", "truncated file?"))),
     "truncated-gdma-block": (_trunc_in_block(Block.MONITOR_GDMA), Reject(("claims", "truncated file?"))),

@@ -61,39 +61,54 @@ def _div(a: float, b: float) -> float:
     return float(a) / float(b) if b else float("nan")
 
 
-def _engine_stats(cmds: pd.DataFrame, key: str, span: int) -> dict[str, float]:
-    out: dict[str, float] = {f"{key}_cmds": len(cmds)}
-    work = cmds[~cmds["is_sys"].to_numpy(bool)]
-    busy = union_length(work["start_ns"].to_numpy(), work["end_ns"].to_numpy())
+def _direction_flags(direction: pd.Series) -> dict[str, np.ndarray]:
+    """Per-row DDR / L2M flags from the direction categories (computed once per category)."""
+    cat = direction.astype("category")
+    names = [str(c) for c in cat.cat.categories]
+    codes = cat.cat.codes.to_numpy()
+
+    def per_row(test) -> np.ndarray:
+        table = np.array([test(n) for n in names] + [False], bool)   # code -1: unknown
+        return table[codes]
+
+    ddr = per_row(lambda n: "DDR" in n)
+    return {
+        "ddr": ddr,
+        "l2m": per_row(lambda n: "L2M" in n) & ~ddr,
+        "src_ddr": per_row(lambda n: n.split("->")[0] == "DDR"),
+        "dst_ddr": per_row(lambda n: n.split("->")[-1] == "DDR"),
+    }
+
+
+def _engine_stats(a: dict[str, np.ndarray], sel: np.ndarray, key: str, span: int) -> dict[str, float]:
+    """Metrics of the rows ``sel`` (one engine of one core, or of all cores) of the arrays ``a``."""
+    out: dict[str, float] = {f"{key}_cmds": int(sel.sum())}
+    work = sel & ~a["is_sys"]
+    busy = union_length(a["start"][work], a["end"][work])
     out[f"{key}_busy_ns"] = busy
     out[f"{key}_idle_ns"] = span - busy
     out[f"{key}_util"] = _div(busy, span)
     if key in DMA_KEYS:
-        direction = work["direction"].astype("object").fillna("").astype(str)
-        nbytes = work["bytes"].astype("Float64").fillna(0).to_numpy(float)
-        dur = (work["end_ns"] - work["start_ns"]).to_numpy(np.int64)
-        ddr = direction.str.contains("DDR").to_numpy(bool)
-        l2m = direction.str.contains("L2M").to_numpy(bool) & ~ddr
-        src = direction.str.split("->").str[0]
-        dst = direction.str.split("->").str[-1]
+        nbytes, dur = a["bytes"], a["end"] - a["start"]
+        ddr, l2m = work & a["ddr"], work & a["l2m"]
         out[f"{key}_ddr_bytes"] = int(nbytes[ddr].sum())
         out[f"{key}_l2m_bytes"] = int(nbytes[l2m].sum())
-        out[f"{key}_ddr_read_bytes"] = int(nbytes[(src == "DDR").to_numpy(bool)].sum())
-        out[f"{key}_ddr_write_bytes"] = int(nbytes[(dst == "DDR").to_numpy(bool)].sum())
+        out[f"{key}_ddr_read_bytes"] = int(nbytes[work & a["src_ddr"]].sum())
+        out[f"{key}_ddr_write_bytes"] = int(nbytes[work & a["dst_ddr"]].sum())
         out[f"{key}_ddr_busy_ns"] = int(dur[ddr & (nbytes > 0)].sum())
         out[f"{key}_l2m_busy_ns"] = int(dur[l2m & (nbytes > 0)].sum())
         out[f"{key}_ddr_bw_busy"] = _div(out[f"{key}_ddr_bytes"], out[f"{key}_ddr_busy_ns"])
         out[f"{key}_l2m_bw_busy"] = _div(out[f"{key}_l2m_bytes"], out[f"{key}_l2m_busy_ns"])
         out[f"{key}_ddr_bw_wall"] = _div(out[f"{key}_ddr_bytes"], span)
         out[f"{key}_l2m_bw_wall"] = _div(out[f"{key}_l2m_bytes"], span)
-        out[f"{key}_stall_cycles"] = int(work["stall_cycles"].astype("Float64").fillna(0).sum())
+        out[f"{key}_stall_cycles"] = int(a["stall"][work].sum())
     if key == "tiu":
-        ops = work[work["uarch_ops"].notna() & work["alg_ops"].notna()]
-        out["tiu_alg_ops"] = float(ops["alg_ops"].sum())
-        out["tiu_uarch_ops"] = float(ops["uarch_ops"].sum())
-        out["tiu_modelled_cmds"] = len(ops)
+        ops = work & a["modelled"]
+        out["tiu_alg_ops"] = float(a["alg"][ops].sum())
+        out["tiu_uarch_ops"] = float(a["uarch"][ops].sum())
+        out["tiu_modelled_cmds"] = int(ops.sum())
         out["tiu_uarch_rate"] = (_div(out["tiu_alg_ops"], out["tiu_uarch_ops"])
-                                 if len(ops) else float("nan"))
+                                 if ops.any() else float("nan"))
     return out
 
 
@@ -103,28 +118,43 @@ def _derived(row: dict[str, float], span: int, cores: int) -> None:
     row["compute_ratio"] = _div(row["tiu_busy_ns"], row["gdma_busy_ns"] + row["sdma_busy_ns"])
 
 
+def _arrays(c: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns the metrics need, as plain numpy arrays, flags computed once."""
+    a = {
+        "start": c["start_ns"].to_numpy(np.int64), "end": c["end_ns"].to_numpy(np.int64),
+        "is_sys": c["is_sys"].to_numpy(bool),
+        "bytes": c["bytes"].astype("Float64").fillna(0).to_numpy(float),
+        "stall": c["stall_cycles"].astype("Float64").fillna(0).to_numpy(float),
+        "alg": c["alg_ops"].to_numpy(float), "uarch": c["uarch_ops"].to_numpy(float),
+        "engine": c["engine"].astype(str).str.lower().to_numpy(), "core": c["core"].to_numpy(),
+    }
+    a["modelled"] = ~np.isnan(a["alg"]) & ~np.isnan(a["uarch"])
+    a.update(_direction_flags(c["direction"]))
+    return a
+
+
 def engine_summary(profile: Profile) -> pd.DataFrame:
     """One row per core plus ``Overall``; see the module docstring for the columns."""
     c = profile.commands
     ncores = max(profile.meta.num_cores, int(c["core"].max()) + 1 if len(c) else 0)
     span = int(c["end_ns"].max() - c["start_ns"].min()) if len(c) else 0
-    engine = c["engine"].astype(str).str.lower().to_numpy()
-    core = c["core"].to_numpy()
+    a = _arrays(c)
+    is_engine = {key: a["engine"] == key for key in ENGINE_KEYS}
     rows = []
     for k in range(ncores):
+        on_core = a["core"] == k
         row: dict[str, float] = {"core": k, "span_ns": span}
         for key in ENGINE_KEYS:
-            row.update(_engine_stats(c[(core == k) & (engine == key)], key, span))
+            row.update(_engine_stats(a, on_core & is_engine[key], key, span))
         _derived(row, span, 1)
         rows.append(row)
     overall: dict[str, float] = {"core": "Overall", "span_ns": span}
     for key in ENGINE_KEYS:
-        stats = _engine_stats(c[engine == key], key, span)
+        stats = _engine_stats(a, is_engine[key], key, span)
         # busy time of an engine over all cores: the per-core unions added up (cores run in
         # parallel, so a union across cores would hide work)
-        per_core = [r[f"{key}_busy_ns"] for r in rows]
         if key != "cdma":
-            stats[f"{key}_busy_ns"] = int(sum(per_core))
+            stats[f"{key}_busy_ns"] = int(sum(r[f"{key}_busy_ns"] for r in rows))
             stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
             stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
         overall.update(stats)

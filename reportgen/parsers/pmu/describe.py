@@ -644,7 +644,8 @@ def assemble(bindings: list[Binding], meta: Meta):
             b = b.take(np.flatnonzero(~drop))
         b.cols["global_idx"] = np.arange(len(b))
         meta.count(sheet, "shown", len(b))
-        parts.append(b)
+        if len(b):
+            parts.append(b)
     if not parts:
         return finalize_commands(pd.DataFrame(columns=["core", "engine"])), {}
     names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
