@@ -430,6 +430,11 @@ def test_golden_dump_matches_reference_slices(case, tmp_path):
     got = sorted(zip(owner, engine, ours["ts"] - ours_zero, ours["dur"]))
     want = sorted(zip(ref["owner"], ref["engine"], ref["ts"] - ref_zero, ref["dur"]))
     assert got == want
+    # CDMA: sends on the port's TX track, receives on its RX track, no overlap lanes needed
+    cdma = ours[ours["path"].str.contains("/CDMA/")]
+    for name, side in (("send", " TX"), ("receive", " RX")):
+        part = cdma[cdma["name"] == name]
+        assert len(part) and part["path"].str.endswith(side).all()
     # dependencies: each TIU/GDMA cmd_id_dep resolves, and its source ends before it starts
     c = prof.commands
     deps = int((c["engine"].astype(str).isin(["TIU", "GDMA"]) & (c["dep_cmd_id"].fillna(0) > 0)).sum())

@@ -11,7 +11,8 @@ two runs write identical bytes)::
         GDMA, GDMA Bandwidth (GB/s) [counter]    summed DDR/L2M bandwidth of the running commands
         SDMA, SDMA Bandwidth (GB/s) [counter]
       CDMA
-        CDMA port P (, #2...)
+        CDMA port P                              other CDMA ops (write, general, ...)
+          CDMA port P TX, RX (, #2...)           send/tcp_send/tx_* and receive/read/rx_* ops
     host process (pid) -> thread (tid) (, "#k" lanes)   from profile.host (--trace_file)
 
 Slices: name = Function Name, category = Function Type, debug args as typed values (int /
@@ -256,6 +257,9 @@ def _uuid(path: str) -> int:
 ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
              "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
              "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands")
+#: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
+CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
+                **dict.fromkeys(("receive", "read", "tcp_receive", "rx_send", "rx_wait"), 2)}
 ENGINE_RANK = {"Kernel Function": 0, "TIU": 1, "TIU uArch Rate (%)": 2, "GDMA": 3,
                "GDMA Bandwidth (GB/s)": 4, "SDMA": 5, "SDMA Bandwidth (GB/s)": 6}
 
@@ -515,26 +519,39 @@ class _TraceWriter:
         core = c["core"].to_numpy(np.int64)
         port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
         is_cdma = _engine_is(c, "CDMA")
-        owner = np.where(is_cdma, port, core)
-        base_code, base_keys = pd.factorize(eng_code.astype(np.int64) * (1 << 32) + owner)
+        owner = np.where(is_cdma, port, core) + 1                # >= 0
+        # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
+        # port track itself); a transfer's two sides overlap, so they never share a track
+        names, name_table = _codes(c["func_name"])
+        channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
+        channel = np.where(is_cdma, channel_of[names], 0)
+        group = (eng_code.astype(np.int64) * 4 + channel) * (1 << 32) + owner
+        base_code, base_keys = pd.factorize(group)
         start = c["start_ns"].to_numpy(np.int64)
         end = c["end_ns"].to_numpy(np.int64)
         lane = first_fit_lanes(base_code, start, end)
         track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
         # declare the tracks
-        cdma_root = None
+        cdma_root, port_tracks = None, {}
         uuid_of = np.zeros(len(track_keys), np.int64)
         for k, key in enumerate(track_keys.to_numpy()):
             b, ln = divmod(int(key), 1024)
-            e, own = divmod(int(base_keys[b]), 1 << 32)
+            e4, own = divmod(int(base_keys[b]), 1 << 32)
+            (e, ch), own = divmod(e4, 4), own - 1
             eng = str(eng_names[e])
             label = eng if ln == 0 else f"{eng} #{ln + 1}"
             if eng == "CDMA":
                 if cdma_root is None:
                     cdma_root = t.track("device/cdma", "CDMA", self.root, rank=1 << 20, explicit=True)
-                label = f"CDMA port{own}" + ("" if ln == 0 else f" #{ln + 1}")
-                uuid_of[k] = t.track(f"device/cdma/{own}/{ln}", label, cdma_root,
-                                     rank=int(own) * 64 + ln)
+                if own not in port_tracks:
+                    port_tracks[own] = t.track(f"device/cdma/{own}", f"CDMA port{own}", cdma_root,
+                                               rank=own, explicit=True)
+                if ch == 0 and ln == 0:
+                    uuid_of[k] = port_tracks[own]
+                    continue
+                label = f"CDMA port{own}" + ("", " TX", " RX")[ch] + ("" if ln == 0 else f" #{ln + 1}")
+                uuid_of[k] = t.track(f"device/cdma/{own}/{ch}/{ln}", label, port_tracks[own],
+                                     rank=ch * 64 + ln)
             else:
                 rank = ENGINE_RANK.get(eng, 7) * 64 + ln
                 uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label,
