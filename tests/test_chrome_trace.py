@@ -328,3 +328,16 @@ def test_generic_host_slices_own_device_work_via_flows(tmp_path):
     assert prof.host["name"].to_numpy()[c["op_row"]] == "Default/MatMul-op1"
     ka = prof.tables["Operators"].set_index("Name")
     assert ka.loc["Default/MatMul-op1", "Self Device (us)"] == 7
+
+
+def test_window_files_of_one_process_are_one_rank(tmp_path):
+    for i, t0 in enumerate((0, 1000)):
+        ev = [{"ph": "X", "cat": "cpu_op", "name": "op", "pid": 42, "tid": 1, "ts": t0, "dur": 5},
+              {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + 1, "dur": 2,
+               "args": {"device": 0}}]
+        (tmp_path / f"worker0.{i}.pt.trace.json").write_text(json.dumps(ev))
+    prof = ct.load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
+    assert set(prof.commands["core"]) == {0} and len(prof.commands) == 2
+    assert list(prof.commands["global_idx"]) == [0, 1]
+    assert any("same process" in w.message for w in prof.meta.warnings)
+    assert "Ranks" not in prof.tables

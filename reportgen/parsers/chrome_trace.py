@@ -1023,6 +1023,13 @@ def load_chrome_trace(path: str | Path, **options) -> Profile:
     return profile
 
 
+def _host_pids(data: TraceData) -> frozenset:
+    """Processes that ran framework ops (the identity of a worker across its window files)."""
+    ev = data.events
+    cat = pd.Series(per_unique(ev["cat"], role_category), index=ev.index)
+    return frozenset(ev["pid"][cat.isin(OP_CATS | ANNOTATION_CATS)].unique())
+
+
 def load_chrome_traces(paths: list[Path], input_path: str, **options) -> Profile:
     """Several trace files of one run (one per rank) -> one Profile, core = rank."""
     datas, rejected = [], []
@@ -1036,9 +1043,17 @@ def load_chrome_traces(paths: list[Path], input_path: str, **options) -> Profile
     ranks = [rank_of(d) for d in datas]
     warn = None
     if any(r is None for r in ranks) or len(set(ranks)) != len(ranks):
-        warn = (f"rank ids are missing or repeated across {len(paths)} trace files; "
-                "ranks numbered by sorted file name instead")
-        ranks = list(range(len(datas)))
+        pids = [_host_pids(d) for d in datas]
+        if len(datas) > 1 and pids[0] and all(p == pids[0] for p in pids):
+            # schedule(repeat=N) writes one file per active window of the same process
+            common = ranks[0] if ranks[0] is not None and len(set(ranks)) == 1 else 0
+            ranks = [common] * len(datas)
+            warn = (f"{len(datas)} trace files come from the same process (profiling windows); "
+                    f"merged as rank {common}")
+        else:
+            warn = (f"rank ids are missing or repeated across {len(paths)} trace files; "
+                    "ranks numbered by sorted file name instead")
+            ranks = list(range(len(datas)))
     profile = build_profile(datas, ranks, "chrome", input_path)
     if warn:
         profile.meta.warn("rank-ids", warn, input_path)
