@@ -126,7 +126,7 @@
   function bwOf(i) {
     if (!OPS[IT.op[i]][3]) return NaN;
     if (IT.bwExplicit.has(i)) return IT.bwExplicit.get(i);
-    return bytesOf(i) / (IT.end[i] - IT.start[i]);
+    return bytesOf(i) / (IT.end[i] - IT.start[i] + DATA.payload.bw_pad_ns);
   }
   function urateOf(i) { const q = IT.urateQ[i]; return q > 0 ? (q - 1) / DATA.urate_scale : NaN; }
   function laneOf(i) {

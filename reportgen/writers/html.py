@@ -65,8 +65,9 @@ BAR_LIMIT = 3000
 OVERVIEW_BUCKETS = 600
 #: Time buckets of the bandwidth-over-time chart.
 BANDWIDTH_BUCKETS = 1000
-#: Per-command bandwidth is stored implicitly as bytes / duration when it agrees with the model
-#: to this tolerance (GB/s); the page prints 2 decimals. Other values are stored explicitly.
+#: Per-command bandwidth is stored implicitly as bytes / (duration + pad) when that agrees with
+#: the model to this tolerance (GB/s; the page prints 2 decimals); other values are stored
+#: explicitly, so the page always shows the model's number.
 BW_TOLERANCE = 5e-4
 #: uArch rate is stored in units of 1e-4 (0.01 %), the page prints 2 decimals of a percent.
 URATE_SCALE = 10_000
@@ -265,13 +266,15 @@ def _assign_colors(types: list[dict[str, Any]]) -> None:
         taken.add(t["color"])
 
 
-def encode_items(items: Items, n_lanes: int) -> tuple[dict[str, Any], bytes]:
+def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)) -> tuple[dict[str, Any], bytes]:
     """Sort items by (lane, start) and pack them; returns the header and the gzip stream.
 
     Columns (per lane, in start order): ``gap`` start minus the previous item's end, ``dur``,
     ``op``, ``kernel``, ``gidx``/``cmd`` as deltas, ``bytes`` (+1), ``urate`` (+1, 1e-4 units),
     and bandwidth exceptions ``bwx_pos``/``bwx_val`` for the commands whose model bandwidth is
-    not bytes/duration (within BW_TOLERANCE). Each column has the smallest dtype that holds it.
+    not bytes / (duration + pad) within BW_TOLERANCE. ``pad`` is the one of ``pads_ns`` that
+    predicts most commands (a parser may count the last clock cycle, as the vendor does); it is
+    written to the header as ``bw_pad_ns``. Each column has the smallest dtype that holds it.
     """
     order = np.lexsort((items.end, items.start, items.lane))
     lane = items.lane[order]
@@ -288,9 +291,14 @@ def encode_items(items: Items, n_lanes: int) -> tuple[dict[str, Any], bytes]:
     nbytes = items.nbytes[order]
     bw = items.bw[order]
     has_bw = ~np.isnan(bw)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        predicted = (nbytes - 1) / dur
-    implicit = has_bw & (nbytes > 0) & (dur > 0) & (np.abs(predicted - bw) <= BW_TOLERANCE)
+    best = None
+    for pad in pads_ns:
+        with np.errstate(divide="ignore", invalid="ignore"):
+            predicted = (nbytes - 1) / (dur + pad)
+        implicit = has_bw & (nbytes > 0) & (dur + pad > 0) & (np.abs(predicted - bw) <= BW_TOLERANCE)
+        if best is None or implicit.sum() > best[1].sum():
+            best = (pad, implicit)
+    pad, implicit = best if best is not None else (0.0, np.zeros(len(bw), bool))
     explicit = np.flatnonzero(has_bw & ~implicit)
     columns = {
         "gap": start - prev_end,
@@ -314,7 +322,8 @@ def encode_items(items: Items, n_lanes: int) -> tuple[dict[str, Any], bytes]:
         offset += len(raw)
     # level 4: within 1 % of level 6 on these byte planes, 4x faster
     blob = gzip.compress(b"".join(chunks), compresslevel=4, mtime=0)
-    header = {"n": int(len(order)), "lane_off": lane_off.tolist(), "columns": specs}
+    header = {"n": int(len(order)), "lane_off": lane_off.tolist(), "columns": specs,
+              "bw_pad_ns": float(pad)}
     return header, blob
 
 
@@ -347,7 +356,7 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
     op = cols["op"].astype(np.int64)
     has_bw = ops_kind[op] != "" if n else np.zeros(0, bool)
     with np.errstate(divide="ignore", invalid="ignore"):
-        bw = np.where(has_bw, nbytes / dur, np.nan)
+        bw = np.where(has_bw, nbytes / (dur + header["bw_pad_ns"]), np.nan)
     pos = np.cumsum(cols["bwx_pos"].astype(np.int64))
     bw[pos] = cols["bwx_val"]
     return {"lane": lane, "start": start, "end": end, "op": op,
@@ -652,7 +661,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     hlanes = timeline.host_lanes(profile)
     n_lanes = len(lanes.names) + len(hlanes.names)
     items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
-    header, blob = encode_items(items, n_lanes)
+    # bandwidth predictors: bytes / duration, or bytes / (duration + one DMA clock period)
+    dma_period = 1e3 / profile.meta.dma_freq_mhz if profile.meta.dma_freq_mhz else 0.0
+    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period))
     span = int(items.end.max()) if len(items.end) else 0
     overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
                                   OVERVIEW_BUCKETS)
