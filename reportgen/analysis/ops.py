@@ -473,14 +473,14 @@ def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.Data
 
 def downsample_curve(df: pd.DataFrame, keys: list[str], time: str, values: list[str],
                      points: int = TIMELINE_POINTS) -> pd.DataFrame:
-    """At most ``points`` rows per key: time buckets keep each value's maximum (peaks survive)."""
+    """At most ``points`` rows per key: consecutive samples are bucketed, each bucket keeps its
+    first time and each value's maximum (so peaks survive)."""
     parts = []
     for key, g in df.groupby(keys, sort=True):
         g = g.sort_values(time, kind="stable")
         if len(g) > points:
-            t = g[time].to_numpy(np.int64)
-            span = max(int(t[-1] - t[0]), 1)
-            bucket = ((t - t[0]) * (points - 1)) // span
+            # equal-count buckets: dense bursts keep their shape even across long idle gaps
+            bucket = (np.arange(len(g)) * points) // len(g)
             g = g.groupby(bucket).agg({**{k: "first" for k in keys}, time: "first",
                                        **{v: "max" for v in values}})
         parts.append(g[keys + [time] + values])
