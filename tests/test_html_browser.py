@@ -471,3 +471,31 @@ def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_pat
     assert f"bandwidth {want['bw'][i]:.2f} GB/s" in p.evaluate(f"__report.hoverText({i})")
     watch.check()
     p.close()
+
+
+def test_real_dump_page(browser, tmp_path):
+    """A golden PMU dump: every core renders without errors and the hover shows the model's
+    bandwidth (which the payload predicts as bytes / (duration + one DMA cycle))."""
+    pmu = pytest.importorskip("reportgen.parsers.pmu")
+    case = Path("/work/shared/data/pmu/aks-m2-ports5/input")
+    if not case.exists():
+        pytest.skip(f"golden dump {case} not present")
+    profile = pmu.load_dump(case)
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    for core in range(profile.meta.num_cores):
+        result = p.evaluate(f"__report.show('core-{core}')")[0]
+        sheets = view_sheets(profile, core)
+        assert result["visible"] == int(profile.commands["sheet"].astype(str).isin(sheets).sum())
+    dma = profile.commands[profile.commands["ddr_bw"].notna()]
+    for row in dma.iloc[:: max(len(dma) // 25, 1)].itertuples():
+        index = p.evaluate(f"__report.findItem('{row.sheet}', {row.global_idx})")
+        shown = re.search(r"DDR bandwidth ([0-9.]+) GB/s", p.evaluate(f"__report.hoverText({index})"))
+        assert abs(float(shown.group(1)) - row.ddr_bw) <= 0.005 + 1e-9    # 2 decimals of the model
+    p.evaluate("__report.show('compare')")
+    shot(p, "html_real_dump_compare.png")
+    watch.check()
+    p.close()
