@@ -452,6 +452,7 @@ def meta_rows(profile: Profile, span_ns: int) -> list[tuple[str, str]]:
             ("Commands", f"{len(c):,}"),
             ("Span", f"{span_ns / 1e3:,.3f} µs")]
     if len(profile.host):
+        rows[-1] = ("Timeline span", f"{span_ns / 1e3:,.3f} µs (commands and host events)")
         rows.append(("Host events", f"{len(profile.host):,}"))
     return rows
 
