@@ -24,6 +24,7 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 WORK = ROOT / "benchmarks" / "_work"
 
 CHILD = r"""
@@ -52,13 +53,20 @@ print(json.dumps({"times": times, "rss_mb": rss, "commands": len(p.commands)}))
 """
 
 
-def dump_for(cores: int, per_core: int, mode: int) -> Path:
-    base = WORK / f"aks-m{mode}-{cores}x{per_core}"
+def dump_for(cores: int, per_core: int, mode: int, compat030: bool = False) -> Path:
+    """A synthetic dump (cached under benchmarks/_work); ``compat030``: also readable by the
+    vendor tool 0.3.0 (kernel-name nodes stripped, see compat030.py)."""
+    base = WORK / f"aks-m{mode}-{cores}x{per_core}{'-030' if compat030 else ''}"
     ddir = base / "cdm_profile_data_dev0-0"
     if not (ddir / "global.profile").exists():
         from reportgen.testing.synth import write_dump
         shutil.rmtree(base, ignore_errors=True)
-        write_dump(base, arch="AKS", cores=cores, cmds_per_core=per_core, mode=mode, seed=7)
+        write_dump(base, arch="AKS", cores=cores, cmds_per_core=per_core, mode=mode, seed=7,
+                   write_truth=False)
+        if compat030:
+            from compat030 import main as strip
+            sys.argv[1:] = [str(ddir)]
+            strip()
     return ddir
 
 
@@ -93,12 +101,13 @@ def main() -> None:
     ap.add_argument("--modes", type=int, nargs="+", default=[2])
     ap.add_argument("--stages", nargs="+",
                     default=["decode", "summary", "reginfo", "xlsx", "html", "perfetto", "all"])
-    ap.add_argument("--reference", help="path of a vendor bigTpuProfile executable to compare with")
+    ap.add_argument("--reference", help="path of a vendor bigTpuProfile executable (0.3.0) to "
+                    "compare with; both tools then read a 0.3.0-compatible dump")
     a = ap.parse_args()
     rows = []
     for mode in a.modes:
         for size in a.sizes:
-            dump = dump_for(a.cores, size, mode)
+            dump = dump_for(a.cores, size, mode, compat030=bool(a.reference))
             nbytes = dir_size(dump)
             for stage in a.stages:
                 out = WORK / "out" / stage
