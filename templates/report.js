@@ -279,12 +279,14 @@
       idx.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') go(); });
       const jump = el('span', {class: 'group'}, el('span', {class: 'label'}, 'Jump to'), sheets, idx,
                       el('button', {type: 'button', onclick: go}, 'Go'), note);
-      const reset = el('button', {type: 'button', class: 'reset', onclick: () => this.reset()}, 'Reset zoom');
+      const reset = el('button', {type: 'button', class: 'reset', onclick: () => this.reset(),
+                                  title: 'or double-click the plot; keys: W/S zoom, A/D pan'}, 'Reset zoom');
       bar.append(engines, jump, reset);
       this.status = el('div', {class: 'status'});
       this.legend = el('div', {class: 'legend'});
       this.plot = el('div', {class: 'timeline-plot'});
       this.host.append(bar, this.legend, this.plot, this.status);
+      this.plot.addEventListener('mouseenter', () => { keyTarget = this; });
       this.buildLegend();
       typeListeners.push(() => { this.syncLegend(); this.dirty = true; if (this.visible()) this.schedule(); });
     }
@@ -394,7 +396,8 @@
         `${group3(visible)} commands in view (${fmtDur(a)} – ${fmtDur(b)}) · ` +
         (tier === 'bars' ? 'hover a bar for details'
           : `occupancy view, 1 column = ${fmtDur((b - a) / this.columns())}; zoom in to under ` +
-            `${group3(BAR_LIMIT)} commands for individual bars (wheel, drag, or the slider below)`);
+            `${group3(BAR_LIMIT)} commands for individual bars (wheel, drag, the slider below, ` +
+            'or the W/S and A/D keys)');
       this.last = {tier, visible, bars: barCount, compute_ms: computeMs,
                    plot_ms: performance.now() - t0 - computeMs, range: [a, b]};
       this.plot.dataset.tier = tier;
@@ -528,6 +531,23 @@
   }
 
   let OVERVIEW = null;
+
+  /* Keyboard, as in Perfetto: W/S zoom in/out around the middle, A/D pan, for the timeline the
+   * mouse was last over (never while typing in a field). */
+  let keyTarget = null;
+  window.addEventListener('keydown', (ev) => {
+    const v = keyTarget;
+    if (!v || !v.visible() || ev.ctrlKey || ev.metaKey || ev.altKey) return;
+    if (ev.target instanceof HTMLInputElement || ev.target instanceof HTMLSelectElement) return;
+    const [a, b] = v.range, w = b - a, mid = (a + b) / 2;
+    const key = ev.key.toLowerCase();
+    if (key === 'w') v.setRange(mid - w / 4, mid + w / 4);
+    else if (key === 's') v.setRange(mid - w, mid + w);
+    else if (key === 'a') v.setRange(a - w / 5, b - w / 5);
+    else if (key === 'd') v.setRange(a + w / 5, b + w / 5);
+    else return;
+    ev.preventDefault();
+  });
 
   /* The item of a sheet lane with this global_idx, or -1. */
   function findItem(lane, g) {

@@ -342,6 +342,17 @@ def test_wheel_zoom_slider_and_reset(page, report):
     assert p.evaluate("__report.views['core-0'].last.range[1]") == pytest.approx(full[1])
     p.mouse.dblclick(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)     # double click resets
     p.wait_for_function(f"__report.views['core-0'].last.range[0] === {full[0]}")
+    # keys (mouse over the plot): W halves the window around its middle, D pans right by a fifth
+    p.keyboard.press("w")
+    page.wait_idle("core-0")
+    quarter = (full[1] - full[0]) / 4
+    assert p.evaluate("__report.views['core-0'].last.range") == pytest.approx([full[0] + quarter, full[1] - quarter])
+    p.keyboard.press("d")
+    page.wait_idle("core-0")
+    assert p.evaluate("__report.views['core-0'].last.range") == pytest.approx(
+        [full[0] + quarter * 1.4, full[1] - quarter * 0.6])
+    p.locator("#view-core-0 button.reset").click()
+    page.wait_idle("core-0")
     page.check()
 
 
