@@ -197,6 +197,10 @@ def test_memory_tables(prof):
     assert by_op.loc["aten::relu", "Allocations"] == 1
     assert by_op.loc["aten::linear", "Freed (bytes)"] == 4096
     assert by_op.loc["aten::linear", "Size Increase (bytes)"] == -4096
+    # addr 1000: allocated at 16 us, freed at 95 us -> lifetime 79 us; addr 2000 never freed
+    assert by_op.loc["aten::addmm", "Mean Allocation Lifetime (us)"] == pytest.approx(79)
+    assert by_op.loc["aten::addmm", "Unreleased in Window"] == 0
+    assert by_op.loc["aten::relu", "Unreleased in Window"] == 1
     peak = prof.tables["Memory Peak"].iloc[0]
     assert peak["Peak Allocated (bytes)"] == 5120 and peak["Operator at Peak"] == "aten::relu"
     assert peak["Peak Reserved (bytes)"] == 8192

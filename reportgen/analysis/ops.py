@@ -438,19 +438,43 @@ def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.Data
     names = host["name"].to_numpy(object) if len(host) else np.empty(0, object)
     op = ev["op_row"].to_numpy(np.int64)
     ev["Operator"] = np.where(op >= 0, names[np.maximum(op, 0)] if len(names) else "", "(no operator)")
+    b = ev["bytes"].fillna(0).to_numpy(float)
+    ev["_alloc_n"] = b > 0
+    ev["_alloc_b"] = np.where(b > 0, b, 0.0)
+    ev["_free_n"] = b < 0
+    ev["_free_b"] = np.where(b < 0, -b, 0.0)
+    # lifetimes: an allocation is released by the next event on the same address if it frees
+    srt = ev.sort_values(["rank", "device", "addr", "ts_ns"], kind="stable")
+    same = np.zeros(len(srt), bool)
+    if len(srt) > 1:
+        k = [srt[c].to_numpy() for c in ("rank", "device", "addr")]
+        same[:-1] = (k[0][1:] == k[0][:-1]) & (k[1][1:] == k[1][:-1]) & (k[2][1:] == k[2][:-1])
+    sb = srt["bytes"].fillna(0).to_numpy(float)
+    nxt_free = np.zeros(len(srt), bool)
+    nxt_free[:-1] = sb[1:] < 0
+    paired = (sb > 0) & same & nxt_free
+    life = np.full(len(srt), np.nan)
+    ts = srt["ts_ns"].to_numpy(np.int64)
+    life[:-1] = np.where(paired[:-1], (ts[1:] - ts[:-1]) / 1e3, np.nan)
+    ev["_life_us"] = pd.Series(life, index=srt.index).reindex(ev.index)
+    ev["_unreleased"] = pd.Series((sb > 0) & ~paired, index=srt.index).reindex(ev.index)
     per_op = ev.groupby(["rank", "device", "Operator"], sort=False).agg(
-        allocations=("bytes", lambda b: int((b > 0).sum())),
-        allocated_bytes=("bytes", lambda b: float(b[b > 0].sum())),
-        frees=("bytes", lambda b: int((b < 0).sum())),
-        freed_bytes=("bytes", lambda b: float(-b[b < 0].sum())),
-        peak_allocated=("total_allocated", "max"),
+        allocations=("_alloc_n", "sum"), allocated_bytes=("_alloc_b", "sum"),
+        frees=("_free_n", "sum"), freed_bytes=("_free_b", "sum"),
+        peak_allocated=("total_allocated", "max"), life=("_life_us", "mean"),
+        unreleased=("_unreleased", "sum"),
     ).reset_index()
     per_op["size increase (bytes)"] = per_op["allocated_bytes"] - per_op["freed_bytes"]
     per_op = per_op.rename(columns={"rank": "Rank", "device": "Device",
                                     "allocations": "Allocations", "allocated_bytes": "Allocated (bytes)",
                                     "frees": "Frees", "freed_bytes": "Freed (bytes)",
                                     "peak_allocated": "Peak Total Allocated (bytes)",
-                                    "size increase (bytes)": "Size Increase (bytes)"})
+                                    "size increase (bytes)": "Size Increase (bytes)",
+                                    "life": "Mean Allocation Lifetime (us)",
+                                    "unreleased": "Unreleased in Window"})
+    per_op["Allocations"] = per_op["Allocations"].astype(np.int64)
+    per_op["Frees"] = per_op["Frees"].astype(np.int64)
+    per_op["Unreleased in Window"] = per_op["Unreleased in Window"].astype(np.int64)
     per_op = per_op.sort_values("Allocated (bytes)", ascending=False, kind="stable").reset_index(drop=True)
     has_total = ev[ev["total_allocated"].notna()]
     peak_rows = has_total.loc[has_total.groupby(["rank", "device"])["total_allocated"].idxmax()]
