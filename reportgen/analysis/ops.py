@@ -457,7 +457,8 @@ def memory_tables(events: pd.DataFrame, host: pd.DataFrame) -> dict[str, pd.Data
     ts = srt["ts_ns"].to_numpy(np.int64)
     life[:-1] = np.where(paired[:-1], (ts[1:] - ts[:-1]) / 1e3, np.nan)
     ev["_life_us"] = pd.Series(life, index=srt.index).reindex(ev.index)
-    ev["_unreleased"] = pd.Series((sb > 0) & ~paired, index=srt.index).reindex(ev.index)
+    known = srt["addr"].notna().to_numpy()   # 2021 traces carry no Addr: no pairing possible
+    ev["_unreleased"] = pd.Series((sb > 0) & ~paired & known, index=srt.index).reindex(ev.index)
     per_op = ev.groupby(["rank", "device", "Operator"], sort=False).agg(
         allocations=("_alloc_n", "sum"), allocated_bytes=("_alloc_b", "sum"),
         frees=("_free_n", "sum"), freed_bytes=("_free_b", "sum"),
