@@ -67,6 +67,12 @@ def test_msinsight_rank_folder_values():
     comm = json.loads((RANK0 / ascend.APO / "communication.json").read_text())
     n_ops = sum(len(ops_) for kinds in comm.values() for ops_ in kinds.values())
     assert len(prof.tables["Communication"]) == n_ops
+    mat = json.loads((RANK0 / ascend.APO / "communication_matrix.json").read_text())
+    n_links = sum(len(links) for kinds in mat.values() for ops_ in kinds.values() for links in ops_.values())
+    cm = prof.tables["Communication Matrix"]
+    assert len(cm) == n_links
+    send = cm[(cm["Operator"] == "hcom_send__822_0@13337953553061386822") & (cm["Dst Rank"] == "8")].iloc[0]
+    assert send["Transport"] == "RDMA" and send["Bandwidth (GB/s)"] == pytest.approx(24.2778)
     kern = prof.tables["Kernels"]
     fa = kern[kern["Name"] == "FlashAttentionScore"]   # split by core type (MIX_AIC / MIX_AIV)
     assert fa["Calls"].sum() == sum(1 for r in kd if r["Name"] == "FlashAttentionScore")

@@ -281,14 +281,37 @@ def _memory_tables(apo: Path) -> dict[str, pd.DataFrame]:
     return tables
 
 
-def _communication_tables(apo: Path) -> dict[str, pd.DataFrame]:
-    f = apo / "communication.json"
-    if not f.is_file():
-        return {}
+def _read_json(f: Path):
     try:
-        data = json.loads(f.read_text(encoding="utf-8"))
+        return json.loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
         raise InputError(str(f), f"invalid JSON ({exc})") from None
+
+
+def _communication_tables(apo: Path) -> dict[str, pd.DataFrame]:
+    """communication.json (time and bandwidth per op) and communication_matrix.json (per
+    src-dst link) as flat tables."""
+    out: dict[str, pd.DataFrame] = {}
+    fm = apo / "communication_matrix.json"
+    if fm.is_file():
+        links = []
+        for step, kinds in (_read_json(fm) or {}).items():
+            for kind, ops in (kinds or {}).items() if isinstance(kinds, dict) else ():
+                for op, pairs in (ops or {}).items() if isinstance(ops, dict) else ():
+                    for pair, info in (pairs or {}).items() if isinstance(pairs, dict) else ():
+                        if isinstance(info, dict):
+                            src, _, dst = str(pair).partition("-")
+                            links.append({"Step": step, "Kind": kind, "Operator": op, "Src Rank": src,
+                                          "Dst Rank": dst, "Transport": info.get("Transport Type"),
+                                          "Size (MB)": info.get("Transit Size(MB)"),
+                                          "Time (ms)": info.get("Transit Time(ms)"),
+                                          "Bandwidth (GB/s)": info.get("Bandwidth(GB/s)")})
+        if links:
+            out["Communication Matrix"] = pd.DataFrame(links)
+    f = apo / "communication.json"
+    if not f.is_file():
+        return out
+    data = _read_json(f)
     rows = []
     for step, kinds in (data or {}).items():
         if not isinstance(kinds, dict):
@@ -308,7 +331,9 @@ def _communication_tables(apo: Path) -> dict[str, pd.DataFrame]:
                         row[f"{link} Size (MB)"] = bw.get("Transit Size(MB)")
                         row[f"{link} Bandwidth (GB/s)"] = bw.get("Bandwidth(GB/s)")
                 rows.append(row)
-    return {"Communication": pd.DataFrame(rows)} if rows else {}
+    if rows:
+        out["Communication"] = pd.DataFrame(rows)
+    return out
 
 
 # ============================================================================================
