@@ -535,15 +535,20 @@ def enclosing_slice(track: np.ndarray, start: np.ndarray, end: np.ndarray, paren
 # building a Profile
 # ============================================================================================
 def _arg_column(args: pd.Series, *keys: str) -> pd.Series:
-    """First present key of each args dict (case-insensitive alternatives given explicitly)."""
-    def get(a):
-        if isinstance(a, dict):
-            for k in keys:
-                v = a.get(k)
-                if v is not None:
-                    return v
-        return None
-    return pd.Series([get(a) for a in args.to_numpy()], index=args.index, dtype=object)
+    """First present key of each args dict (alternative spellings tried in order only where
+    the earlier ones are missing).  Inline comprehensions: this runs once per event."""
+    arr = args.to_numpy()
+    first = keys[0]
+    out = [a.get(first) if type(a) is dict else None for a in arr]
+    for k in keys[1:]:
+        miss = [i for i, v in enumerate(out) if v is None]
+        if not miss:
+            break
+        for i in miss:
+            a = arr[i]
+            if type(a) is dict:
+                out[i] = a.get(k)
+    return pd.Series(out, index=args.index, dtype=object)
 
 
 def _int_ids(s: pd.Series) -> pd.Series:
@@ -737,8 +742,8 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
         task.astype(str).str.contains("WAIT").to_numpy()
     nbytes = pd.to_numeric(_arg_column(da, "bytes", "size"), errors="coerce")
     d["bytes"] = nbytes.where(cat.isin(["gpu_memcpy", "memcpy", "gpu_memset", "memset"]))
-    d["grid"] = _arg_column(da, "grid").map(_dims)
-    d["block"] = _arg_column(da, "block").map(_dims)
+    d["grid"] = _dims(_arg_column(da, "grid"))
+    d["block"] = _dims(_arg_column(da, "block"))
 
     mmask = (role == "memory").to_numpy()
     m = ev.loc[mmask, ["pid", "tid", "ts_ns", "args"]].copy()
@@ -752,7 +757,8 @@ def _step_trace(traces: list[TraceData]) -> pd.DataFrame:
     parts = []
     for data in traces:
         ev = data.events
-        if ev.empty:
+        names = list(data.thread_names.values()) + list(data.process_names.values())
+        if ev.empty or not any(n.startswith("Step Trace") for n in names):
             continue
         tnames = {f"{p}\x1f{t}": v for (p, t), v in data.thread_names.items()}
         lane = pd.Series(per_unique(ev["pid"].astype(str) + "\x1f" + ev["tid"].astype(str),
@@ -768,10 +774,10 @@ def _step_trace(traces: list[TraceData]) -> pd.DataFrame:
         .reset_index(drop=True) if parts else pd.DataFrame()
 
 
-def _dims(v: Any) -> Any:
-    if isinstance(v, (list, tuple)):
-        return "[" + ", ".join(str(x) for x in v) + "]"
-    return v
+def _dims(values: pd.Series) -> pd.Series:
+    """Kernel grid/block lists as text ("[32, 1, 1]"), other values unchanged."""
+    return pd.Series([str(v) if type(v) is list else v for v in values.to_numpy()],
+                     index=values.index, dtype=object)
 
 
 def _flows(data: TraceData, fi: int) -> pd.DataFrame:
