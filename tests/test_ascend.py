@@ -243,3 +243,26 @@ def test_op_statistic_from_tasks(tmp_path):
     assert t.loc["MatMul", "Min Time(us)"] == 10 and t.loc["MatMul", "Max Time(us)"] == 30
     assert t.loc["MatMul", "Ratio(%)"] == pytest.approx(40)
     assert t.loc["Add", "Core Type"] == "AI_VECTOR_CORE"
+
+
+def test_device_id_without_rank_and_db_only(tmp_path):
+    run = tmp_path / "single"
+    run.mkdir()
+    (run / "kernel_details.csv").write_text(
+        "Device_id,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
+        "3,1,a,MatMul,AI_CORE,0,10\n")
+    assert set(ascend.load_ascend(run).commands["core"]) == {3}
+    db = tmp_path / "db_ascend_pt" / ascend.APO
+    db.mkdir(parents=True)
+    (db / "ascend_pytorch_profiler_0.db").write_bytes(b"SQLite format 3\x00")
+    with pytest.raises(InputError, match="only SQLite DB exports"):
+        ascend.load_ascend(db.parent)
+
+
+@needs_shared
+def test_cluster_output_next_to_rank_folders(tmp_path):
+    shutil.copytree(RANK0, tmp_path / "rank_0_ascend_pt")
+    shutil.copytree(SHARED / "ascend-msprof-analyze/resource/advisor/cluster_analysis_output",
+                    tmp_path / "cluster_analysis_output")
+    prof = ascend.load_ascend(tmp_path)
+    assert len(prof.tables["Cluster Steps"]) == 9 and len(prof.commands) == 21

@@ -95,7 +95,8 @@ def is_output_dir(path: Path) -> bool:
 
 
 def rank_id(rank_dir: Path, default: int) -> int:
-    """Rank: profiler_info_{r}.json rank_id, else the name (rank_N, _N suffix), else default."""
+    """Rank: profiler_info_{r}.json rank_id, else the name (rank_N), else the Device_id of
+    kernel_details.csv (single-card runs record no rank), else default."""
     for info in sorted(rank_dir.glob("profiler_info*.json")):
         try:
             data = json.loads(info.read_text(encoding="utf-8"))
@@ -108,7 +109,20 @@ def rank_id(rank_dir: Path, default: int) -> int:
         if m:
             return int(m.group(1))
     m = re.search(r"rank[_-]?(\d+)", rank_dir.name, re.I)
-    return int(m.group(1)) if m else default
+    if m:
+        return int(m.group(1))
+    kd = (rank_dir / APO if (rank_dir / APO).is_dir() else rank_dir) / "kernel_details.csv"
+    if kd.is_file():
+        try:
+            head = pd.read_csv(kd, nrows=1, dtype=str, encoding="utf-8-sig")
+        except (ValueError, OSError, UnicodeDecodeError):
+            return default
+        head.columns = [str(c).strip() for c in head.columns]
+        if "Device_id" in head.columns and len(head):
+            v = pd.to_numeric(head["Device_id"].str.strip(), errors="coerce").iloc[0]
+            if pd.notna(v):
+                return int(v)
+    return default
 
 
 # ============================================================================================
@@ -179,6 +193,13 @@ def _finish_commands(rows: pd.DataFrame, links: pd.DataFrame | None) -> pd.DataF
 def load_rank(rank_dir: Path, rank: int, meta: Meta) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
     """One rank folder -> (commands, host, tables)."""
     apo = rank_dir / APO if (rank_dir / APO).is_dir() else rank_dir
+    known = ("trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
+             "step_trace_time.csv", "memory_record.csv", "operator_memory.csv", "npu_module_mem.csv",
+             "communication.json", "communication_matrix.json", "api_statistic.csv")
+    if not any((apo / k).is_file() for k in known) and not any(apo.glob("op_summary_*.csv")) \
+            and any(apo.glob("*.db")):
+        raise InputError(str(apo), "only SQLite DB exports found (not supported); export the "
+                                   "profile as text (trace_view.json and CSV files)")
     tables: dict[str, pd.DataFrame] = {}
     host = None
     trace_cmds = None
@@ -466,8 +487,6 @@ def load_ascend(path: str | Path, **options) -> Profile:
             host_parts.append(host)
         cmd_parts.append(cmds)
         tables_by_rank[r] = tables
-        if (d / APO / "cluster_step_trace_time.csv").is_file() or (d / "cluster_step_trace_time.csv").is_file():
-            pass
     commands = pd.concat([c for c in cmd_parts if len(c)], ignore_index=True) if any(len(c) for c in cmd_parts) \
         else empty_commands()
     if len(commands):
@@ -475,8 +494,9 @@ def load_ascend(path: str | Path, **options) -> Profile:
         commands = _renumber(commands)
     host = pd.concat(host_parts, ignore_index=True) if host_parts else Profile().host
     profile = Profile(commands=commands, host=host, meta=meta)
-    cl = path / "cluster_step_trace_time.csv"
-    if cl.is_file():
+    cl = next((c for c in (path / "cluster_step_trace_time.csv",
+                           path / "cluster_analysis_output" / "cluster_step_trace_time.csv") if c.is_file()), None)
+    if cl is not None:
         profile.tables["Cluster Steps"] = numeric_table(read_csv(cl))
     _finish(profile, tables_by_rank, **options)
     return profile
