@@ -293,3 +293,16 @@ def test_kernel_table_weighted_occupancy(tmp_path):
     assert t["Calls"] == 2 and t["Avg (us)"] == 20
     assert t["Mean Blocks per SM"] == pytest.approx((1 * 10 + 2 * 30) / 40)
     assert t["Mean Est. Achieved Occupancy %"] == pytest.approx((50 * 10 + 10 * 30) / 40)
+
+
+def test_host_device_summary_per_path(prof):
+    t = prof.tables["Host-Device"].set_index("name")
+    # default monitor for a Kineto trace: cpu_op; launches: every runtime category present
+    lin = t.loc["aten::linear"]
+    assert lin["calls"] == 2 and lin["host duration(ms)"] == pytest.approx(0.056)
+    assert lin["device duration(ms)"] == pytest.approx(0.013)
+    assert t.loc["aten::copy_", "device duration(ms)"] == pytest.approx(0.008)  # device = all work
+    self_t = prof.tables["Host-Device Self"]
+    assert self_t["device duration(ms)"].sum() == pytest.approx(0.023)
+    # largest device time first; ties (linear and its addmm, 13 us) by host time
+    assert list(t.index[:2]) == ["aten::linear", "aten::linear$$aten::addmm"]

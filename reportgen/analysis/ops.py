@@ -7,7 +7,8 @@ Every function returns a DataFrame; :func:`attach_tables` stores them in ``profi
 under stable names that the writers show as they are:
 
 * ``Host-Device`` / ``Host-Device Self``: the seed tool's table (``$$`` call paths of a monitored
-  category, host / device / launch durations), total and self attribution (§6.3).
+  category, host / device / launch durations), total and self attribution (§6.3), summed per
+  path (per-call rows: :func:`host_device_table`, written by the seed CSV writer).
 * ``Operators`` / ``Operators by Shape``: torch ``key_averages``-style table (§6.4).
 * ``Kernels``: per kernel calls and total/avg/min/max duration with launch geometry (§6.5).
 * ``Memory``, ``Memory Peak``, ``Memory Timeline``: allocations per operator, peaks, curve (§6.8).
@@ -222,6 +223,23 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     if with_lists:
         out = _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur)
     return out.drop(columns=["row"]).reset_index(drop=True)
+
+
+def host_device_summary(calls: pd.DataFrame) -> pd.DataFrame:
+    """:func:`host_device_table` rows summed per rank and ``$$`` path (the per-call rows stay
+    in the seed CSV): Calls and total host / device / launch durations, largest device first."""
+    if calls.empty:
+        return pd.DataFrame(columns=["rank", "name", "depth", "calls", "host duration(ms)",
+                                     "device duration(ms)", "launch duration(ms)", "launches",
+                                     "device slices"])
+    g = calls.groupby(["rank", "name"], sort=False)
+    out = g.agg(**{"depth": ("depth", "first"), "calls": ("depth", "size"),
+                   "host duration(ms)": ("host duration(ms)", "sum"),
+                   "device duration(ms)": ("device duration(ms)", "sum"),
+                   "launch duration(ms)": ("launch duration(ms)", "sum"),
+                   "launches": ("launches", "sum"), "device slices": ("device slices", "sum")}).reset_index()
+    return out.sort_values(["device duration(ms)", "host duration(ms)"], ascending=False,
+                           kind="stable").reset_index(drop=True)
 
 
 def _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur):
@@ -632,8 +650,9 @@ def attach_tables(profile: Profile, monitor: str | None = None, launch: str | li
         mon = monitor or default_monitor(profile)
         lch = launch if launch is not None else default_launch(profile)
         args = dict(monitor=mon, launch=lch, device=device, min_depth=min_depth, max_depth=max_depth)
-        tables["Host-Device"] = host_device_table(profile, **args)
-        tables["Host-Device Self"] = host_device_table(profile, self_only=True, **args)
+        # per path; one row per call would swamp the workbook (the seed CSV keeps them)
+        tables["Host-Device"] = host_device_summary(host_device_table(profile, **args))
+        tables["Host-Device Self"] = host_device_summary(host_device_table(profile, self_only=True, **args))
         tables["Operators"] = key_averages(profile)
         if host["args"].map(lambda a: isinstance(a, dict) and ("Input Dims" in a)).any():
             tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
