@@ -160,20 +160,16 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     path, depth = call_paths(names, m_anc, is_m)
     dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
 
-    # launches -> monitored ancestors
+    n = len(host)
+    cdur = (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) if len(cmds) else np.zeros(0, np.int64)
+    # self attribution: each launch to its nearest monitored ancestor
     lrows = np.flatnonzero(is_l)
-    if self_only:
-        l_src = np.arange(len(lrows))
-        l_dst = m_anc[lrows]
-        ok = l_dst >= 0
-        l_src, l_dst = l_src[ok], l_dst[ok]
-    else:
-        # every monitored ancestor of each launch (first hop = the nearest one)
-        l_src, l_dst = ancestor_pairs(m_anc, lrows)
-    launch_pairs = pd.DataFrame({"row": l_dst, "lrow": lrows[l_src]})
-
-    # device slices -> issuing host slice -> monitored ancestors (or itself if monitored)
-    dev_pairs = pd.DataFrame({"row": np.zeros(0, np.int64), "cmd": np.zeros(0, np.int64)})
+    l_owner = m_anc[lrows]
+    ok = l_owner >= 0
+    lrows, l_owner = lrows[ok], l_owner[ok]
+    # each device slice to the monitored slice that issued it, or that holds its issuing launch
+    crow = np.zeros(0, np.int64)
+    c_owner = np.zeros(0, np.int64)
     if len(cmds) and "launch_row" in cmds.columns:
         dcat = _first_cat(cmds["func_type"].astype(object).fillna(""))
         dmask = _cat_mask(dcat, device) & (cmds["launch_row"].to_numpy(np.int64) >= 0)
@@ -181,20 +177,22 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
             dmask &= ~cmds["is_sys"].to_numpy(bool)
         crow = np.flatnonzero(dmask)
         r = cmds["launch_row"].to_numpy(np.int64)[crow]
-        by_launch = is_l[r]
-        by_self = is_m[r]
-        crow, r = crow[by_launch | by_self], r[by_launch | by_self]
-        self_m = is_m[r]
-        first = np.where(self_m, r, m_anc[r])
-        keep = first >= 0
-        crow, first = crow[keep], first[keep]
-        if self_only:
-            d_src, d_dst = np.arange(len(crow)), first
-        else:
-            s2, d2 = ancestor_pairs(m_anc, first)
-            d_src = np.concatenate([np.arange(len(crow)), s2])
-            d_dst = np.concatenate([first, d2])
-        dev_pairs = pd.DataFrame({"row": d_dst, "cmd": crow[d_src]})
+        keep = is_l[r] | is_m[r]
+        crow, r = crow[keep], r[keep]
+        c_owner = np.where(is_m[r], r, m_anc[r])
+        keep = c_owner >= 0
+        crow, c_owner = crow[keep], c_owner[keep]
+    sums = {
+        "launch duration(ms)": np.bincount(l_owner, dur[lrows], minlength=n) / 1e6,
+        "launches": np.bincount(l_owner, minlength=n).astype(float),
+        "device duration(ms)": np.bincount(c_owner, cdur[crow], minlength=n) / 1e6,
+        "device slices": np.bincount(c_owner, minlength=n).astype(float),
+    }
+    if not self_only:
+        # total = own + everything under monitored descendants: sums climb the monitored tree
+        # (no (row, ancestor) pairs are materialised: deep python stacks stay cheap)
+        m_parent = np.where(is_m, m_anc, -1)
+        sums = {k: subtree_sum(m_parent, v) for k, v in sums.items()}
 
     rows = np.flatnonzero(is_m)
     lo = 1 if min_depth is None else int(min_depth)
@@ -205,21 +203,27 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
         "host duration(ms)": dur[rows] / 1e6,
         "row": rows,
     })
-    ldur = pd.Series(dur[launch_pairs["lrow"].to_numpy()], index=launch_pairs.index)
-    lsum = ldur.groupby(launch_pairs["row"].to_numpy()).sum()
-    lcnt = launch_pairs.groupby("row").size()
-    cdur = (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) if len(cmds) else np.zeros(0, np.int64)
-    dsum = pd.Series(cdur[dev_pairs["cmd"].to_numpy()]).groupby(dev_pairs["row"].to_numpy()).sum()
-    dcnt = dev_pairs.groupby("row").size()
-    out["device duration(ms)"] = out["row"].map(dsum).fillna(0).to_numpy() / 1e6
-    out["launch duration(ms)"] = out["row"].map(lsum).fillna(0).to_numpy() / 1e6
-    out["launches"] = out["row"].map(lcnt).fillna(0).astype(np.int64).to_numpy()
-    out["device slices"] = out["row"].map(dcnt).fillna(0).astype(np.int64).to_numpy()
+    out["device duration(ms)"] = sums["device duration(ms)"][rows]
+    out["launch duration(ms)"] = sums["launch duration(ms)"][rows]
+    out["launches"] = np.rint(sums["launches"][rows]).astype(np.int64)
+    out["device slices"] = np.rint(sums["device slices"][rows]).astype(np.int64)
     out["depth"] = depth[rows]
     out["rank"] = host["rank"].to_numpy()[rows] if "rank" in host.columns else 0
     out["pid"] = host["pid"].to_numpy()[rows]
     out["tid"] = host["tid"].to_numpy()[rows]
     out["start_ns"] = host["start_ns"].to_numpy()[rows]
+    if with_lists:
+        # the seed's list columns name every launch/kernel of a row: pairs are the output here
+        if self_only:
+            launch_pairs = pd.DataFrame({"row": l_owner, "lrow": lrows})
+            dev_pairs = pd.DataFrame({"row": c_owner, "cmd": crow})
+        else:
+            s1, d1 = ancestor_pairs(m_anc, l_owner)
+            launch_pairs = pd.DataFrame({"row": np.concatenate([l_owner, d1]),
+                                         "lrow": np.concatenate([lrows, lrows[s1]])})
+            s2, d2 = ancestor_pairs(m_anc, c_owner)
+            dev_pairs = pd.DataFrame({"row": np.concatenate([c_owner, d2]),
+                                      "cmd": np.concatenate([crow, crow[s2]])})
     if with_lists:
         out = _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur)
     return out.drop(columns=["row"]).reset_index(drop=True)
