@@ -341,3 +341,38 @@ def test_window_files_of_one_process_are_one_rank(tmp_path):
     assert list(prof.commands["global_idx"]) == [0, 1]
     assert any("same process" in w.message for w in prof.meta.warnings)
     assert "Ranks" not in prof.tables
+
+
+# -------------------------------------------------------------------------------------------
+# robustness: arbitrary (well-typed JSON) events never crash the reader
+# -------------------------------------------------------------------------------------------
+from hypothesis import HealthCheck, given, settings, strategies as st  # noqa: E402
+
+_scalar = st.one_of(st.none(), st.integers(-5, 200), st.floats(-5, 200, allow_nan=False),
+                    st.sampled_from(["", "7", "12.5", "x", "stream 7"]))
+_event = st.fixed_dictionaries(
+    {"ph": st.sampled_from(["X", "B", "E", "i", "s", "f", "t", "C", "M", "b", "e", "?"])},
+    optional={"name": st.sampled_from(["a", "b", "[memory]", "process_name", "thread_name"]),
+              "cat": st.sampled_from(["cpu_op", "kernel", "cuda_runtime", "ac2g", "python_function",
+                                      "gpu_memcpy", "user_annotation", "", "Kernel,foo"]),
+              "pid": _scalar, "tid": _scalar, "ts": _scalar, "dur": _scalar, "id": _scalar,
+              "bp": st.sampled_from(["e", "s"]),
+              "args": st.one_of(st.none(), st.dictionaries(
+                  st.sampled_from(["correlation", "External id", "device", "stream", "name", "labels",
+                                   "Bytes", "Addr", "grid"]), _scalar, max_size=4))})
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(_event, max_size=40))
+def test_random_events_never_crash(tmp_path_factory, events):
+    p = tmp_path_factory.mktemp("fuzz") / "t.json"
+    p.write_text(json.dumps(events))
+    try:
+        prof = ct.load_chrome_trace(p)
+    except InputError:
+        return
+    h = prof.host
+    assert (h["end_ns"] >= h["start_ns"]).all()
+    assert (h["parent"] < h.index).all()          # parents come first in tree order
+    c = prof.commands
+    assert (c["end_ns"] >= c["start_ns"]).all()
