@@ -306,3 +306,10 @@ def test_host_device_summary_per_path(prof):
     assert self_t["device duration(ms)"].sum() == pytest.approx(0.023)
     # largest device time first; ties (linear and its addmm, 13 us) by host time
     assert list(t.index[:2]) == ["aten::linear", "aten::linear$$aten::addmm"]
+
+
+def test_table_order_and_definitions(prof):
+    names = list(prof.tables)
+    assert names[:3] == ["Operators", "Operators by Shape", "Kernels"]
+    assert names.index("Kernels") < names.index("Host-Device") < names.index("Memory")
+    assert set(ops.TABLE_ORDER) == set(ops.TABLE_DEFINITIONS)

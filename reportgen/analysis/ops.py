@@ -644,6 +644,37 @@ def default_launch(profile: Profile) -> list[str] | None:
     return sorted(set(cats)) or None
 
 
+#: report order of the framework tables (writers show ``profile.tables`` in dict order)
+TABLE_ORDER = ("Operators", "Operators by Shape", "Kernels", "Op Statistic", "Steps", "Ranks",
+               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline")
+
+#: one-line definition per table, for legends and tooltips (framework-traces.md §6)
+TABLE_DEFINITIONS = {
+    "Operators": "torch key_averages semantics: Self CPU = duration minus direct child calls; "
+                 "CPU total % divides by the sum of Self CPU (as torch does); Self Device = device "
+                 "slices launched by the op itself; Device total adds its sub-calls. Times in us.",
+    "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ',').",
+    "Kernels": "Device slices grouped by name and launch geometry: calls, total/avg/min/max (us), "
+               "share of all device time; occupancy columns are duration-weighted means.",
+    "Op Statistic": "Device tasks per (OP Type, Core Type): count, total/min/avg/max (us), "
+                    "Ratio = share of the device's total task time.",
+    "Steps": "ProfilerStep#N host ranges; device step = first start to last end of the device "
+             "slices launched inside the step.",
+    "Ranks": "Per rank/device: busy = union of device slice intervals (compute / communication / "
+             "memory-op split), span, utilisation, host slices, mean step.",
+    "Host-Device": "Seed parser table summed per '$$' call path of the monitored category: host "
+                   "time, device time of slices launched inside (total attribution, includes "
+                   "deeper monitored calls), launch (runtime) time. ms.",
+    "Host-Device Self": "As Host-Device, but launches and device slices count only for the "
+                        "innermost monitored call that holds them (sums never double count).",
+    "Memory": "Per operator (innermost op at the event): allocations, bytes allocated/freed, size "
+              "increase, peak total allocated, mean allocation lifetime.",
+    "Memory Peak": "Peak allocated (and reserved) memory per device, with the operator running at "
+                   "the peak.",
+    "Memory Timeline": "Allocated/reserved memory curve, downsampled keeping each bucket's maximum.",
+}
+
+
 def attach_tables(profile: Profile, monitor: str | None = None, launch: str | list | None = None,
                   device: str | list | None = None, min_depth: int | None = None,
                   max_depth: int | None = None, **_ignored) -> Profile:
@@ -675,4 +706,12 @@ def attach_tables(profile: Profile, monitor: str | None = None, launch: str | li
     nranks = host["rank"].nunique() if "rank" in host.columns and len(host) else 0
     if max(ncores, nranks) > 1:
         tables["Ranks"] = rank_table(profile)
+    order_tables(profile)
     return profile
+
+
+def order_tables(profile: Profile) -> None:
+    """Known tables in :data:`TABLE_ORDER`, any others (vendor tables) after them."""
+    known = [k for k in TABLE_ORDER if k in profile.tables]
+    rest = [k for k in profile.tables if k not in TABLE_ORDER]
+    profile.tables = {k: profile.tables[k] for k in known + rest}

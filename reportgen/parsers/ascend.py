@@ -541,6 +541,9 @@ def _finish(profile: Profile, tables_by_rank: dict, **options) -> None:
                 profile.tables["Operators by Shape"] = key_averages_from_calls(t, True)
             continue
         profile.tables[name] = t
+    from reportgen.analysis.ops import order_tables
+
+    order_tables(profile)
     profile.meta.num_cores = int(profile.commands["core"].nunique()) if len(profile.commands) else 0
     if profile.commands.empty and profile.host.empty and not profile.tables:
         profile.meta.warn("empty-trace", "no device tasks, host operators or tables found",
