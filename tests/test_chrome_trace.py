@@ -376,3 +376,13 @@ def test_random_events_never_crash(tmp_path_factory, events):
     assert (h["parent"] < h.index).all()          # parents come first in tree order
     c = prof.commands
     assert (c["end_ns"] >= c["start_ns"]).all()
+
+
+def test_accounting_every_event(kineto):
+    acc = kineto.meta.accounting["handmade_kineto.json"]
+    # 21 non-metadata events: 10 host slices + 5 device + 2 flow points + 3 memory + 1 span
+    assert acc["read"] == 21 and acc["shown"] == 15
+    assert acc["dropped: flow points (used as links)"] == 2
+    assert acc["dropped: memory events (memory tables)"] == 3
+    assert acc["dropped: derived/summary lanes"] == 1
+    assert acc["read"] == acc["shown"] + sum(v for k, v in acc.items() if k.startswith("dropped: "))

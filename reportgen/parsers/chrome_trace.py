@@ -656,7 +656,8 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     for fi, (data, core) in enumerate(zip(traces, cores)):
         for code, msg in data.warnings:
             meta.warn(code, msg, data.path)
-        h, d, m = _split_trace(data, fi, core)
+        h, d, m, counts = _split_trace(data, fi, core)
+        meta.accounting[Path(data.path).name if len(traces) == 1 else f"{fi}:{Path(data.path).name}"] = counts
         host_parts.append(h)
         dev_parts.append(d)
         mem_parts.append(m)
@@ -749,7 +750,16 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
     m = ev.loc[mmask, ["pid", "tid", "ts_ns", "args"]].copy()
     m["_file"] = fi
     m["rank"] = core if core is not None else 0
-    return h, d, m
+    # records line of the summary: every event is shown as a slice or says why not
+    vc = role.value_counts()
+    counts = {"read": int(len(ev)), "shown": int(hmask.sum() + dmask.sum())}
+    why = {"flow": "flow points (used as links)", "memory": "memory events (memory tables)",
+           "counter": "counters", "instant": "instant markers", "derived": "derived/summary lanes",
+           "device_annotation": "device copies of annotations", "other": "async/object/sample events"}
+    for r, label in why.items():
+        if vc.get(r, 0):
+            counts[f"dropped: {label}"] = int(vc[r])
+    return h, d, m, counts
 
 
 def _step_trace(traces: list[TraceData]) -> pd.DataFrame:
