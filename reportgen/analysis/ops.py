@@ -13,7 +13,10 @@ under stable names that the writers show as they are:
 * ``Kernels``: per kernel calls and total/avg/min/max duration with launch geometry (§6.5).
 * ``Memory``, ``Memory Peak``, ``Memory Timeline``: allocations per operator, peaks, curve (§6.8).
 * ``Ranks``: per rank/device comparison (§6.9).
+* ``Steps``: ProfilerStep host ranges and their device span (§6.6); ``Op Statistic``: Ascend-style
+  (OP Type, Core Type) task statistics (§6.5).
 
+Definitions for legends: :data:`TABLE_DEFINITIONS`; report order: :data:`TABLE_ORDER`.
 All tree walks climb parents level by level over whole arrays (depth iterations, not one
 Python step per slice); groupings are pandas groupbys.
 """
