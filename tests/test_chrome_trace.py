@@ -265,6 +265,7 @@ def test_real_amd_trace_known_kernel_and_links():
 def test_real_ascend_trace_view_string_ts_and_async_npu_flows():
     path = SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice/trace_view.json"
     prof = ct.load_chrome_trace(path)
+    assert prof.meta.source == "ascend"
     ev = raw_events(path)
     hw_pids = {e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"
                and e["args"]["name"] == "Ascend Hardware"}

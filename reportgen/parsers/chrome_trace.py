@@ -1030,7 +1030,9 @@ def _memory(mem: pd.DataFrame, host: pd.DataFrame, forest: _Forest) -> pd.DataFr
 def load_chrome_trace(path: str | Path, **options) -> Profile:
     """One trace file -> Profile (core = device index) with the framework tables attached."""
     data = read_trace(path)
-    profile = build_profile([data], None, "chrome", str(path))
+    # a trace_view.json / msprof timeline handed over on its own is still an Ascend profile
+    ascend = any(n.strip().lower() in DEVICE_PROCESSES | {"cann"} for n in data.process_names.values())
+    profile = build_profile([data], None, "ascend" if ascend else "chrome", str(path))
     rank = rank_of(data)
     if rank is not None:
         profile.meta.extra["rank"] = rank
