@@ -4,6 +4,7 @@ Outputs (all on by default; see README "Outputs and options"):
   OUT/summary.txt + summary.json      off with --disable_summary
   OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
   OUT/*RegInfo_*.txt                  with the workbook (the vendor writes them with its doc)
+  OUT/tables/*.csv, host_device.csv   framework traces: every analysis table, the seed tool's CSV
   OUT/PerfWeb/result.html             off with --disable_web
   OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
 
@@ -77,7 +78,7 @@ def run(args: argparse.Namespace) -> int:
 
 def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
     """Decode one input and write every requested output; returns (files, seconds, summary)."""
-    from reportgen.analysis.metrics import engine_summary
+    from reportgen.analysis.metrics import engine_summary, lane_summary
     from reportgen.parsers.detect import load_profile
     from reportgen.writers import text
 
@@ -92,6 +93,8 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
         from reportgen.analysis.host_align import attach_host_trace
         attach_host_trace(profile, args.trace_file)
     summary = engine_summary(profile)
+    if profile.meta.source != "pmu":
+        profile.tables["Device lanes"] = lane_summary(profile)
     out = Path(args.output)
     try:
         out.mkdir(parents=True, exist_ok=True)
@@ -102,6 +105,12 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
         jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
     if not args.disable_doc:
         jobs.append(("RegInfo files", lambda: text.write_reginfo(profile, out)))
+    if profile.tables and not args.disable_doc:
+        from reportgen.writers import csv_tables
+        jobs.append(("CSV tables", lambda: csv_tables.write_tables(profile, out)))
+        if profile.meta.source == "chrome" and len(profile.host):
+            jobs.append(("seed CSV", lambda: csv_tables.write_seed_csv(
+                profile, out / "host_device.csv", min_depth=args.min_depth, max_depth=args.max_depth)))
     for flag, module, label in WRITERS:
         if getattr(args, flag):
             continue

@@ -106,3 +106,20 @@ def test_several_dumps_get_one_report_each_and_an_index(tmp_path):
         assert (out / f"cdm_profile_data_dev{i}-0" / "PerfWeb" / "result.html").is_file()
         assert f'href="cdm_profile_data_dev{i}-0/PerfWeb/result.html"' in page
     assert page.count("<tr>") == 3          # header + one row per dump
+
+
+def test_framework_trace_report(tmp_path):
+    """A chrome trace gets the device-lanes summary, the analysis tables as CSV and every report."""
+    trace = ROOT / "tests" / "data" / "framework"
+    files = sorted(p for p in trace.glob("*.json*"))
+    assert files, "hand-made traces missing"
+    out = tmp_path / "out"
+    res = cli(files[0], out)
+    assert res.returncode == 0, res.stderr
+    assert "Device lanes" in (out / "summary.txt").read_text()
+    for rel in ("PerfDoc/PerfAI_output.xlsx", "PerfWeb/result.html", "perfetto.pftrace",
+                "tables/Device_lanes.csv", "tables/Operators.csv"):
+        assert (out / rel).is_file(), rel
+    assert not list(out.glob("*RegInfo_*.txt"))
+    lanes = pd.read_csv(out / "tables" / "Device_lanes.csv")
+    assert lanes["commands"].iloc[-1] == lanes["commands"].iloc[:-1].sum()

@@ -161,3 +161,32 @@ def engine_summary(profile: Profile) -> pd.DataFrame:
     _derived(overall, span, max(ncores, 1))
     rows.append(overall)
     return pd.DataFrame(rows)
+
+
+def lane_summary(profile: Profile) -> pd.DataFrame:
+    """One row per (core, engine) lane of any source: commands, busy time, utilisation.
+
+    For framework traces a "core" is a device or rank and an "engine" a stream or hardware lane,
+    so the PMU columns of :func:`engine_summary` (TIU, GDMA, ...) do not apply; this table does.
+    Busy = union of the lane's non-system command intervals; util = busy / span_ns (the whole
+    profile's wall window). The last row, core "Overall", sums every lane.
+    """
+    c = profile.commands
+    cols = ["core", "engine", "commands", "busy_ns", "util", "span_ns"]
+    if c.empty:
+        return pd.DataFrame(columns=cols)
+    span = int(c["end_ns"].max() - c["start_ns"].min())
+    a = _arrays(c)
+    engine = c["engine"].astype(str).to_numpy()
+    rows = []
+    keys = pd.DataFrame({"core": a["core"], "engine": engine}).drop_duplicates()
+    for core, eng in keys.sort_values(["core", "engine"]).itertuples(index=False):
+        sel = (a["core"] == core) & (engine == eng)
+        work = sel & ~a["is_sys"]
+        busy = union_length(a["start"][work], a["end"][work])
+        rows.append({"core": int(core), "engine": eng, "commands": int(sel.sum()), "busy_ns": busy,
+                     "util": _div(busy, span), "span_ns": span})
+    total = sum(r["busy_ns"] for r in rows)
+    rows.append({"core": "Overall", "engine": f"{len(rows)} lanes", "commands": len(c),
+                 "busy_ns": total, "util": _div(total, span * len(rows)), "span_ns": span})
+    return pd.DataFrame(rows, columns=cols)

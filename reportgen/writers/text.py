@@ -62,17 +62,36 @@ def summary_table(summary: pd.DataFrame) -> str:
     return "\n".join(out)
 
 
+def lanes_table(profile: Profile) -> str:
+    """Framework traces: the device lanes table (metrics.lane_summary) instead of TIU/DMA columns."""
+    from reportgen.analysis.metrics import lane_summary
+
+    t = profile.tables.get("Device lanes")
+    if t is None:
+        t = lane_summary(profile)
+    headers = ["Core", "Engine", "Commands", "busy(us)", "util(%)"]
+    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "us"),
+             _fmt(r["util"], "pct")] for r in t.to_dict("records")]
+    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
+    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    width = len(line(headers))
+    return "\n".join(["=" * width, "Device lanes", "=" * width, line(headers), "-" * width]
+                     + [line(r) for r in rows] + ["=" * width])
+
+
 def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     m = profile.meta
     head = [f"Input: {m.input_path}",
             f"Chip: {m.chip} ({m.chip_alias})  cores: {m.num_cores}  capture mode: {m.mode}  "
             f"TIU clock: {m.tiu_freq_mhz:g} MHz  DMA clock: {m.dma_freq_mhz:g} MHz",
             f"Commands: {len(profile.commands)}  CDMA ports: {m.cdma_ports or 'none'}"]
-    body = summary_table(summary)
+    body = summary_table(summary) if m.source == "pmu" else lanes_table(profile)
     acct = records_line(m.accounting)
     notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
              "util = busy / totalTime; BW = bytes / busy time of the commands that moved them; "
-             "uArch rate n/a = no command with a modelled op (modes 0/1)."]
+             "uArch rate n/a = no command with a modelled op (modes 0/1)." if m.source == "pmu" else
+             "Definitions: docs/metrics.md. Busy = union of a lane's command intervals; util = busy "
+             "/ span of all device commands; operator and kernel tables: tables/*.csv and the workbook."]
     warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
     if len(m.warnings) > 50:
         warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
@@ -186,12 +205,14 @@ def _register_lines(reg: pd.DataFrame, func_type: pd.Series, order: dict[str, li
 
 
 def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
-    """tiuRegInfo_<core>.txt, tdmaRegInfo_<core>.txt (GDMA then SDMA), cdmaRegInfo_<port>.txt."""
+    """tiuRegInfo_<core>.txt, tdmaRegInfo_<core>.txt (GDMA then SDMA), cdmaRegInfo_<port>.txt.
+
+    PMU dumps only: the files describe TPU engine commands (framework traces have none)."""
     out_dir = Path(out_dir)
     for old in out_dir.glob("*RegInfo_*.txt"):
         old.unlink()
     c = profile.commands
-    if c.empty:
+    if c.empty or profile.meta.source != "pmu":
         return []
     arch = "__CHIP_ARCH_ARGS__\n" + "".join(f"\t{k}: {v}\n" for k, v in profile.meta.arch.items())
     frame = c.copy()
