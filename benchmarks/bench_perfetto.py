@@ -13,7 +13,6 @@ import os
 import tempfile
 import threading
 import time
-from pathlib import Path
 
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import perfetto

@@ -18,7 +18,7 @@ from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu.nodes import CommandList
-from reportgen.parsers.pmu.records import DTYPE_NAMES, MEM_NAMES
+from reportgen.parsers.pmu.records import DTYPE_NAMES
 from reportgen.parsers.pmu.streams import Stream
 from reportgen.parsers.pmu.tiu_ops import tiu_ops
 
@@ -340,8 +340,6 @@ def _describe(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Me
     uarch = np.full(n, np.nan)
     acyc = np.full(n, np.nan)
     dep = np.full(n, -1, np.int64)
-    regs = []
-    cl_ids = rec["cmd"]
 
     # 1) PMU only: label system-looking unbound records send / wait
     unbound = rec["source"] == ""
@@ -531,7 +529,6 @@ def bind_cdma(ports: dict[int, Stream], cores, anchor, chip: Chip, meta: Meta, b
     if not ports:
         return out
     anchor_sdma = bound[(anchor.index, "SDMA")] if anchor is not None else None
-    active = [p for p, s in ports.items() if len(s)]
     consumed = 0
     for port, s in ports.items():
         anchored = False

@@ -14,14 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
-import pandas as pd
 
 from reportgen.errors import InputError
-from reportgen.model import Meta, Profile, finalize_commands
-from reportgen.parsers.pmu import container, describe, match
+from reportgen.model import Meta, Profile
+from reportgen.parsers.pmu import container, describe
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
-from reportgen.parsers.pmu.records import DES_KV_HEADER, DYN_EXTRA_HEADER, Block
+from reportgen.parsers.pmu.records import DES_KV_HEADER, Block
 from reportgen.parsers.pmu.streams import Stream, from_records, normalise
 
 INIT_RECORDS = 2          # profile-init commands per engine (AKS/AKSV)
@@ -243,7 +242,6 @@ def _check_record_counts(gp, cores, ports, meta: Meta) -> None:
 def _align_cores(cores, bound, port_bound, anchor, meta: Meta) -> None:
     """Sync points coincide, then the earliest first record starts at 0 (spec §9.5)."""
     ref = next((c.sync_ns for c in cores if c.sync_ns is not None), None)
-    shifted = []
     for c in cores:
         delta = (c.sync_ns - ref) if (c.sync_ns is not None and ref is not None) else 0
         streams = [bound[(c.index, engine)] for engine in CORE_ENGINES]
