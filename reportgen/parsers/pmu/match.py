@@ -8,6 +8,8 @@ offset inside the paired section.
 """
 from __future__ import annotations
 
+import heapq
+
 import numpy as np
 
 U32 = 1 << 32
@@ -66,25 +68,43 @@ def unwrap_time(start: np.ndarray, end: np.ndarray, cdma: bool = False):
     return s + lift, e + lift + straddle * U32
 
 
+def _retire_swap(s, e, i) -> bool:
+    """Whether record i and i+1 swap (gaps measured from the end of record i-1)."""
+    g_cur = s[i] - e[i - 1]
+    g_next = s[i + 1] - e[i - 1]
+    return bool((g_cur > 0 and g_next > 0 and g_next < g_cur) or
+                (g_cur < 0 and g_next > 0 and s[i + 1] > e[i + 1]))
+
+
 def sdma_send_retire_reorder(start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Permutation of the SDMA send/retire repair (spec §9.1 step 3): one left-to-right pass."""
+    """Permutation of the SDMA send/retire repair (spec §9.1 step 3): one left-to-right pass.
+
+    Swaps are rare, so the pass visits only the positions where the test holds on the input
+    (found vectorised) and the neighbours of each swap it makes, in increasing order.
+    """
     n = len(start)
     perm = np.arange(n)
     if n < 3:
         return perm
     s = start.astype(np.int64).copy()
     e = end.astype(np.int64).copy()
-    i = 1
-    # inner records only; a swap is rare, so walk candidate positions with numpy pre-filter
-    while i < n - 1:
-        g_cur = s[i] - e[i - 1]
-        g_next = s[i + 1] - e[i - 1]
-        swap = ((g_cur > 0 and g_next > 0 and g_next < g_cur) or
-                (g_cur < 0 and g_next > 0 and s[i + 1] > e[i + 1]))
-        if swap:
+    g_cur = s[1:-1] - e[:-2]
+    g_next = s[2:] - e[:-2]
+    hit = (((g_cur > 0) & (g_next > 0) & (g_next < g_cur)) |
+           ((g_cur < 0) & (g_next > 0) & (s[2:] > e[2:])))
+    todo = [int(i) + 1 for i in np.flatnonzero(hit)]
+    heapq.heapify(todo)
+    last = 0
+    while todo:
+        i = heapq.heappop(todo)
+        if i <= last:
+            continue
+        last = i
+        if i < n - 1 and _retire_swap(s, e, i):
             for a in (s, e, perm):
                 a[i], a[i + 1] = a[i + 1], a[i]
-        i += 1
+            heapq.heappush(todo, i + 1)       # the moved records meet new neighbours
+            heapq.heappush(todo, i + 2)
     return perm
 
 
