@@ -572,6 +572,131 @@
     await Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true});
   }
 
+  // ------------------------------------------------------------------------------ tables
+  /* The Tables tab: every profile table from the rg-tables block (gzip'd JSON, column by column;
+   * reportgen.writers.html.read_tables() is the Python twin). Numbers keep their stored value for
+   * sorting and are only formatted for display, with the decimals the writer chose per column. */
+  let tablesReady = null;
+  function loadTables() {
+    if (!tablesReady) {
+      tablesReady = (async () => {
+        const raw = await gunzip(b64ToBytes(takeBlock('rg-tables')));
+        return JSON.parse(new TextDecoder().decode(raw));
+      })();
+    }
+    return tablesReady;
+  }
+
+  const NUMBER_FORMATS = new Map();
+  function fmtCell(v, col) {
+    if (v === null || v === undefined) return null;
+    if (col.kind === 'text') return String(v);
+    const d = col.decimals;
+    if (!NUMBER_FORMATS.has(d)) {
+      NUMBER_FORMATS.set(d, new Intl.NumberFormat('en-US', {minimumFractionDigits: d, maximumFractionDigits: d}));
+    }
+    const f = NUMBER_FORMATS.get(d);
+    return col.kind === 'frac' ? f.format(v * 100) + '%' : f.format(v);
+  }
+  const COLLATOR = new Intl.Collator('en', {numeric: true});
+
+  class DataTable {
+    constructor(card, head, body) {
+      this.card = card; this.head = head; this.cols = head.columns; this.values = body.columns;
+      this.n = head.embedded;
+      this.order = null;          // null = the table's own order
+      this.sortCol = -1; this.desc = false;
+      this.limit = DATA.table_rows_shown;
+      this.status = card.querySelector('.table-status');
+      const table = el('table', {class: 'grid data'});
+      const tr = el('tr');
+      this.ths = this.cols.map((c, j) => {
+        const th = el('th', {class: c.kind === 'text' ? 'text sortable' : 'sortable', 'aria-sort': 'none',
+                             title: 'sort by ' + c.name}, c.name, el('span', {class: 'arrow'}));
+        th.addEventListener('click', () => this.sortBy(j));
+        tr.append(th);
+        return th;
+      });
+      table.append(el('thead', {}, tr));
+      this.tbody = el('tbody');
+      table.append(this.tbody);
+      card.querySelector('.table-wrap').append(table);
+      this.draw();
+    }
+
+    /* First click: numbers largest first, text A to Z; the next click reverses. Missing values
+     * stay last; equal values keep the table's order. */
+    sortBy(j) {
+      if (this.sortCol === j) this.desc = !this.desc;
+      else { this.sortCol = j; this.desc = this.cols[j].kind !== 'text'; }
+      const v = this.values[j], text = this.cols[j].kind === 'text', sign = this.desc ? -1 : 1;
+      const idx = new Array(this.n);
+      for (let i = 0; i < this.n; i++) idx[i] = i;
+      idx.sort((a, b) => {
+        const x = v[a], y = v[b];
+        if (x === null || y === null) return x === null ? (y === null ? a - b : 1) : -1;
+        const c = text ? COLLATOR.compare(x, y) : x - y;
+        return c ? sign * c : a - b;
+      });
+      this.order = idx;
+      this.ths.forEach((th, k) => {
+        th.setAttribute('aria-sort', k === j ? (this.desc ? 'descending' : 'ascending') : 'none');
+        th.querySelector('.arrow').textContent = k === j ? (this.desc ? ' ▼' : ' ▲') : '';
+      });
+      this.draw();
+    }
+
+    draw() {
+      const shown = Math.min(this.limit, this.n), frag = document.createDocumentFragment();
+      for (let r = 0; r < shown; r++) {
+        const i = this.order ? this.order[r] : r;
+        const tr = document.createElement('tr');
+        for (let j = 0; j < this.cols.length; j++) {
+          const td = document.createElement('td');
+          const text = fmtCell(this.values[j][i], this.cols[j]);
+          if (text === null) { td.textContent = 'n/a'; td.className = 'na'; }
+          else {
+            td.textContent = text;       // a text node: markup in names shows as typed
+            if (this.cols[j].kind === 'text') td.className = 'text';
+          }
+          tr.append(td);
+        }
+        frag.append(tr);
+      }
+      this.tbody.replaceChildren(frag);
+      const head = this.head, parts = [];
+      parts.push(`Showing ${group3(shown)} of ${group3(head.rows)} rows, ` +
+        (this.order ? `sorted by ${this.cols[this.sortCol].name} ${this.desc ? '(largest first)' : '(smallest first)'}`
+          : 'in the table\'s own order') + '.');
+      if (head.embedded < head.rows) {
+        parts.push(`This page holds the first ${group3(head.embedded)} rows (sorting covers those); ` +
+                   'the workbook and CSV have them all.');
+      }
+      this.status.replaceChildren(parts.join(' '));
+      if (shown < this.n) {
+        const more = Math.min(DATA.table_rows_shown, this.n - shown);
+        this.status.append(' ', el('button', {type: 'button', class: 'more',
+          onclick: () => { this.limit += DATA.table_rows_shown; this.draw(); }}, `show ${group3(more)} more`));
+      }
+      this.card.dataset.shown = String(shown);
+    }
+  }
+
+  const tables = {};
+  async function drawTables() {
+    const bodies = await loadTables();
+    DATA.tables.forEach((head, k) => {
+      if (tables[head.id]) return;
+      tables[head.id] = new DataTable(document.getElementById('table-' + head.id), head, bodies[k]);
+    });
+    for (const a of document.querySelectorAll('.toc a[data-target]')) {
+      a.addEventListener('click', (ev) => {
+        ev.preventDefault();
+        document.getElementById('table-' + a.dataset.target).scrollIntoView({behavior: 'smooth'});
+      });
+    }
+  }
+
   const panels = {};
   async function showTab(id) {
     for (const [pid, p] of Object.entries(panels)) {
@@ -584,6 +709,7 @@
     if (!p.started) {
       p.started = (async () => {
         for (const c of p.charts) await drawChart(c);
+        if (p.tables) await drawTables();
         if (p.views.length) await itemsReady;
         for (const v of p.views) {
           const spec = DATA.views.find((s) => s.id === v);
@@ -622,7 +748,7 @@
       const button = el('button', {type: 'button', role: 'tab', id: 'tab-' + tab.id}, tab.title);
       button.addEventListener('click', () => { history.replaceState(null, '', '#' + tab.id); showTab(tab.id); });
       nav.append(button);
-      panels[tab.id] = {panel, button, charts: tab.charts, views: tab.views,
+      panels[tab.id] = {panel, button, charts: tab.charts, views: tab.views, tables: !!tab.tables,
                         link: tab.id === 'compare' ? linkBandwidth : null};
     }
     nav.hidden = false;
@@ -686,6 +812,7 @@
       return v.schedule();
     },
     setTypeOff: (name, off) => { TYPES.forEach((t, k) => { if (t.name === name) setTypeOff(k, off); }); },
+    tables,
     findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
     hoverText: (i) => hoverText(i),
     jump: (id, sheet, g) => views[id].jumpTo(window.__report.findItem(sheet, g)),

@@ -578,6 +578,312 @@ def bandwidth_chart(bw: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------------------------
+# Framework views: every analysis table (profile.tables) and the charts drawn from them
+# --------------------------------------------------------------------------------------------
+
+#: Sources whose commands are TIU/GDMA/SDMA/CDMA engine queues: their overview is the engine
+#: summary. ``synthetic`` is reportgen.testing.make_profile, a generated PMU dump. Any other
+#: source (chrome, ascend, mindspore) has streams, not PMU engines: its overview shows the
+#: "Device lanes" table and the framework charts instead.
+PMU_SOURCES = frozenset({"pmu", "synthetic"})
+#: Rows drawn per table at once (the page says how many rows exist).
+TABLE_ROWS_SHOWN = 500
+#: Rows embedded per table: sorting a column sorts all of them. Longer tables keep their first
+#: rows in the page (the workbook and tables/*.csv have every row) and the page says so.
+TABLE_ROWS_EMBEDDED = 20_000
+#: Definitions of tables that are not framework analyses (analysis.ops has the others).
+EXTRA_DEFINITIONS = {
+    "Device lanes": "One row per (device, stream/lane): commands, busy = union of the lane's "
+                    "slice intervals (ns), util = busy / span of the whole profile; Overall sums "
+                    "every lane.",
+}
+TOP_OPERATORS = 20
+TOP_KERNELS = 15
+LABEL_CHARS = 60          # chart axis labels are cut here (hover shows the whole name)
+
+
+def is_pmu(profile: Profile) -> bool:
+    return profile.meta.source in PMU_SOURCES
+
+
+def table_definition(name: str) -> str:
+    from reportgen.analysis.ops import TABLE_DEFINITIONS
+
+    return TABLE_DEFINITIONS.get(name) or EXTRA_DEFINITIONS.get(name, "")
+
+
+def table_order(profile: Profile) -> list[str]:
+    """Device lanes first (it is the framework overview), then the analyses in their own order."""
+    names = list(profile.tables)
+    return [n for n in names if n == "Device lanes"] + [n for n in names if n != "Device lanes"]
+
+
+def column_format(name: str, values: pd.Series) -> dict[str, Any]:
+    """How the page shows a column: ``kind`` int | float | frac | text and ``decimals``.
+
+    Numbers are shown as the analysis stored them (same unit as the column name says); only the
+    number of decimals is chosen here: none for whole numbers, 2 for percentages, 3 otherwise
+    (µs to the ns). A 0..1 utilisation column (``util``) is shown as a percentage.
+    """
+    dtype = values.dtype
+    if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
+        return {"kind": "text", "decimals": 0}
+    if pd.api.types.is_integer_dtype(dtype):
+        return {"kind": "int", "decimals": 0}
+    arr = values.to_numpy(np.float64, na_value=np.nan)
+    finite = arr[np.isfinite(arr)]
+    if name == "util" or name.endswith("_util"):
+        return {"kind": "frac", "decimals": 2}
+    if len(finite) and np.all(finite == np.round(finite)) and np.abs(finite).max() < 2**53:
+        return {"kind": "int", "decimals": 0}
+    return {"kind": "float", "decimals": 2 if "%" in name else 3}
+
+
+def format_cell(value: Any, fmt: dict[str, Any]) -> str:
+    """The text of one cell (the page's ``fmtCell`` does the same for the Tables tab)."""
+    if value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
+        return "n/a"
+    kind, d = fmt["kind"], fmt["decimals"]
+    if kind == "text":
+        return str(value)
+    if kind == "frac":
+        return f"{float(value) * 100:,.{d}f}%"
+    return f"{float(value):,.{d}f}" if kind == "float" else f"{int(value):,}"
+
+
+def _column_values(values: pd.Series, kind: str) -> list[Any]:
+    """JSON-ready values of one column: numbers as numbers (exact), text as text, missing None."""
+    if kind == "text":
+        obj = values.astype("object")
+        return [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)))
+                else str(v) for v in obj.tolist()]
+    arr = values.to_numpy(np.float64, na_value=np.nan) if kind != "int" or values.hasnans else None
+    if arr is None:
+        return [int(v) for v in values.to_numpy(np.int64).tolist()]
+    out = arr.tolist()
+    if kind == "int":
+        return [None if math.isnan(v) else int(v) for v in out]
+    return [None if not math.isfinite(v) else v for v in out]
+
+
+def table_payload(profile: Profile) -> tuple[list[dict[str, Any]], bytes]:
+    """Every table of ``profile.tables`` column by column, as one gzip'd JSON document.
+
+    Returns the per-table headers (name, definition, rows, embedded rows, columns with their
+    format), which the page also shows statically, and the compressed document ``[{"columns":
+    [[values...], ...]}, ...]`` in the same order. :func:`read_tables` reads it back.
+    """
+    heads, bodies = [], []
+    for i, name in enumerate(table_order(profile)):
+        df = profile.tables[name]
+        part = df.iloc[:TABLE_ROWS_EMBEDDED]
+        cols, values = [], []
+        for j, col in enumerate(df.columns):
+            fmt = column_format(str(col), df.iloc[:, j])
+            cols.append({"name": str(col), **fmt})
+            values.append(_column_values(part.iloc[:, j], fmt["kind"]))
+        heads.append({"id": f"t{i}", "name": name, "definition": table_definition(name),
+                      "rows": int(len(df)), "embedded": int(len(part)), "columns": cols})
+        bodies.append({"columns": values})
+    raw = json.dumps(bodies, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode("utf-8")
+    return heads, gzip.compress(raw, compresslevel=6, mtime=0)
+
+
+def static_table(profile: Profile, name: str) -> dict[str, Any] | None:
+    """A table formatted in Python for the static page (the framework overview's Device lanes)."""
+    df = profile.tables.get(name)
+    if df is None:
+        return None
+    fmts = [column_format(str(c), df.iloc[:, j]) for j, c in enumerate(df.columns)]
+    rows = []
+    for rec in df.itertuples(index=False):
+        rows.append({"overall": str(rec[0]) == "Overall",
+                     "cells": [format_cell(v, f) for v, f in zip(rec, fmts)]})
+    return {"name": name, "definition": table_definition(name),
+            "columns": [{"name": str(c), "text": f["kind"] == "text"} for c, f in zip(df.columns, fmts)],
+            "rows": rows}
+
+
+def _label(text: Any) -> str:
+    text = str(text)
+    return _esc(text if len(text) <= LABEL_CHARS else text[:LABEL_CHARS - 1] + "…")
+
+
+def _numeric(df: pd.DataFrame, col: str) -> np.ndarray:
+    return pd.to_numeric(df[col], errors="coerce").to_numpy(np.float64)
+
+
+def _hbar_layout(n: int, x_title: str) -> dict[str, Any]:
+    layout = dict(_BASE_LAYOUT, height=max(260, 70 + 22 * n), showlegend=False,
+                  xaxis={"title": {"text": x_title}, "gridcolor": "#e3e7ea", "rangemode": "tozero"},
+                  yaxis={"autorange": "reversed", "tickvals": list(range(n)), "automargin": True,
+                         "tickfont": {"size": 11}})
+    layout["margin"] = dict(_BASE_LAYOUT["margin"], l=10)
+    return layout
+
+
+def operators_chart(tables: dict[str, pd.DataFrame]) -> dict[str, Any] | None:
+    """The 20 operators with the largest self device time (self CPU time when no operator ran
+    on the device), as the "Operators" table has them."""
+    ops = tables.get("Operators")
+    if ops is None or ops.empty or "Name" not in ops:
+        return None
+    metric = next((c for c in ("Self Device (us)", "Self CPU (us)")
+                   if c in ops and np.nansum(_numeric(ops, c)) > 0), None)
+    if metric is None:
+        return {"empty": "No operator has a self device or self CPU time."}
+    values = _numeric(ops, metric)
+    top = ops.iloc[np.argsort(-np.nan_to_num(values, nan=-np.inf), kind="stable")[:TOP_OPERATORS]]
+    share = metric.replace(" (us)", " %")                  # "Self Device %" / "Self CPU %"
+    shares = _numeric(top, share) if share in top else np.full(len(top), np.nan)
+    calls = top["# of Calls"].tolist() if "# of Calls" in top else [None] * len(top)
+    custom = [[_esc(n), _clean(float(s)), None if c is None else int(c)]
+              for n, s, c in zip(top["Name"], shares, calls)]
+    what = "self device" if metric.startswith("Self Device") else "self CPU"
+    trace = {"type": "bar", "orientation": "h", "y": list(range(len(top))),
+             "x": _typed(_numeric(top, metric), "f8"), "customdata": custom,
+             "marker": {"color": "#4E79A7" if what == "self device" else "#59A14F"},
+             "hovertemplate": f"%{{customdata[0]}}<br>{what} %{{x:,.3f}} µs"
+                              + (" (%{customdata[1]:.2f}%)" if share in top else "")
+                              + (" in %{customdata[2]:,} calls" if "# of Calls" in top else "") + "<extra></extra>"}
+    layout = _hbar_layout(len(top), f"{what} time (µs)")
+    layout["yaxis"]["ticktext"] = [_label(n) for n in top["Name"]]
+    return {"data": [trace], "layout": layout, "metric": metric}
+
+
+def kernels_chart(tables: dict[str, pd.DataFrame]) -> dict[str, Any] | None:
+    """Share of all device time of the 15 kernels with the largest share ("Kernels" table)."""
+    k = tables.get("Kernels")
+    if k is None or k.empty or "Share %" not in k or "Name" not in k:
+        return None
+    share = _numeric(k, "Share %")
+    top = k.iloc[np.argsort(-np.nan_to_num(share, nan=-np.inf), kind="stable")[:TOP_KERNELS]]
+    extra = [c for c in ("Grid", "Block", "Accelerator Core", "Block Dim") if c in top]
+
+    def detail(row) -> str:
+        return " · ".join(f"{c} {_esc(row[c])}" for c in extra if pd.notna(row[c]))
+
+    custom = [[_esc(row["Name"]), _clean(float(row["Total (us)"])) if "Total (us)" in top else None,
+               int(row["Calls"]) if "Calls" in top else None, detail(row)] for _, row in top.iterrows()]
+    trace = {"type": "bar", "orientation": "h", "y": list(range(len(top))),
+             "x": _typed(_numeric(top, "Share %"), "f8"), "customdata": custom,
+             "marker": {"color": "#F28E2B"},
+             "hovertemplate": "%{customdata[0]}<br>%{x:.2f}% of device time · %{customdata[1]:,.3f} µs"
+                              " in %{customdata[2]:,} calls<br>%{customdata[3]}<extra></extra>"}
+    layout = _hbar_layout(len(top), "share of all device time (%)")
+    layout["yaxis"]["ticktext"] = [_label(n) for n in top["Name"]]
+    return {"data": [trace], "layout": layout}
+
+
+def ranks_chart(tables: dict[str, pd.DataFrame]) -> dict[str, Any] | None:
+    """Grouped bars per rank: the "Ranks" table's times (µs, upper plot) and percentages (lower)."""
+    r = tables.get("Ranks")
+    if r is None or r.empty:
+        return None
+    key = "Rank" if "Rank" in r else r.columns[0]
+    x = [f"rank {v}" for v in r[key]]
+    times = [c for c in r.columns if str(c).endswith("(us)")]
+    pcts = [c for c in r.columns if str(c).endswith("%")]
+    data = []
+    for axis, cols, unit in (("y", times, "µs"), ("y2", pcts, "%")):
+        for i, col in enumerate(cols):
+            fmt = ",.3f" if unit == "µs" else ".2f"
+            data.append({"type": "bar", "name": _esc(col), "x": x, "y": _typed(_numeric(r, col), "f8"),
+                         "yaxis": axis, "xaxis": "x" if axis == "y" else "x2",
+                         "marker": {"color": PALETTE[(i + (0 if unit == 'µs' else 6)) % len(PALETTE)]},
+                         "hovertemplate": f"%{{x}} {_esc(col)}: %{{y:{fmt}}}<extra></extra>"})
+    if not data:
+        return {"empty": "The Ranks table has no time or percentage columns."}
+    layout = dict(_BASE_LAYOUT, barmode="group", height=520 if times and pcts else 340,
+                  legend={"orientation": "v", "x": 1.02, "y": 1})
+    if times and pcts:
+        layout["yaxis"] = {"title": {"text": "µs"}, "domain": [0.45, 1], "gridcolor": "#e3e7ea"}
+        layout["yaxis2"] = {"title": {"text": "%"}, "domain": [0, 0.33], "gridcolor": "#e3e7ea"}
+        layout["xaxis"] = {"anchor": "y"}
+        layout["xaxis2"] = {"anchor": "y2", "matches": "x"}
+    else:
+        for t in data:
+            t["yaxis"], t["xaxis"] = "y", "x"
+        layout["yaxis"] = {"title": {"text": "µs" if times else "%"}, "gridcolor": "#e3e7ea"}
+    return {"data": data, "layout": layout}
+
+
+def memory_chart(tables: dict[str, pd.DataFrame], t0_ns: int) -> dict[str, Any] | None:
+    """Allocated (solid) and reserved (dotted) memory over time per device, from "Memory
+    Timeline", with each device's peak from "Memory Peak" marked when it has a time."""
+    mt = tables.get("Memory Timeline")
+    if mt is None or mt.empty or "Time (ns)" not in mt:
+        return None
+    allocated = next((c for c in mt.columns if str(c).startswith("Total Allocated")), None)
+    reserved = next((c for c in mt.columns if str(c).startswith("Total Reserved")), None)
+    if allocated is None:
+        return None
+    unit = str(allocated)[len("Total Allocated"):].strip(" ()") or "bytes"
+    keys = [c for c in ("Rank", "Device", "Component") if c in mt]
+    groups = mt.groupby(keys, sort=False, dropna=False) if keys else [((), mt)]
+    data = []
+    for n, (key, g) in enumerate(groups):
+        key = key if isinstance(key, tuple) else (key,)
+        name = _esc(" ".join(f"{k.lower()} {v}" for k, v in zip(keys, key)) or "memory")
+        x = (g["Time (ns)"].to_numpy(np.int64) - t0_ns) / 1e6
+        colour = PALETTE[n % len(PALETTE)]
+        for col, dash in ((allocated, "solid"), (reserved, "dot")):
+            if col is None:
+                continue
+            label = "allocated" if col == allocated else "reserved"
+            data.append({"type": "scatter", "mode": "lines", "name": f"{name} {label}", "legendgroup": name,
+                         "x": _typed(x, "f8"), "y": _typed(_numeric(g, col), "f8"),
+                         "line": {"color": colour, "dash": dash, "width": 1.4, "shape": "hv"},
+                         "hovertemplate": f"{name} {label}: %{{y:,.0f}} {unit} at %{{x:,.3f}} ms<extra></extra>"
+                         if unit == "bytes" else
+                         f"{name} {label}: %{{y:,.3f}} {unit} at %{{x:,.3f}} ms<extra></extra>"})
+    peak = tables.get("Memory Peak")
+    pcol = f"Peak Allocated ({unit})"
+    if peak is not None and not peak.empty and "Peak Time (ns)" in peak and pcol in peak:
+        at = peak["Operator at Peak"].astype("object").fillna("?").map(_esc).tolist() \
+            if "Operator at Peak" in peak else [""] * len(peak)
+        data.append({"type": "scatter", "mode": "markers", "name": "peak",
+                     "x": _typed((peak["Peak Time (ns)"].to_numpy(np.int64) - t0_ns) / 1e6, "f8"),
+                     "y": _typed(_numeric(peak, pcol), "f8"), "customdata": at,
+                     "marker": {"symbol": "triangle-down", "size": 11, "color": "#C62828"},
+                     "hovertemplate": f"peak %{{y:,.0f}} {unit} at %{{x:,.3f}} ms<br>%{{customdata}}<extra></extra>"})
+    layout = dict(_BASE_LAYOUT, height=360, hovermode="closest",
+                  xaxis={"title": {"text": "time since first event (ms)"}, "gridcolor": "#e3e7ea"},
+                  yaxis={"title": {"text": unit}, "rangemode": "tozero", "gridcolor": "#e3e7ea",
+                         "tickformat": "~s" if unit == "bytes" else ",.0f"})
+    return {"data": data, "layout": layout}
+
+
+#: Framework overview charts: id -> card title (drawn when their table exists).
+FRAMEWORK_CHARTS = {
+    "operators": "Top operators",
+    "kernels": "Kernel share of device time",
+    "ranks": "Ranks compared",
+    "memory": "Memory over time",
+}
+
+
+def framework_charts(profile: Profile, t0_ns: int) -> dict[str, dict[str, Any]]:
+    t = profile.tables
+    figs = {"operators": operators_chart(t), "kernels": kernels_chart(t), "ranks": ranks_chart(t),
+            "memory": memory_chart(t, t0_ns)}
+    return {k: v for k, v in figs.items() if v is not None}
+
+
+def read_tables(text: str) -> dict[str, pd.DataFrame]:
+    """The tables embedded in a written page, as the page decodes them (Python twin)."""
+    data, _ = read_page(text, items=False)
+    m = re.search(r'<script id="rg-tables" type="[^"]+">(.*?)</script>', text, re.DOTALL)
+    if not m:
+        return {}
+    bodies = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
+    out = {}
+    for head, body in zip(data["tables"], bodies):
+        out[head["name"]] = pd.DataFrame({c["name"]: v for c, v in zip(head["columns"], body["columns"])})
+    return out
+
+
+# --------------------------------------------------------------------------------------------
 # Page assembly
 # --------------------------------------------------------------------------------------------
 
@@ -636,21 +942,31 @@ def _lane_specs(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.HostLa
     return specs
 
 
-def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]]):
+def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]], overview_charts: list[str]):
+    """Tabs: Overview, Tables (when the profile has analysis tables), one per core, all cores.
+
+    A PMU profile keeps its engine charts; other sources call a core a device and leave out the
+    PMU-only charts (DMA bandwidth, engine busy/idle).
+    """
+    pmu = is_pmu(profile)
+    unit = "Core" if pmu else "Device"
     host = [i for i, s in enumerate(lane_specs) if s["host"]]
     device = [i for i, s in enumerate(lane_specs) if not s["host"]]
     cores = sorted({k for i in device for k in lane_specs[i]["cores"]})
-    views, tabs = [], [{"id": "overview", "title": "Overview", "charts": ["util", "functype"], "views": []}]
+    views, tabs = [], [{"id": "overview", "title": "Overview", "charts": overview_charts, "views": []}]
+    if profile.tables:
+        tabs.append({"id": "tables", "title": "Tables", "charts": [], "views": [], "tables": True})
     for k in cores:
         mine = [i for i in device if k in lane_specs[i]["cores"]]
         own = [i for i in mine if lane_specs[i]["engine"] != "CDMA"]
         ports = [i for i in mine if lane_specs[i]["engine"] == "CDMA"]
         views.append({"id": f"core-{k}", "lanes": host + own + ports})
-        tabs.append({"id": f"core-{k}", "title": f"Core {k}", "charts": [], "views": [f"core-{k}"],
-                     "heading": f"Core {k}: one lane per engine" +
+        tabs.append({"id": f"core-{k}", "title": f"{unit} {k}", "charts": [], "views": [f"core-{k}"],
+                     "heading": f"{unit} {k}: one lane per " + ("engine" if pmu else "stream") +
                                 (" (plus the CDMA ports it submitted commands to)" if ports else "")})
     views.append({"id": "all", "lanes": host + device})
-    tabs.append({"id": "compare", "title": "All cores", "charts": ["bandwidth", "busyidle"], "views": ["all"]})
+    tabs.append({"id": "compare", "title": "All cores" if pmu else "All devices",
+                 "charts": ["bandwidth", "busyidle"] if pmu else [], "views": ["all"]})
     return views, tabs
 
 
@@ -670,14 +986,21 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
                                   OVERVIEW_BUCKETS)
     overview_u1 = np.round(overview * 255).astype(np.uint8)
     lane_specs = _lane_specs(profile, lanes, hlanes)
-    views, tabs = _views_and_tabs(profile, lane_specs)
+    pmu = is_pmu(profile)
     step("charts")
-    charts = {
-        "util": utilisation_chart(summary),
-        "functype": functype_chart(timeline.time_by_func_type(profile), types),
-        "busyidle": busy_idle_chart(summary),
-        "bandwidth": bandwidth_chart(timeline.bandwidth_over_time(profile, BANDWIDTH_BUCKETS)),
-    }
+    if pmu:
+        charts = {
+            "util": utilisation_chart(summary),
+            "functype": functype_chart(timeline.time_by_func_type(profile), types),
+            "busyidle": busy_idle_chart(summary),
+            "bandwidth": bandwidth_chart(timeline.bandwidth_over_time(profile, BANDWIDTH_BUCKETS)),
+        }
+        overview_charts = ["util", "functype"]
+    else:
+        charts = framework_charts(profile, t0)
+        overview_charts = list(charts)
+    views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    table_heads, table_blob = table_payload(profile) if profile.tables else ([], b"")
     data = {
         "version": __version__, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
@@ -685,6 +1008,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         "payload": header,
         "overview": {"buckets": OVERVIEW_BUCKETS, "b64": base64.b64encode(overview_u1.tobytes()).decode("ascii")},
     }
+    if table_heads:
+        data["tables"] = table_heads
+        data["table_rows_shown"] = TABLE_ROWS_SHOWN
     step("page")
     m = profile.meta
     # the last two path parts name a capture better than "input" alone
@@ -694,8 +1020,27 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
         meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
         summary=summary_table(summary), tabs=tabs, input_name=m.input_path or "memory",
+        pmu=pmu, lanes_table=None if pmu else static_table(profile, "Device lanes"),
+        chart_titles={k: FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
+        chart_notes=_chart_notes(charts), tables=table_heads, rows_shown=TABLE_ROWS_SHOWN,
+        tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=_json_for_script(_clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
         plotly_b64=plotly_bundle_b64())
+
+
+def _chart_notes(charts: dict[str, Any]) -> dict[str, str]:
+    """One line under each framework chart saying which table and column it shows."""
+    notes = {"kernels": "From the Kernels table: Share % of the 15 kernels (name + launch geometry) "
+                        "with the largest share.",
+             "ranks": "From the Ranks table: the time columns (µs) above, the percentages below.",
+             "memory": "From the Memory Timeline table (solid: allocated, dotted: reserved); "
+                       "triangles: Memory Peak."}
+    ops = charts.get("operators")
+    if ops and "metric" in ops:
+        notes["operators"] = (f"From the Operators table: the {TOP_OPERATORS} largest {ops['metric']}"
+                              + ("" if ops["metric"].startswith("Self Device") else
+                                 " (no operator launched device work)") + ".")
+    return notes
 
 
 def _clean(obj: Any) -> Any:
@@ -737,7 +1082,7 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *, quiet: bool = Fal
 # Reading a written page back (tests, scripts): the Python twin of the page's decoder
 # --------------------------------------------------------------------------------------------
 
-def read_page(text: str) -> tuple[dict[str, Any], pd.DataFrame]:
+def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """The page's JSON data and its items as a DataFrame, decoded the way report.js does.
 
     Columns: ``sheet`` (lane name), ``host``, ``global_idx`` (host: row of profile.host),
@@ -752,6 +1097,8 @@ def read_page(text: str) -> tuple[dict[str, Any], pd.DataFrame]:
         return m.group(1)
 
     data = json.loads(block("rg-data"))
+    if not items:
+        return data, None
     blob = base64.b64decode(block("rg-items"))
     header = dict(data["payload"], ops=data["ops"])
     arr = decode_items(header, blob)
