@@ -44,7 +44,7 @@ def hand_profile(**meta) -> Profile:
              direction="DDR->LMEM", ddr_bw=10.0),
     ]
     return Profile(commands=finalize_commands(pd.DataFrame(rows)),
-                   meta=Meta(source="test", chip="AKS", num_cores=1, **meta))
+                   meta=Meta(**{"source": "pmu", "chip": "AKS", "num_cores": 1, **meta}))
 
 
 def model_view(profile: Profile) -> pd.DataFrame:
@@ -152,7 +152,7 @@ class TestPayloadRoundTrip:
         assert html_writer.render(profile, summary) == html_writer.render(profile, summary)
 
     def test_empty_profile_still_writes_a_page(self, tmp_path):
-        profile = Profile(meta=Meta(source="test", chip="AKS"))
+        profile = Profile(meta=Meta(source="pmu", chip="AKS"))
         text, data, items = write_page(profile, tmp_path)
         assert len(items) == 0 and data["lanes"] == []
         assert "Engine summary" in text
@@ -299,7 +299,8 @@ def test_real_dump_round_trip(tmp_path):
 
 
 def test_charts_without_pmu_engines_say_so(tmp_path):
-    """Framework traces have streams, not TIU/GDMA/SDMA: the engine charts explain they are empty."""
+    """A PMU-sourced profile whose lanes are not TIU/GDMA/SDMA: the engine charts explain they
+    are empty (framework sources get the framework overview instead, see TestFrameworkViews)."""
     profile = hand_profile()
     c = profile.commands
     c["engine"] = c["engine"].cat.rename_categories({"TIU": "stream 7", "GDMA": "stream 20"})
@@ -310,3 +311,174 @@ def test_charts_without_pmu_engines_say_so(tmp_path):
         assert "empty" in data["charts"][chart], chart
     assert data["charts"]["functype"]["data"]
     assert_items_equal_model(items, profile)
+
+
+# --------------------------------------------------------------------------------------------
+# Framework views: the Tables tab payload, the framework overview and its charts
+# --------------------------------------------------------------------------------------------
+from pathlib import Path  # noqa: E402
+
+from reportgen.analysis.metrics import lane_summary  # noqa: E402
+
+HANDMADE = Path(__file__).parent / "data" / "framework" / "handmade_kineto.json"
+SHARED = Path("/work/shared/data/framework")
+KINETO = SHARED / "kineto-tb-plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+TWO_RANKS = SHARED / "hta/trace_filter"
+
+
+def framework_profile(path: Path) -> Profile:
+    """A framework trace as the CLI prepares it (with the Device lanes table)."""
+    from reportgen.parsers.detect import load_profile
+
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    profile = load_profile(str(path), quiet=True)
+    profile.tables["Device lanes"] = lane_summary(profile)
+    return profile
+
+
+def assert_tables_equal(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFrame]) -> None:
+    """Every embedded table has the profile's columns, rows and values (numbers exactly)."""
+    assert list(got) == ["Device lanes"] + [k for k in want if k != "Device lanes"]
+    for name, df in want.items():
+        page = got[name]
+        assert list(page.columns) == [str(c) for c in df.columns], name
+        assert len(page) == min(len(df), html_writer.TABLE_ROWS_EMBEDDED), name
+        for col in df.columns:
+            mine, theirs = page[str(col)], df[col].iloc[:len(page)]
+            if pd.api.types.is_numeric_dtype(theirs) and not pd.api.types.is_bool_dtype(theirs):
+                np.testing.assert_array_equal(mine.to_numpy(float, na_value=np.nan),
+                                              theirs.to_numpy(float, na_value=np.nan), err_msg=f"{name}.{col}")
+            else:
+                assert names(mine) == names(theirs.astype("object")), f"{name}.{col}"
+
+
+class TestFrameworkViews:
+    def test_real_kineto_tables_decode_to_the_profile_tables(self, tmp_path):
+        profile = framework_profile(KINETO)
+        text, data, _ = write_page(profile, tmp_path)
+        got = html_writer.read_tables(text)
+        assert_tables_equal(got, profile.tables)
+        heads = {h["name"]: h for h in data["tables"]}
+        assert heads["Operators by Shape"]["rows"] == 594 and heads["Memory Timeline"]["rows"] == 4000
+        assert heads["Operators"]["definition"].startswith("torch key_averages semantics")
+        # a known operator and kernel read back with their analysed values
+        ops = got["Operators"].set_index("Name")
+        assert ops.loc["aten::cudnn_convolution", "# of Calls"] == 318
+        assert ops.loc["aten::cudnn_convolution", "Self Device (us)"] == \
+            profile.tables["Operators"].set_index("Name").loc["aten::cudnn_convolution", "Self Device (us)"]
+        assert [t["id"] for t in data["tabs"]][:2] == ["overview", "tables"]
+        assert len(text.encode()) < 2.6e6
+
+    def test_column_formats(self):
+        fmt = html_writer.column_format
+        assert fmt("# of Calls", pd.Series([1, 2])) == {"kind": "int", "decimals": 0}
+        assert fmt("Self CPU (us)", pd.Series([3217.0, 1.0])) == {"kind": "int", "decimals": 0}
+        assert fmt("Avg (us)", pd.Series([286.129, np.nan])) == {"kind": "float", "decimals": 3}
+        assert fmt("Share %", pd.Series([41.666667])) == {"kind": "float", "decimals": 2}
+        assert fmt("util", pd.Series([0.149068])) == {"kind": "frac", "decimals": 2}
+        assert fmt("core", pd.Series([0, "Overall"], dtype=object))["kind"] == "text"
+        cell = html_writer.format_cell
+        assert cell(0.149068, {"kind": "frac", "decimals": 2}) == "14.91%"
+        assert cell(603558000, {"kind": "int", "decimals": 0}) == "603,558,000"
+        assert cell(1234.5678, {"kind": "float", "decimals": 3}) == "1,234.568"
+        assert cell(np.nan, {"kind": "float", "decimals": 3}) == "n/a"
+
+    def test_framework_overview_replaces_the_engine_summary(self, tmp_path):
+        profile = framework_profile(HANDMADE)
+        text, data, items = write_page(profile, tmp_path)
+        soup = BeautifulSoup(text, "html.parser")
+        assert "Engine summary" not in text and soup.select_one("table.lanes") is not None
+        rows = [[td.get_text() for td in tr.find_all("td")] for tr in soup.select("table.lanes tbody tr")]
+        # hand_made: 5 device slices on stream 7, busy 24 us of a 161 us span
+        assert rows == [["0", "stream 7", "5", "24,000", "14.91%", "161,000"],
+                        ["Overall", "1 lanes", "5", "24,000", "14.91%", "161,000"]]
+        assert set(data["charts"]) == {"operators", "kernels", "memory"}     # no Ranks table here
+        assert data["tabs"][0]["charts"] == ["operators", "kernels", "memory"]
+        assert [t["title"] for t in data["tabs"]] == ["Overview", "Tables", "Device 0", "All devices"]
+        assert data["tabs"][-1]["charts"] == []                               # no PMU bandwidth
+        for chart in data["charts"]:
+            assert soup.find(id=f"chart-{chart}") is not None
+        assert soup.find(id="chart-util") is None and soup.find(id="chart-bandwidth") is None
+        # the static Tables tab skeleton: one card per table with its row count and definition
+        cards = soup.select("#panel-tables .data-table")
+        assert [c.h2.contents[0].strip() for c in cards] == list(data_names(data))
+        assert_items_equal_model(items, profile)
+
+    def test_operator_and_kernel_charts_show_the_table_values(self, tmp_path):
+        profile = framework_profile(HANDMADE)
+        _, data, _ = write_page(profile, tmp_path)
+        ops = data["charts"]["operators"]
+        # Self Device (us): addmm 13, copy_ 8, relu 2, then the zero rows in table order
+        assert ops["metric"] == "Self Device (us)"
+        assert typed(ops["data"][0]["x"]).tolist() == [13.0, 8.0, 2.0, 0.0, 0.0, 0.0]
+        assert ops["layout"]["yaxis"]["ticktext"][:3] == ["aten::addmm", "aten::copy_", "aten::relu"]
+        assert [c[1:] for c in ops["data"][0]["customdata"][:3]] == [[56.52173913043478, 1],
+                                                                    [34.78260869565217, 1],
+                                                                    [8.695652173913043, 1]]
+        kern = data["charts"]["kernels"]
+        share = profile.tables["Kernels"]["Share %"].to_numpy(float)
+        np.testing.assert_array_equal(typed(kern["data"][0]["x"]), np.sort(share)[::-1])
+        assert kern["layout"]["yaxis"]["ticktext"][1] == "Memcpy HtoD (Pageable -&gt; Device)"   # escaped
+        mem = data["charts"]["memory"]["data"]
+        assert typed(mem[0]["y"]).tolist() == [4096, 5120, 1024]
+        assert typed(mem[0]["x"]).tolist() == [(t - int(data["t0_ns"])) / 1e6
+                                              for t in (1000016000, 1000072000, 1000095000)]
+        assert mem[-1]["name"] == "peak" and typed(mem[-1]["y"]).tolist() == [5120.0]
+
+    def test_self_cpu_when_no_operator_ran_on_the_device(self, tmp_path):
+        profile = framework_profile(HANDMADE)
+        profile.tables["Operators"]["Self Device (us)"] = 0.0
+        _, data, _ = write_page(profile, tmp_path)
+        ops = data["charts"]["operators"]
+        assert ops["metric"] == "Self CPU (us)"
+        assert typed(ops["data"][0]["x"]).tolist() == [31.0, 28.0, 16.0, 15.0, 14.0, 2.0]
+
+    def test_ranks_chart_from_two_real_ranks(self, tmp_path):
+        profile = framework_profile(TWO_RANKS)
+        _, data, _ = write_page(profile, tmp_path)
+        ranks = profile.tables["Ranks"]
+        traces = {t["name"]: t for t in data["charts"]["ranks"]["data"]}
+        assert traces["Device busy (us)"]["x"] == ["rank 0", "rank 1"]
+        np.testing.assert_array_equal(typed(traces["Device busy (us)"]["y"]), ranks["Device busy (us)"].to_numpy(float))
+        np.testing.assert_array_equal(typed(traces["Device utilisation %"]["y"]),
+                                      ranks["Device utilisation %"].to_numpy(float))
+        assert traces["Device utilisation %"]["yaxis"] == "y2"
+        assert "Rank" not in traces and "Device slices" not in traces     # keys and counts stay in the table
+
+    def test_table_text_is_escaped_and_long_tables_are_cut_where_said(self, tmp_path, monkeypatch):
+        profile = framework_profile(HANDMADE)
+        evil = "<script>alert(1)</script>"
+        profile.tables["Vendor <b>table</b>"] = pd.DataFrame({
+            "Name": [evil, "</script><img src=x onerror=alert(2)>", None] * 10, "Value": np.arange(30.0) + 0.5})
+        monkeypatch.setattr(html_writer, "TABLE_ROWS_EMBEDDED", 25)
+        text, data, _ = write_page(profile, tmp_path)
+        assert len(re.findall(r"<script", text, re.IGNORECASE)) == 5     # ours: + rg-tables
+        soup = BeautifulSoup(text, "html.parser")
+        assert soup.find("img") is None and len(soup.find_all("script")) == 5
+        assert "Vendor <b>table</b>" in [h.get_text() for h in soup.select(".toc a")]
+        got = html_writer.read_tables(text)["Vendor <b>table</b>"]
+        assert len(got) == 25 and names(got["Name"][:3]) == [evil, "</script><img src=x onerror=alert(2)>", None]
+        assert got["Value"].tolist() == [i + 0.5 for i in range(25)]
+        head = next(h for h in data["tables"] if h["name"] == "Vendor <b>table</b>")
+        assert (head["rows"], head["embedded"], head["definition"]) == (30, 25, "")
+
+    def test_pmu_page_has_no_framework_parts(self, tmp_path):
+        text, data, _ = write_page(make_profile(cores=1, per_engine=50, seed=1), tmp_path)
+        assert [t["id"] for t in data["tabs"]] == ["overview", "core-0", "compare"]
+        assert data["tabs"][0]["charts"] == ["util", "functype"]
+        assert set(data["charts"]) == {"util", "functype", "busyidle", "bandwidth"}
+        assert "tables" not in data and 'id="rg-tables"' not in text and "Engine summary" in text
+
+
+def data_names(data: dict) -> list[str]:
+    return [h["name"] for h in data["tables"]]
+
+
+def typed(spec) -> np.ndarray:
+    """A plotly typed array ({dtype, bdata}) or plain list as numpy."""
+    import base64
+
+    if isinstance(spec, dict):
+        return np.frombuffer(base64.b64decode(spec["bdata"]), "<" + spec["dtype"])
+    return np.asarray(spec)
