@@ -510,3 +510,152 @@ def test_real_dump_page(browser, tmp_path):
     shot(p, "html_real_dump_compare.png")
     watch.check()
     p.close()
+
+
+# ------------------------------------------------------------------------------ framework views
+FRAMEWORK = Path(__file__).parent / "data" / "framework" / "handmade_kineto.json"
+SHARED = Path("/work/shared/data/framework")
+BIG_ROWS = 1200          # more than TABLE_ROWS_SHOWN: the page draws 500 and sorts all 1200
+
+
+def _framework_profile(path: Path):
+    from reportgen.analysis.metrics import lane_summary
+    from reportgen.parsers.detect import load_profile
+
+    if not path.exists():
+        pytest.skip(f"{path} not present")
+    profile = load_profile(str(path), quiet=True)
+    profile.tables["Device lanes"] = lane_summary(profile)
+    return profile
+
+
+@pytest.fixture(scope="module")
+def framework(browser, tmp_path_factory):
+    """The hand-made Kineto trace plus a vendor table of 1200 rows whose largest value sits at
+    row 900 (beyond the first 500 drawn) and whose names include markup."""
+    import pandas as pd
+
+    profile = _framework_profile(FRAMEWORK)
+    values = (np.arange(BIG_ROWS) * 7919 % 1000).astype(float) + 0.25
+    values[900] = 5000.125
+    names = np.array([f"op{i:04d}" for i in range(BIG_ROWS)], object)
+    names[3] = XSS_KERNEL
+    names[4] = None
+    profile.tables["Vendor"] = pd.DataFrame({"Name": names, "Value (us)": values,
+                                             "Calls": np.arange(BIG_ROWS, dtype=np.int64)})
+    path = html_writer.write(profile, engine_summary(profile), tmp_path_factory.mktemp("fw"), quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    watch.page.evaluate("__report.ready")
+    yield {"profile": profile, "watch": watch, "p": watch.page,
+           "heads": {h["name"]: h for h in html_writer.read_page(path.read_text(encoding="utf-8"), items=False)[0]["tables"]}}
+    watch.page.close()
+
+
+def _column(p, table_id: str, j: int) -> list[str]:
+    return p.evaluate(f"Array.from(document.querySelectorAll('#table-{table_id} tbody tr'))"
+                      f".map(tr => tr.children[{j}].textContent)")
+
+
+def _number(text: str) -> float:
+    return float("nan") if text == "n/a" else float(text.replace(",", "").rstrip("%"))
+
+
+def test_framework_overview_charts(framework):
+    p, profile = framework["p"], framework["profile"]
+    assert p.evaluate("document.body.dataset.ready") == "1"
+    for chart in ("operators", "kernels", "memory"):
+        assert p.locator(f"#chart-{chart} .main-svg").count() >= 1, chart
+    assert p.locator("#chart-util").count() == 0 and p.locator("table.lanes").is_visible()
+    bars = p.evaluate("Array.from(document.getElementById('chart-operators')._fullData[0].x)")
+    ops = profile.tables["Operators"]
+    assert bars == sorted(ops["Self Device (us)"].tolist(), reverse=True)
+    labels = p.evaluate("Array.from(document.querySelectorAll('#chart-operators .ytick text')).map(t => t.textContent)")
+    assert labels[:3] == ["aten::addmm", "aten::copy_", "aten::relu"]
+    shares = p.evaluate("Array.from(document.getElementById('chart-kernels')._fullData[0].x)")
+    np.testing.assert_array_equal(shares, sorted(profile.tables["Kernels"]["Share %"], reverse=True))
+    shot(p, "html_framework_overview.png")
+    framework["watch"].check()
+
+
+def test_tables_tab_renders_every_table(framework):
+    p, profile, heads = framework["p"], framework["profile"], framework["heads"]
+    p.evaluate("__report.show('tables')")
+    for name, df in profile.tables.items():
+        tid = heads[name]["id"]
+        shown = min(len(df), html_writer.TABLE_ROWS_SHOWN)
+        assert p.locator(f"#table-{tid} tbody tr").count() == shown, name
+        assert p.locator(f"#table-{tid} thead th").all_inner_texts() == [str(c) for c in df.columns]
+        assert f"Showing {shown:,} of {len(df):,} rows" in p.locator(f"#table-{tid} .table-status").inner_text()
+        # every numeric column shows the table's value at the column's decimals
+        for j, col in enumerate(df.columns):
+            fmt = html_writer.column_format(str(col), df[col])
+            cells = _column(p, tid, j)
+            if fmt["kind"] == "text":
+                want = [html_writer.format_cell(None if pd_isna(v) else v, fmt) for v in df[col].iloc[:shown]]
+                assert cells == want, (name, col)
+                continue
+            got = np.array([_number(c) for c in cells])
+            want = df[col].to_numpy(float, na_value=np.nan)[:shown] * (100 if fmt["kind"] == "frac" else 1)
+            np.testing.assert_allclose(got, want, atol=0.5 * 10 ** -fmt["decimals"] + 1e-9, rtol=0,
+                                       equal_nan=True, err_msg=f"{name}.{col}")
+    kernels = heads["Kernels"]["id"]
+    assert _column(p, kernels, 0)[1] == "Memcpy HtoD (Pageable -> Device)"
+    shot(p, "html_framework_tables.png")
+    framework["watch"].check()
+
+
+def pd_isna(v) -> bool:
+    import pandas as pd
+
+    return v is None or bool(pd.isna(v))
+
+
+def test_sorting_covers_every_row_and_markup_stays_text(framework):
+    p, profile, heads = framework["p"], framework["profile"], framework["heads"]
+    p.evaluate("__report.show('tables')")
+    tid = heads["Vendor"]["id"]
+    vendor = profile.tables["Vendor"]
+    header = p.locator(f"#table-{tid} thead th")
+    assert _column(p, tid, 0)[3] == XSS_KERNEL                        # shown as typed, not run
+    assert _column(p, tid, 0)[4] == "n/a"
+    header.nth(1).click()                                             # Value (us): largest first
+    assert header.nth(1).get_attribute("aria-sort") == "descending"
+    values = [_number(c) for c in _column(p, tid, 1)]
+    want = np.sort(vendor["Value (us)"].to_numpy())[::-1][:html_writer.TABLE_ROWS_SHOWN]
+    np.testing.assert_allclose(values, want, atol=5e-4, rtol=0)
+    assert values[0] == 5000.125 and _column(p, tid, 0)[0] == "op0900"   # row 900: beyond the first 500
+    header.nth(1).click()                                             # again: smallest first
+    assert header.nth(1).get_attribute("aria-sort") == "ascending"
+    assert _number(_column(p, tid, 1)[0]) == vendor["Value (us)"].min()
+    header.nth(0).click()                                             # text: A to Z, missing last
+    order = sorted(n for n in vendor["Name"] if isinstance(n, str))
+    assert _column(p, tid, 0)[:3] == order[:3] == [XSS_KERNEL, "op0000", "op0001"]
+    p.locator(f"#table-{tid} button.more").click()                    # the next 500, then the rest
+    p.locator(f"#table-{tid} button.more").click()
+    names = _column(p, tid, 0)
+    assert len(names) == BIG_ROWS and names[-1] == "n/a" and names[:-1] == order
+    assert p.locator("img").count() == 0
+    framework["watch"].check()
+
+
+def test_real_two_rank_trace_page(browser, tmp_path):
+    """A real two-rank trace: the Ranks chart, every table and both device timelines render."""
+    profile = _framework_profile(SHARED / "hta" / "trace_filter")
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    assert p.locator("#chart-ranks .main-svg").count() >= 1
+    busy = p.evaluate("document.getElementById('chart-ranks')._fullData.find(t => t.name === 'Device busy (us)').y")
+    np.testing.assert_array_equal(busy, profile.tables["Ranks"]["Device busy (us)"].to_numpy(float))
+    shot(p, "html_framework_ranks.png")
+    p.evaluate("__report.show('tables')")
+    assert p.locator(".data-table tbody tr").count() == sum(min(len(df), html_writer.TABLE_ROWS_SHOWN)
+                                                            for df in profile.tables.values())
+    for core in (0, 1):
+        result = p.evaluate(f"__report.show('core-{core}')")[0]
+        assert result["visible"] > 0
+    watch.check()
+    p.close()

@@ -790,7 +790,7 @@ def ranks_chart(tables: dict[str, pd.DataFrame]) -> dict[str, Any] | None:
             fmt = ",.3f" if unit == "µs" else ".2f"
             data.append({"type": "bar", "name": _esc(col), "x": x, "y": _typed(_numeric(r, col), "f8"),
                          "yaxis": axis, "xaxis": "x" if axis == "y" else "x2",
-                         "marker": {"color": PALETTE[(i + (0 if unit == 'µs' else 6)) % len(PALETTE)]},
+                         "marker": {"color": PALETTE[(i + (0 if unit == "µs" else len(times))) % len(PALETTE)]},
                          "hovertemplate": f"%{{x}} {_esc(col)}: %{{y:{fmt}}}<extra></extra>"})
     if not data:
         return {"empty": "The Ranks table has no time or percentage columns."}
