@@ -5,6 +5,9 @@
  * per lane and pixel column) while more than BAR_LIMIT commands are visible and real bars with
  * hover when fewer are, so a million commands stay interactive.
  *
+ * The Tables tab (framework traces) draws every analysis table from its own gzip'd JSON block,
+ * 500 rows at a time, sortable over all embedded rows.
+ *
  * decodeItems() mirrors reportgen.writers.html.decode_items(); occupancy() mirrors
  * reportgen.analysis.timeline.occupancy(). Keep them in step.
  */

@@ -1,5 +1,7 @@
 """result.html without a browser: the embedded payload decodes to the model, the static parts show
 the engine summary, input text is escaped, and the timeline aggregates match hand-computed values.
+Framework traces: the embedded tables decode to ``profile.tables``, the overview shows the Device
+lanes table and charts whose values are the tables' values.
 
 The browser side (rendering, zoom, hover) is in test_html_browser.py.
 """

@@ -2,7 +2,9 @@
 
 The page must reach its ready state offline without errors, draw the overview and every core,
 show the expected number of commands when zoomed, draw the same occupancy as the Python twin,
-and show a command's model values in its hover label. Screenshots go to tests/_artifacts/.
+and show a command's model values in its hover label. Framework pages: the overview charts show
+the tables' values, the Tables tab draws every table, sorts over all its rows and shows markup as
+text. Screenshots go to tests/_artifacts/.
 
 Skipped (with the reason) only when chromium or playwright is not installed.
 """

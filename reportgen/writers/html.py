@@ -10,12 +10,21 @@ The page is rendered from the Jinja2 templates in ``templates/`` (``result.html.
   ``report.js``; :func:`decode_items` is its Python twin so tests check the round trip without
   a browser;
 * small JSON for the rest: names tables, lanes, views, the summary table and the overview
-  charts (Plotly figure dicts).
+  charts (Plotly figure dicts);
+* every analysis table of ``profile.tables`` (framework traces) column by column as one
+  gzip+base64 JSON block (see :func:`table_payload`), drawn by the Tables tab as sortable
+  tables; :func:`read_tables` is the Python twin of the page's reader.
+
+PMU profiles (``meta.source`` in :data:`PMU_SOURCES`) get the engine overview. Other sources
+have streams instead of TIU/GDMA/SDMA, so their overview shows the "Device lanes" table and
+charts drawn from the analysis tables (top operators, kernel share, ranks, memory) and leaves
+out the PMU-only charts.
 
 The browser draws timelines with the level-of-detail rule of ``analysis.timeline``: an
 occupancy heatmap while many commands are visible, real bars with hover when few are. Numbers
-shown come from ``engine_summary`` (the summary table) and ``analysis.timeline`` (charts);
-nothing is recomputed here.
+shown come from ``engine_summary`` (the summary table), ``analysis.timeline`` (charts) and
+``profile.tables`` (framework tables and charts: values as stored, only formatted); nothing is
+recomputed here.
 """
 from __future__ import annotations
 
@@ -831,7 +840,9 @@ def memory_chart(tables: dict[str, pd.DataFrame], t0_ns: int) -> dict[str, Any] 
             if col is None:
                 continue
             label = "allocated" if col == allocated else "reserved"
-            data.append({"type": "scatter", "mode": "lines", "name": f"{name} {label}", "legendgroup": name,
+            # a short series (Ascend records a few samples per component) shows its samples too
+            mode = "lines+markers" if len(g) < 50 else "lines"
+            data.append({"type": "scatter", "mode": mode, "name": f"{name} {label}", "legendgroup": name,
                          "x": _typed(x, "f8"), "y": _typed(_numeric(g, col), "f8"),
                          "line": {"color": colour, "dash": dash, "width": 1.4, "shape": "hv"},
                          "hovertemplate": f"{name} {label}: %{{y:,.0f}} {unit} at %{{x:,.3f}} ms<extra></extra>"
@@ -1033,8 +1044,10 @@ def _chart_notes(charts: dict[str, Any]) -> dict[str, str]:
     notes = {"kernels": "From the Kernels table: Share % of the 15 kernels (name + launch geometry) "
                         "with the largest share.",
              "ranks": "From the Ranks table: the time columns (µs) above, the percentages below.",
-             "memory": "From the Memory Timeline table (solid: allocated, dotted: reserved); "
-                       "triangles: Memory Peak."}
+             "memory": "From the Memory Timeline table (solid: allocated, dotted: reserved)" +
+                       ("; triangles: Memory Peak." if any(t.get("name") == "peak"
+                                                          for t in charts.get("memory", {}).get("data", []))
+                        else ".")}
     ops = charts.get("operators")
     if ops and "metric" in ops:
         notes["operators"] = (f"From the Operators table: the {TOP_OPERATORS} largest {ops['metric']}"
