@@ -594,6 +594,7 @@
   function fmtCell(v, col) {
     if (v === null || v === undefined) return null;
     if (col.kind === 'text') return String(v);
+    if (col.kind === 'bigint') return BigInt(v).toLocaleString('en-US');   // digits sent as text
     const d = col.decimals;
     if (!NUMBER_FORMATS.has(d)) {
       NUMBER_FORMATS.set(d, new Intl.NumberFormat('en-US', {minimumFractionDigits: d, maximumFractionDigits: d}));
@@ -632,13 +633,14 @@
     sortBy(j) {
       if (this.sortCol === j) this.desc = !this.desc;
       else { this.sortCol = j; this.desc = this.cols[j].kind !== 'text'; }
-      const v = this.values[j], text = this.cols[j].kind === 'text', sign = this.desc ? -1 : 1;
+      const kind = this.cols[j].kind, text = kind === 'text', sign = this.desc ? -1 : 1;
+      const v = kind === 'bigint' ? this.values[j].map((s) => (s === null ? null : BigInt(s))) : this.values[j];
       const idx = new Array(this.n);
       for (let i = 0; i < this.n; i++) idx[i] = i;
       idx.sort((a, b) => {
         const x = v[a], y = v[b];
         if (x === null || y === null) return x === null ? (y === null ? a - b : 1) : -1;
-        const c = text ? COLLATOR.compare(x, y) : x - y;
+        const c = text ? COLLATOR.compare(x, y) : kind === 'bigint' ? (x < y ? -1 : x > y ? 1 : 0) : x - y;
         return c ? sign * c : a - b;
       });
       this.order = idx;

@@ -348,7 +348,10 @@ def assert_tables_equal(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFra
         assert len(page) == min(len(df), html_writer.TABLE_ROWS_EMBEDDED), name
         for col in df.columns:
             mine, theirs = page[str(col)], df[col].iloc[:len(page)]
-            if pd.api.types.is_numeric_dtype(theirs) and not pd.api.types.is_bool_dtype(theirs):
+            if pd.api.types.is_integer_dtype(theirs):                      # exact, also past 2**53
+                assert [None if pd.isna(v) else int(v) for v in mine.astype("object")] == \
+                    [None if pd.isna(v) else int(v) for v in theirs.astype("object")], f"{name}.{col}"
+            elif pd.api.types.is_numeric_dtype(theirs) and not pd.api.types.is_bool_dtype(theirs):
                 np.testing.assert_array_equal(mine.to_numpy(float, na_value=np.nan),
                                               theirs.to_numpy(float, na_value=np.nan), err_msg=f"{name}.{col}")
             else:
@@ -380,6 +383,8 @@ class TestFrameworkViews:
         assert fmt("Share %", pd.Series([41.666667])) == {"kind": "float", "decimals": 2}
         assert fmt("util", pd.Series([0.149068])) == {"kind": "frac", "decimals": 2}
         assert fmt("core", pd.Series([0, "Overall"], dtype=object))["kind"] == "text"
+        assert fmt("Time (ns)", pd.Series([1_623_143_089_861_000_123]))["kind"] == "bigint"
+        assert fmt("Time (ns)", pd.Series([2**53, None], dtype="Int64"))["kind"] == "int"
         cell = html_writer.format_cell
         assert cell(0.149068, {"kind": "frac", "decimals": 2}) == "14.91%"
         assert cell(603558000, {"kind": "int", "decimals": 0}) == "603,558,000"
@@ -452,7 +457,9 @@ class TestFrameworkViews:
         profile = framework_profile(HANDMADE)
         evil = "<script>alert(1)</script>"
         profile.tables["Vendor <b>table</b>"] = pd.DataFrame({
-            "Name": [evil, "</script><img src=x onerror=alert(2)>", None] * 10, "Value": np.arange(30.0) + 0.5})
+            "Name": [evil, "</script><img src=x onerror=alert(2)>", None] * 10, "Value": np.arange(30.0) + 0.5,
+            "Start (ns)": pd.array([1_700_000_000_123_456_789 + i if i != 2 else None for i in range(30)],
+                                   dtype="Int64")})
         monkeypatch.setattr(html_writer, "TABLE_ROWS_EMBEDDED", 25)
         text, data, _ = write_page(profile, tmp_path)
         assert len(re.findall(r"<script", text, re.IGNORECASE)) == 5     # ours: + rg-tables
@@ -462,6 +469,8 @@ class TestFrameworkViews:
         got = html_writer.read_tables(text)["Vendor <b>table</b>"]
         assert len(got) == 25 and names(got["Name"][:3]) == [evil, "</script><img src=x onerror=alert(2)>", None]
         assert got["Value"].tolist() == [i + 0.5 for i in range(25)]
+        assert [None if pd.isna(v) else v for v in got["Start (ns)"][:4]] == [1_700_000_000_123_456_789, 1_700_000_000_123_456_790,
+                                                   None, 1_700_000_000_123_456_792]
         head = next(h for h in data["tables"] if h["name"] == "Vendor <b>table</b>")
         assert (head["rows"], head["embedded"], head["definition"]) == (30, 25, "")
 

@@ -544,7 +544,9 @@ def framework(browser, tmp_path_factory):
     names[3] = XSS_KERNEL
     names[4] = None
     profile.tables["Vendor"] = pd.DataFrame({"Name": names, "Value (us)": values,
-                                             "Calls": np.arange(BIG_ROWS, dtype=np.int64)})
+                                             "Calls": np.arange(BIG_ROWS, dtype=np.int64),
+                                             # epoch ns: beyond a JavaScript number's 53 bits
+                                             "Start (ns)": 1_700_000_000_123_456_789 - np.arange(BIG_ROWS)})
     path = html_writer.write(profile, engine_summary(profile), tmp_path_factory.mktemp("fw"), quiet=True)
     watch = PageWatch(browser, path.as_uri())
     watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
@@ -593,7 +595,7 @@ def test_tables_tab_renders_every_table(framework):
         for j, col in enumerate(df.columns):
             fmt = html_writer.column_format(str(col), df[col])
             cells = _column(p, tid, j)
-            if fmt["kind"] == "text":
+            if fmt["kind"] in ("text", "bigint"):
                 want = [html_writer.format_cell(None if pd_isna(v) else v, fmt) for v in df[col].iloc[:shown]]
                 assert cells == want, (name, col)
                 continue
@@ -630,6 +632,10 @@ def test_sorting_covers_every_row_and_markup_stays_text(framework):
     header.nth(1).click()                                             # again: smallest first
     assert header.nth(1).get_attribute("aria-sort") == "ascending"
     assert _number(_column(p, tid, 1)[0]) == vendor["Value (us)"].min()
+    header.nth(3).click()                                             # epoch ns: exact BigInt order
+    assert _column(p, tid, 3)[:2] == ["1,700,000,000,123,456,789", "1,700,000,000,123,456,788"]
+    header.nth(3).click()
+    assert _column(p, tid, 3)[0] == f"{1_700_000_000_123_456_789 - BIG_ROWS + 1:,}"
     header.nth(0).click()                                             # text: A to Z, missing last
     order = sorted(n for n in vendor["Name"] if isinstance(n, str))
     assert _column(p, tid, 0)[:3] == order[:3] == [XSS_KERNEL, "op0000", "op0001"]

@@ -628,7 +628,7 @@ def table_order(profile: Profile) -> list[str]:
 
 
 def column_format(name: str, values: pd.Series) -> dict[str, Any]:
-    """How the page shows a column: ``kind`` int | float | frac | text and ``decimals``.
+    """How the page shows a column: ``kind`` int | bigint | float | frac | text, ``decimals``.
 
     Numbers are shown as the analysis stored them (same unit as the column name says); only the
     number of decimals is chosen here: none for whole numbers, 2 for percentages, 3 otherwise
@@ -638,7 +638,11 @@ def column_format(name: str, values: pd.Series) -> dict[str, Any]:
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
         return {"kind": "text", "decimals": 0}
     if pd.api.types.is_integer_dtype(dtype):
-        return {"kind": "int", "decimals": 0}
+        # beyond 2**53 (epoch nanoseconds) a JavaScript number is not exact: the page gets the
+        # digits as text and formats and sorts them as BigInt
+        known = values.dropna()
+        big = len(known) and max(abs(int(known.min())), abs(int(known.max()))) > 2**53
+        return {"kind": "bigint" if big else "int", "decimals": 0}
     arr = values.to_numpy(np.float64, na_value=np.nan)
     finite = arr[np.isfinite(arr)]
     if name == "util" or name.endswith("_util"):
@@ -657,7 +661,7 @@ def format_cell(value: Any, fmt: dict[str, Any]) -> str:
         return str(value)
     if kind == "frac":
         return f"{float(value) * 100:,.{d}f}%"
-    return f"{float(value):,.{d}f}" if kind == "float" else f"{int(value):,}"
+    return f"{float(value):,.{d}f}" if kind == "float" else f"{int(value):,}"   # int, bigint
 
 
 def _column_values(values: pd.Series, kind: str) -> list[Any]:
@@ -666,12 +670,11 @@ def _column_values(values: pd.Series, kind: str) -> list[Any]:
         obj = values.astype("object")
         return [None if (v is None or v is pd.NA or (isinstance(v, float) and math.isnan(v)))
                 else str(v) for v in obj.tolist()]
-    arr = values.to_numpy(np.float64, na_value=np.nan) if kind != "int" or values.hasnans else None
-    if arr is None:
-        return [int(v) for v in values.to_numpy(np.int64).tolist()]
-    out = arr.tolist()
-    if kind == "int":
-        return [None if math.isnan(v) else int(v) for v in out]
+    if kind in ("int", "bigint"):
+        missing = values.isna().to_numpy(bool)
+        ints = [None if m else int(v) for v, m in zip(values.astype("object").tolist(), missing)]
+        return ints if kind == "int" else [None if v is None else str(v) for v in ints]
+    out = values.to_numpy(np.float64, na_value=np.nan).tolist()
     return [None if not math.isfinite(v) else v for v in out]
 
 
@@ -890,7 +893,10 @@ def read_tables(text: str) -> dict[str, pd.DataFrame]:
     bodies = json.loads(gzip.decompress(base64.b64decode(m.group(1))))
     out = {}
     for head, body in zip(data["tables"], bodies):
-        out[head["name"]] = pd.DataFrame({c["name"]: v for c, v in zip(head["columns"], body["columns"])})
+        out[head["name"]] = pd.DataFrame({
+            c["name"]: pd.array([None if x is None else int(x) for x in v], dtype="Int64")
+            if c["kind"] in ("int", "bigint") else v
+            for c, v in zip(head["columns"], body["columns"])})
     return out
 
 
