@@ -191,9 +191,7 @@ def finalize_commands(df: pd.DataFrame) -> pd.DataFrame:
         out[col] = s
     frame = pd.DataFrame(out, index=df.index)
     if "sheet" not in df.columns:
-        eng = frame["engine"].astype(str)
-        port = frame["port"].astype("Int64").astype(str)
-        frame["sheet"] = np.where(eng == "CDMA", "CDMA_" + port, eng + "_" + frame["core"].astype(str))
+        frame["sheet"] = _sheet_names(frame["engine"], frame["core"], frame["port"])
     else:
         frame["sheet"] = df["sheet"]
     frame = frame[list(COMMAND_COLUMNS)]
@@ -217,3 +215,17 @@ def _categorical(values: pd.Series) -> pd.Categorical:
         return values.array
     codes, uniques = pd.factorize(values.to_numpy(dtype=object), use_na_sentinel=True)
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
+
+
+def _sheet_names(engine: pd.Series, core: pd.Series, port: pd.Series) -> pd.Categorical:
+    """``ENGINE_core`` / ``CDMA_port`` per row, named once per distinct (engine, core, port)."""
+    e_codes, engines = pd.factorize(pd.Series(engine).astype(object).to_numpy())
+    c = pd.to_numeric(core).to_numpy(np.int64)
+    p = pd.to_numeric(port, errors="coerce").astype("Int64").fillna(-1).to_numpy(np.int64)
+    key = (e_codes.astype(np.int64) << 42) | ((c & 0xFFFFF) << 21) | ((p + 1) & 0x1FFFFF)
+    codes, uniques = pd.factorize(key)
+    names = [sheet_name(str(engines[k >> 42]), int((k >> 21) & 0xFFFFF),
+                        int(k & 0x1FFFFF) - 1 if (k & 0x1FFFFF) else None) for k in uniques]
+    cats = list(dict.fromkeys(names))      # CDMA rows of several submitting cores share a sheet
+    remap = np.array([cats.index(n) for n in names], np.int64)
+    return pd.Categorical.from_codes(remap[codes], categories=pd.Index(cats, dtype=object))
