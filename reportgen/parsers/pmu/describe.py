@@ -686,6 +686,9 @@ def _register_tables(parts: list[Binding]):
                 if name in fields:
                     values[a:a + len(pos)] = fields[name]
                     mask[a:a + len(pos)] = False
-            table[name] = pd.arrays.IntegerArray(values[order], mask[order])
+            values = values[order]
+            # most fields are a few bits wide: store each in the smallest unsigned type
+            narrow = np.min_scalar_type(int(values.max()) if len(values) else 0)
+            table[name] = pd.arrays.IntegerArray(values.astype(narrow), mask[order])
         tables[engine] = pd.DataFrame(table, index=pd.Index(rows[order]))
     return tables, orders
