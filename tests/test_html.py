@@ -474,6 +474,18 @@ class TestFrameworkViews:
         head = next(h for h in data["tables"] if h["name"] == "Vendor <b>table</b>")
         assert (head["rows"], head["embedded"], head["definition"]) == (30, 25, "")
 
+    def test_tables_without_device_work_or_chartable_tables(self, tmp_path):
+        """An Ascend cluster summary: no device slices, one vendor table: the page says so."""
+        profile = Profile(meta=Meta(source="ascend"))
+        profile.tables["Cluster Steps"] = pd.DataFrame({"Step": [1, 2], "Computing": [10.5, 11.25]})
+        profile.tables["Device lanes"] = lane_summary(profile)
+        text, data, _ = write_page(profile, tmp_path)
+        assert data["charts"] == {} and data["tabs"][0]["charts"] == []
+        assert "No device slices in this profile." in text
+        assert "nothing to chart. Its tables are in the Tables tab." in text
+        got = html_writer.read_tables(text)
+        assert got["Cluster Steps"]["Computing"].tolist() == [10.5, 11.25] and len(got["Device lanes"]) == 0
+
     def test_pmu_page_has_no_framework_parts(self, tmp_path):
         text, data, _ = write_page(make_profile(cores=1, per_engine=50, seed=1), tmp_path)
         assert [t["id"] for t in data["tabs"]] == ["overview", "core-0", "compare"]
