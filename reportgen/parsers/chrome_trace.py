@@ -32,8 +32,16 @@ from reportgen.model import HOST_COLUMNS, Meta, Profile, empty_commands, finaliz
 
 try:  # orjson decodes big traces 3-5x faster; the stdlib decoder gives the same objects
     import orjson as _orjson
-except ImportError:  # pragma: no cover - optional speed-up
+
+    # before 3.9 orjson had no nesting limit and crashed the process on deep input
+    if tuple(int(x) for x in _orjson.__version__.split(".")[:2]) < (3, 9):
+        _orjson = None
+except (ImportError, ValueError):  # pragma: no cover - optional speed-up
     _orjson = None
+
+#: traces nest 3-5 levels (array, event, args, a list of shapes); anything far deeper is not a
+#: trace and would exhaust a recursive JSON decoder
+MAX_JSON_DEPTH = 256
 
 # -- category roles (framework-traces.md §2.3); matched lower-case --------------------------
 OP_CATS = {"cpu_op", "operator"}
@@ -110,6 +118,18 @@ def read_bytes(path: str | Path) -> bytes:
     return raw
 
 
+def _nesting(data: bytes) -> tuple[int, int]:
+    """(deepest bracket nesting, byte offset where it is reached); brackets inside strings
+    count too, which can only overstate the depth."""
+    b = np.frombuffer(data, np.uint8)
+    step = (np.isin(b, (0x5B, 0x7B)).astype(np.int32) - np.isin(b, (0x5D, 0x7D)))
+    depth = np.cumsum(step, dtype=np.int32)
+    if not len(depth):
+        return 0, 0
+    at = int(np.argmax(depth))
+    return int(depth[at]), at
+
+
 def _loads(data: bytes) -> Any:
     if _orjson is not None:
         return _orjson.loads(data)
@@ -125,9 +145,13 @@ def decode_json(path: str | Path, data: bytes, warnings: list) -> Any:
         kind = "SQLite database" if text.startswith(b"SQLite format 3") else "not JSON"
         raise InputError(str(path), f"not a Chrome trace ({kind}); expected a JSON array of "
                                     "trace events or an object with 'traceEvents'")
+    depth, at = _nesting(text)
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(str(path), f"JSON nested {depth} levels deep; a trace nests a few levels, "
+                                    "so this is not a trace", offset=at)
     try:
         return _loads(text)
-    except ValueError as exc:
+    except (ValueError, RecursionError) as exc:
         error = exc
     if text[:1] == b"[":
         # streamed writers stop mid-array: cut after the last complete event and close it
@@ -172,7 +196,7 @@ def to_ns(values: Iterable[Any]) -> tuple[np.ndarray, np.ndarray, int]:
     m = kind == 2
     if m.any():
         f = vals[m].astype(np.float64) * 1000.0
-        ok = np.isfinite(f)
+        ok = np.isfinite(f) & (np.abs(f) < 9.2e18)      # beyond int64 ns is not a time
         out[np.flatnonzero(m)[ok]] = np.rint(f[ok]).astype(np.int64)
         valid[np.flatnonzero(m)[ok]] = True
     m = kind == 3

@@ -13,7 +13,7 @@ Anything else raises :class:`InputError` naming the path and what was expected.
 """
 from __future__ import annotations
 
-import gzip
+import zlib
 import zipfile
 from pathlib import Path
 
@@ -31,8 +31,13 @@ def _head(path: Path) -> bytes:
         with open(path, "rb") as fh:
             magic = fh.read(4)
         if magic[:2] == b"\x1f\x8b":
-            with gzip.open(path, "rb") as fh:
-                return fh.read(_SNIFF)
+            # decompress what is there: a cut-off gzip still shows its first bytes
+            with open(path, "rb") as fh:
+                raw = fh.read(1 << 16)
+            try:
+                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)[:_SNIFF]
+            except zlib.error:
+                return b""
         if magic == b"PK\x03\x04":
             with zipfile.ZipFile(path) as zf:
                 names = [n for n in zf.namelist() if not n.endswith("/")]
