@@ -612,12 +612,22 @@
       this.sortCol = -1; this.desc = false;
       this.limit = DATA.table_rows_shown;
       this.status = card.querySelector('.table-status');
+      this.filter = '';
+      this.textCols = this.cols.map((c, j) => (c.kind === 'text' ? j : -1)).filter((j) => j >= 0);
+      if (this.textCols.length) {
+        const box = el('input', {type: 'search', class: 'table-filter', 'aria-label': 'filter rows',
+                                 placeholder: 'filter rows: text in ' + this.textCols.map((j) => this.cols[j].name).join(' / ')});
+        box.addEventListener('input', () => { this.filter = box.value.trim().toLowerCase(); this.limit = DATA.table_rows_shown; this.draw(); });
+        this.status.before(box);
+      }
       const table = el('table', {class: 'grid data'});
       const tr = el('tr');
       this.ths = this.cols.map((c, j) => {
         const th = el('th', {class: c.kind === 'text' ? 'text sortable' : 'sortable', 'aria-sort': 'none',
                              title: 'sort by ' + c.name}, c.name, el('span', {class: 'arrow'}));
+        th.tabIndex = 0;
         th.addEventListener('click', () => this.sortBy(j));
+        th.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); this.sortBy(j); } });
         tr.append(th);
         return th;
       });
@@ -651,15 +661,29 @@
       this.draw();
     }
 
-    draw() {
-      const shown = Math.min(this.limit, this.n), frag = document.createDocumentFragment();
-      for (let r = 0; r < shown; r++) {
+    /* Row indices in display order (sorted or not) that contain the filter text in a text
+     * column; null = every row in the table's order. */
+    rows() {
+      if (!this.filter) return this.order;
+      if (!this.lower) this.lower = this.textCols.map((j) => this.values[j].map((v) => (v === null ? '' : v.toLowerCase())));
+      const out = [];
+      for (let r = 0; r < this.n; r++) {
         const i = this.order ? this.order[r] : r;
+        if (this.lower.some((col) => col[i].includes(this.filter))) out.push(i);
+      }
+      return out;
+    }
+
+    draw() {
+      const rows = this.rows(), total = rows ? rows.length : this.n;
+      const shown = Math.min(this.limit, total), frag = document.createDocumentFragment();
+      for (let r = 0; r < shown; r++) {
+        const i = rows ? rows[r] : r;
         const tr = document.createElement('tr');
         for (let j = 0; j < this.cols.length; j++) {
           const td = document.createElement('td');
           const text = fmtCell(this.values[j][i], this.cols[j]);
-          if (text === null) { td.textContent = 'n/a'; td.className = 'na'; }
+          if (text === null) { td.textContent = 'n/a'; td.className = this.cols[j].kind === 'text' ? 'na text' : 'na'; }
           else {
             td.textContent = text;       // a text node: markup in names shows as typed
             if (this.cols[j].kind === 'text') td.className = 'text';
@@ -670,7 +694,9 @@
       }
       this.tbody.replaceChildren(frag);
       const head = this.head, parts = [];
-      parts.push(`Showing ${group3(shown)} of ${group3(head.rows)} rows, ` +
+      parts.push(`Showing ${group3(shown)} of ` +
+        (this.filter ? `${group3(total)} rows containing "${this.filter}" (${group3(head.rows)} in the table), `
+          : `${group3(head.rows)} rows, `) +
         (this.order ? `sorted by ${this.cols[this.sortCol].name} ${this.desc ? '(largest first)' : '(smallest first)'}`
           : 'in the table\'s own order') + '.');
       if (head.embedded < head.rows) {
@@ -678,8 +704,8 @@
                    'the workbook and CSV have them all.');
       }
       this.status.replaceChildren(parts.join(' '));
-      if (shown < this.n) {
-        const more = Math.min(DATA.table_rows_shown, this.n - shown);
+      if (shown < total) {
+        const more = Math.min(DATA.table_rows_shown, total - shown);
         this.status.append(' ', el('button', {type: 'button', class: 'more',
           onclick: () => { this.limit += DATA.table_rows_shown; this.draw(); }}, `show ${group3(more)} more`));
       }

@@ -644,6 +644,15 @@ def test_sorting_covers_every_row_and_markup_stays_text(framework):
     names = _column(p, tid, 0)
     assert len(names) == BIG_ROWS and names[-1] == "n/a" and names[:-1] == order
     assert p.locator("img").count() == 0
+    box = p.locator(f"#table-{tid} input.table-filter")                # filter: text columns, any case
+    box.fill("OP09")
+    want = [n for n in order if n.lower().startswith("op09")]             # still in the Name order
+    assert _column(p, tid, 0) == want and len(want) == 100
+    assert "Showing 100 of 100 rows containing" in p.locator(f"#table-{tid} .table-status").inner_text()
+    box.fill("<script>")
+    assert _column(p, tid, 0) == [XSS_KERNEL]
+    box.fill("")
+    assert len(_column(p, tid, 0)) == html_writer.TABLE_ROWS_SHOWN
     framework["watch"].check()
 
 
