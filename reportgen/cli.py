@@ -22,6 +22,7 @@ from pathlib import Path
 
 from reportgen import parallel
 from reportgen.errors import OutputError, ReportgenError
+from reportgen.writers.atomic import staged_dir
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,30 +77,10 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
-def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
-    """Decode one input and write every requested output; returns (files, seconds, summary)."""
-    from reportgen.analysis.metrics import engine_summary, lane_summary
-    from reportgen.parsers.detect import load_profile
+def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
+    """The writers this run asks for, as (label, callable) pairs writing into ``out``."""
     from reportgen.writers import text
 
-    t0 = time.perf_counter()
-    options = {"tiu_freq": args.tiu_freq, "quiet": args.quiet}
-    if args.min_depth is not None:
-        options["min_depth"] = args.min_depth
-    if args.max_depth is not None:
-        options["max_depth"] = args.max_depth
-    profile = load_profile(args.input, **options)
-    if args.trace_file:
-        from reportgen.analysis.host_align import attach_host_trace
-        attach_host_trace(profile, args.trace_file)
-    summary = engine_summary(profile)
-    if profile.meta.source != "pmu":
-        profile.tables["Device lanes"] = lane_summary(profile)
-    out = Path(args.output)
-    try:
-        out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise OutputError(f"{out}: cannot create the output folder ({exc.strerror})") from None
     jobs: list[tuple[str, object]] = []
     if not args.disable_summary:
         jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
@@ -119,7 +100,35 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
             kwargs["registers"] = {"auto": "auto", "on": True, "off": False}[args.registers]
         jobs.append((label, lambda module=module, kwargs=kwargs:
                      importlib.import_module(module).write(profile, summary, out, **kwargs)))
-    written = parallel.run_jobs(jobs)
+    return jobs
+
+
+def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
+    """Decode one input and write every requested output; returns (files, seconds, summary)."""
+    from reportgen.analysis.metrics import engine_summary, lane_summary
+    from reportgen.parsers.detect import load_profile
+    from reportgen.writers import text
+
+    t0 = time.perf_counter()
+    options = {"tiu_freq": args.tiu_freq, "quiet": args.quiet}
+    if args.min_depth is not None:
+        options["min_depth"] = args.min_depth
+    if args.max_depth is not None:
+        options["max_depth"] = args.max_depth
+    profile = load_profile(args.input, **options)
+    if args.trace_file:
+        from reportgen.analysis.host_align import attach_host_trace
+        attach_host_trace(profile, args.trace_file)
+    summary = engine_summary(profile)
+    if profile.meta.source != "pmu":
+        profile.tables["Device lanes"] = lane_summary(profile)
+    final = Path(args.output)
+    try:
+        with staged_dir(final, replace_glob=("*RegInfo_*.txt",)) as out:
+            written = parallel.run_jobs(_jobs(args, profile, summary, out))
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot write the reports ({exc.strerror or exc})") from None
+    written = [final / p.relative_to(out) for p in written]
     summary_txt = text.summary_text(profile, summary) if not args.disable_summary else ""
     return written, time.perf_counter() - t0, summary_txt
 

@@ -123,3 +123,26 @@ def test_framework_trace_report(tmp_path):
     assert not list(out.glob("*RegInfo_*.txt"))
     lanes = pd.read_csv(out / "tables" / "Device_lanes.csv")
     assert lanes["commands"].iloc[-1] == lanes["commands"].iloc[:-1].sum()
+
+
+def test_failed_run_leaves_the_previous_report_intact(tmp_path, monkeypatch, capsys):
+    """A writer failing mid-run: exit 3, one line, and OUT exactly as the previous run left it."""
+    from reportgen import cli
+    from reportgen.writers import html
+
+    out = tmp_path / "out"
+    assert cli.main([str(SAMPLE), str(out), "--quiet", "--disable_doc", "--no_perfetto"]) == 0
+    before = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    (out / "summary.txt").write_text("old report")          # mark the old report
+    before[out / "summary.txt"] = b"old report"
+
+    def broken(*a, **k):
+        raise RuntimeError("disk on fire")
+
+    monkeypatch.setattr(html, "write", broken)
+    assert cli.main([str(SAMPLE), str(out), "--quiet", "--no_perfetto"]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and "web report failed: RuntimeError: disk on fire" in err[0]
+    after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
+    assert after == before                                  # nothing new, nothing half-written
+    assert not [p for p in out.iterdir() if p.name.startswith(".reportgen-")]
