@@ -146,3 +146,16 @@ def test_failed_run_leaves_the_previous_report_intact(tmp_path, monkeypatch, cap
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before                                  # nothing new, nothing half-written
     assert not [p for p in out.iterdir() if p.name.startswith(".reportgen-")]
+
+
+def test_notebook_api():
+    import reportgen
+
+    p = reportgen.load(SAMPLE)
+    truth = pd.read_csv(SAMPLE.parent / "expected_commands.csv")
+    assert len(p.commands) == len(truth)
+    m = p.metrics()
+    assert list(m["core"])[-1] == "Overall" and len(m) == p.meta.num_cores + 1
+    tiu0 = p.sheet("TIU_0")
+    assert (tiu0["global_idx"].to_numpy() == range(len(tiu0))).all()
+    assert "des_res0_c" in p.registers["TIU"].columns

@@ -9,11 +9,13 @@ record (names, bytes, direction, ops) as one row of ``Profile.commands``.
 from __future__ import annotations
 
 import struct
+import sys
 from array import array
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import numpy as np
+from tqdm import tqdm
 
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
@@ -72,7 +74,9 @@ def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     meta.arch = dict(chip.arch, **{"TIU Frequency(MHz)": _num(tiu_mhz), "Core Num": chip.cores})
     _check_names(files, meta)
 
-    cores = [_read_core(i, p, chip, tiu_mhz, dma_mhz, meta, gp.bmodel) for i, p in enumerate(files)]
+    progress = tqdm(files, desc="decode cores", unit="core", disable=quiet, leave=False,
+                    file=sys.stderr)
+    cores = [_read_core(i, p, chip, tiu_mhz, dma_mhz, meta, gp.bmodel) for i, p in enumerate(progress)]
     port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
     _check_record_counts(gp, cores, port_streams, meta)
 
