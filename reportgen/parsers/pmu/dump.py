@@ -68,8 +68,7 @@ def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
         raise InputError(directory, "no cdmlib*.profile core files: nothing to decode")
     num_cores = max(len(files), gp.core_num or 0)
     meta.chip, meta.chip_alias, meta.num_cores = chip.name, chip.alias, num_cores
-    meta.tiu_freq_mhz, meta.dma_mhz = tiu_mhz, dma_mhz
-    meta.dma_freq_mhz = dma_mhz
+    meta.tiu_freq_mhz, meta.dma_freq_mhz = tiu_mhz, dma_mhz
     meta.tail_offset_ns = gp.tail_offset_ns
     meta.arch = dict(chip.arch, **{"TIU Frequency(MHz)": _num(tiu_mhz), "Core Num": chip.cores})
     _check_names(files, meta)

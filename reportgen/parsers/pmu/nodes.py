@@ -85,14 +85,15 @@ def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: in
     return payload, names, des
 
 
-def _ffill(positions: np.ndarray, values: np.ndarray, n: int, default) -> np.ndarray:
-    """Value of the last event at or before each index (``default`` before the first)."""
-    out_idx = np.full(n, -1, np.int64)
-    out_idx[positions] = np.arange(len(positions))
-    out_idx = np.maximum.accumulate(out_idx)
-    vals = np.asarray(values, dtype=object if not np.issubdtype(np.asarray(values).dtype, np.number) else None)
-    result = np.where(out_idx >= 0, vals[np.maximum(out_idx, 0)] if len(vals) else default, default)
-    return result
+def _ffill(positions: np.ndarray, values, n: int, default) -> np.ndarray:
+    """Value of the last event at or before each index (``default`` before the first).
+
+    ``positions`` must be ascending; returns an object array."""
+    last = np.full(n, -1, np.int64)
+    last[positions] = np.arange(len(positions))
+    last = np.maximum.accumulate(last) if n else last
+    table = np.append(np.asarray(values, dtype=object), np.array([default], dtype=object))
+    return table[last]                       # index -1 picks the default
 
 
 def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
@@ -124,11 +125,10 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     ev_pos = ev_pos[order]
     ev_scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos), -1)])[order]
     ev_name = np.array([names[int(p)] for p in func_pos] + [None] * len(end_pos), object)[order]
-    scope = _ffill(ev_pos, ev_scope, n, -1).astype(np.int64) if len(ev_pos) else np.full(n, -1)
-    kernel = _ffill(ev_pos, ev_name, n, None) if len(ev_pos) else np.full(n, None, object)
+    scope = _ffill(ev_pos, ev_scope, n, -1).astype(np.int64)
+    kernel = _ffill(ev_pos, ev_name, n, None)
     batch_pos = np.flatnonzero(live & (types == Node.BATCH_IDX))
-    batch = (_ffill(batch_pos, f["packed"][batch_pos], n, -1).astype(np.int64)
-             if len(batch_pos) else np.full(n, -1, np.int64))
+    batch = _ffill(batch_pos, f["packed"][batch_pos], n, -1).astype(np.int64)
 
     # DYN_EXTRA entries are consumed one per TDI NODE_SET, every engine included
     tdi = live & (types == Node.NODE_SET)
