@@ -83,15 +83,17 @@ def run_child(stage: str, dump: Path, out: Path) -> dict:
 
 
 def run_cli(cmd: list[str], out: Path) -> tuple[float, float]:
-    """Wall seconds and peak RSS (MB) of a command, children included."""
+    """Wall seconds and peak RSS (MB) of a command and its children, measured by a fresh
+    watcher process (RUSAGE_CHILDREN of this process would keep earlier runs' peaks)."""
     shutil.rmtree(out, ignore_errors=True)
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    t = time.perf_counter()
-    subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-                   env=dict(os.environ, PYTHONPATH=str(ROOT)))
-    wall = time.perf_counter() - t
-    peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
-    return wall, max(peak, before) / 1024
+    watcher = ("import json, resource, subprocess, sys, time; t = time.perf_counter(); "
+               "subprocess.run(sys.argv[1:], check=True, stdout=subprocess.DEVNULL, "
+               "stderr=subprocess.DEVNULL); print(json.dumps([time.perf_counter() - t, "
+               "resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024]))")
+    res = subprocess.run([sys.executable, "-c", watcher, *cmd], check=True, capture_output=True,
+                         text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    wall, peak = json.loads(res.stdout.strip().splitlines()[-1])
+    return wall, peak
 
 
 def main() -> None:

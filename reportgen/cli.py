@@ -3,7 +3,7 @@
 Outputs (all on by default; see README "Outputs and options"):
   OUT/summary.txt + summary.json      off with --disable_summary
   OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
-  OUT/*RegInfo_*.txt                  with the workbook (the vendor writes them with its doc)
+  OUT/*RegInfo_*.txt                  with the workbook up to 200k commands; --reginfo on|off
   OUT/tables/*.csv, host_device.csv   framework traces: every analysis table, the seed tool's CSV
   OUT/PerfWeb/result.html             off with --disable_web
   OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
@@ -47,11 +47,17 @@ def build_parser() -> argparse.ArgumentParser:
                    "core count comes from the dump")
     p.add_argument("--registers", choices=("auto", "on", "off"), default="auto",
                    help="register columns in the workbook (auto: only below ~200k commands)")
+    p.add_argument("--reginfo", choices=("auto", "on", "off"), default="auto",
+                   help="RegInfo text files (auto: with the workbook, up to %d commands: "
+                        "beyond that they run to gigabytes)" % REGINFO_AUTO_LIMIT)
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
     p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
     return p
 
+
+#: --reginfo auto writes the RegInfo text up to this many commands (about 1.2 KB of text each)
+REGINFO_AUTO_LIMIT = 200_000
 
 #: (option that disables it, module, label) in the order outputs are written
 WRITERS = [
@@ -77,6 +83,21 @@ def run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _want_reginfo(args, profile) -> bool:
+    if args.reginfo == "off" or profile.meta.source != "pmu":
+        return False
+    if args.reginfo == "on":
+        return True
+    if args.disable_doc:
+        return False
+    if len(profile.commands) > REGINFO_AUTO_LIMIT:
+        profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: {len(profile.commands)} "
+                          f"commands would make about {len(profile.commands) * 1.2e-3:.0f} MB of text "
+                          "(--reginfo on writes them; the workbook and perfetto trace hold the same data)")
+        return False
+    return True
+
+
 def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
     """The writers this run asks for, as (label, callable) pairs writing into ``out``."""
     from reportgen.writers import text
@@ -84,7 +105,7 @@ def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
     jobs: list[tuple[str, object]] = []
     if not args.disable_summary:
         jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
-    if not args.disable_doc:
+    if _want_reginfo(args, profile):
         jobs.append(("RegInfo files", lambda: text.write_reginfo(profile, out)))
     if profile.tables and not args.disable_doc:
         from reportgen.writers import csv_tables
