@@ -159,3 +159,17 @@ def test_notebook_api():
     tiu0 = p.sheet("TIU_0")
     assert (tiu0["global_idx"].to_numpy() == range(len(tiu0))).all()
     assert "des_res0_c" in p.registers["TIU"].columns
+
+
+def test_reginfo_auto_limit(tmp_path, monkeypatch):
+    from reportgen import cli
+
+    monkeypatch.setattr(cli, "REGINFO_AUTO_LIMIT", 100)      # the sample has 1802 commands
+    out = tmp_path / "out"
+    assert cli.main([str(SAMPLE), str(out), "--quiet", "--disable_web", "--no_perfetto"]) == 0
+    assert not list(out.glob("*RegInfo_*.txt"))
+    doc = json.loads((out / "summary.json").read_text())
+    assert any(w["code"] == "reginfo-skipped" for w in doc["warnings"])
+    assert cli.main([str(SAMPLE), str(out), "--quiet", "--disable_web", "--no_perfetto",
+                     "--reginfo", "on"]) == 0
+    assert len(list(out.glob("*RegInfo_*.txt"))) == 18       # 8 tiu + 8 tdma + 2 cdma
