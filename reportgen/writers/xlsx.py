@@ -733,7 +733,8 @@ def _write_summary_sheet(book: _Book, profile: Profile, summary: pd.DataFrame,
     header_row = row
     for c, col in enumerate(cols):
         ws.write_string(row, c, col.header, book.header)
-        ws.set_column(c, c, max(12.0, min(col.width(), 16.0)) if c else 10.0)
+        # column A also holds the fact and definition labels above and below the table
+        ws.set_column(c, c, max(12.0, min(col.width(), 16.0)) if c else 24.0)
     ws.set_row(header_row, 45)
     row += 1
     n = len(summary)
