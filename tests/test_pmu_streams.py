@@ -88,3 +88,25 @@ def test_ring_rotation_finds_the_oldest_record():
     start = np.array([500, 600, 700, 100, 200, 300])
     assert match.rotate_ring(start, start + 50) == 3
     assert match.rotate_ring(np.array([1, 2, 3]), np.array([1, 2, 3])) is None
+
+
+def test_dyn_extra_offsets_from_node_predictions_equal_the_walk(tmp_path):
+    from reportgen.parsers.pmu import container
+    from reportgen.parsers.pmu.chips import AKS
+    from reportgen.parsers.pmu.dump import _dyn_extra_entries, _predicted_extra_lengths
+    from reportgen.parsers.pmu.nodes import tdi_nodes
+    from reportgen.testing.synth import write_dump
+
+    res = write_dump(tmp_path, arch="AKS", cores=8, cmds_per_core=200, mode=2, seed=3)
+    for f in sorted(res.dump_dir.glob("cdmlib*.profile")):
+        blocks = container.read_blocks(f)
+        words = np.frombuffer(next(b for b in blocks if b.type == 5).payload, "<u4")
+        extra = next(b for b in blocks if b.type == 6)
+        predicted = _predicted_extra_lengths(AKS, tdi_nodes(words, f))
+        fast = _dyn_extra_entries(extra.payload, f, 0, print, predicted)
+        walk = _dyn_extra_entries(extra.payload, f, 0, print, None)
+        assert (fast[0] == walk[0]).all() and (fast[1] == walk[1]).all()
+        wrong = predicted.copy()
+        wrong[5] += 16                           # a wrong prediction falls back to the walk
+        again = _dyn_extra_entries(extra.payload, f, 0, print, wrong)
+        assert (again[0] == walk[0]).all()

@@ -153,6 +153,13 @@ def _tiu_op_lookup(chip: str) -> np.ndarray:
     return out
 
 
+@lru_cache(maxsize=None)
+def tiu_length_lookup(chip: str) -> np.ndarray:
+    """Descriptor bytes by the same key as :func:`_tiu_op_lookup` (-1 = unknown op)."""
+    lay = layouts(chip)
+    return np.array([lay[o].nbytes if o in lay else -1 for o in _tiu_op_lookup(chip)], np.int64)
+
+
 def classify_tiu(buf: np.ndarray, chip: str) -> np.ndarray:
     """Register op name of each TIU descriptor (object array; None if unknown)."""
     short = extract(buf, 0, 1).astype(np.int64)

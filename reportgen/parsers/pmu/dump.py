@@ -21,7 +21,8 @@ from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
 from reportgen.parsers.pmu import container, describe
 from reportgen.parsers.pmu.chips import Chip
-from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
+from reportgen.parsers.pmu import descriptors as D
+from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data, tdi_nodes
 from reportgen.parsers.pmu.records import DES_KV_HEADER, Block
 from reportgen.parsers.pmu.streams import Stream, from_records, normalise
 
@@ -121,7 +122,7 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
         meta.warn("empty-core", "zero-length core file: the core has no records", str(path))
     blocks = container.read_blocks(path, data)
     core.file = np.frombuffer(data, np.uint8)
-    extra: list[tuple[np.ndarray, np.ndarray]] = []
+    extra_blocks = []
     warn = lambda code, msg: meta.warn(code, msg, str(path))  # noqa: E731
     dyn: list[tuple[int, np.ndarray]] = []
     seen: set[str] = set()
@@ -139,7 +140,7 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
                 warn("partial-record", "DYN_DATA length is not a multiple of 4: tail ignored")
             dyn.append((b.offset + 8, np.frombuffer(b.payload, "<u4", nwords)))
         elif b.type == Block.DYN_EXTRA:
-            extra.append(_dyn_extra_entries(b.payload, path, b.offset + 8, warn))
+            extra_blocks.append(b)
         elif b.type == Block.BLOCK_DES_KV:
             if len(b.payload) < DES_KV_HEADER.itemsize:
                 raise InputError(path, "BLOCK_DES_KV shorter than its 12-byte header", offset=b.offset)
@@ -147,9 +148,15 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
             core.kv[(int(key), int(num))] = (b.offset + 8 + 12, len(b.payload) - 12)
         elif b.type in _BMODEL_DES:
             core.bmodel_des.setdefault(_BMODEL_DES[b.type], []).append((b.offset + 8, len(b.payload)))
-    if extra:
-        core.extra_off = np.concatenate([o for o, _ in extra])
-        core.extra_len = np.concatenate([n for _, n in extra])
+    if extra_blocks:
+        # entry lengths follow from the nodes' ops: predict them, check them, walk only if wrong
+        predicted = (_predicted_extra_lengths(chip, tdi_nodes(np.concatenate([w for _, w in dyn]), path))
+                     if dyn and len(extra_blocks) == 1 else None)
+        parts = [_dyn_extra_entries(b.payload, path, b.offset + 8, warn,
+                                    predicted if len(extra_blocks) == 1 else None)
+                 for b in extra_blocks]
+        core.extra_off = np.concatenate([o for o, _ in parts])
+        core.extra_len = np.concatenate([n for _, n in parts])
     for engine in CORE_ENGINES:
         s = core.streams.get(engine)
         if s is None:
@@ -177,15 +184,45 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
     return core
 
 
-def _dyn_extra_entries(payload: memoryview, path: Path, base: int, warn):
+def _predicted_extra_lengths(chip: Chip, nodes: dict[str, np.ndarray]) -> np.ndarray:
+    """Descriptor bytes each TDI node's DYN_EXTRA entry should hold (-1: cannot tell)."""
+    lay = D.layouts(chip.name)
+    engine = np.array([chip.node_engines.get(e, "") for e in range(8)], object)[nodes["engine"]]
+    typ, eu = nodes["des_tsk_typ"], nodes["des_tsk_eu_typ"]
+    out = np.full(len(typ), -1, np.int64)
+    sel = engine == "TIU"
+    out[sel] = D.tiu_length_lookup(chip.name)[512 + (typ[sel] & 15) * 32 + (eu[sel] & 31)]  # short
+    dma = np.isin(engine, ("GDMA", "SDMA", "VSDMA"))
+    out[dma] = np.where(typ[dma] == 6, lay["sDMA_sys"].nbytes, lay["DMA_tensor"].nbytes)
+    cdma_len = np.array([lay[D.CDMA_OPS[t]].nbytes if D.CDMA_OPS.get(t) in lay else -1
+                         for t in range(32)], np.int64)
+    sel = engine == "CDMA"
+    out[sel] = cdma_len[typ[sel] & 31]
+    return out
+
+
+def _dyn_extra_entries(payload: memoryview, path: Path, base: int, warn, predicted=None):
     """(file offset, length) of every descriptor in a DYN_EXTRA block.
 
-    Entries have variable lengths, so finding them is a walk from header to header; the walk
-    reads two integers per entry (about 0.3 us each), cheaper than any vectorised scheme.
+    Entries have variable lengths; with ``predicted`` lengths (from the nodes) the offsets are
+    computed at once and checked against every header. Otherwise, or when the check fails, the
+    block is walked header to header (two integers read per entry).
     """
+    n = len(payload)
+    if predicted is not None and len(predicted) and (predicted >= 0).all():
+        offs = np.concatenate([[0], np.cumsum(12 + predicted)[:-1]])
+        if offs[-1] + 12 + predicted[-1] <= n and not (offs % 4).any():
+            words = np.frombuffer(payload, "<u4", n // 4)
+            heads = words[(offs // 4)[:, None] + np.array([1, 2])]
+            if (heads[:, 1] == predicted).all() and np.isin(heads[:, 0], (0, 1, 100)).all():
+                tail = int(offs[-1] + 12 + predicted[-1])
+                if tail == n or tail + 12 > n:      # nothing but a cut-off entry may follow
+                    if tail != n:
+                        warn("partial-record", "truncated trailing DYN_EXTRA entry dropped")
+                    return base + offs + 12, predicted.copy()
     unpack = struct.Struct("<II").unpack_from
-    offs, lens = array("q"), array("q")
-    off, n = 0, len(payload)
+    offs_a, lens = array("q"), array("q")
+    off = 0
     while off + 12 <= n:
         etype, length = unpack(payload, off + 4)
         if etype not in (0, 1, 100):
@@ -194,10 +231,10 @@ def _dyn_extra_entries(payload: memoryview, path: Path, base: int, warn):
         if off + 12 + length > n:
             warn("partial-record", "truncated trailing DYN_EXTRA entry dropped")
             break
-        offs.append(base + off + 12)
+        offs_a.append(base + off + 12)
         lens.append(length)
         off += 12 + length
-    return np.frombuffer(offs, np.int64), np.frombuffer(lens, np.int64)
+    return np.frombuffer(offs_a, np.int64), np.frombuffer(lens, np.int64)
 
 
 def _counter(meta: Meta, engine: str, n: int):

@@ -202,6 +202,14 @@ def _apply_rvt_wrap(lists: dict[str, CommandList]) -> None:
             tiu.ids[w + 1:] -= RVT_WRAP_ID
 
 
+def tdi_nodes(words: np.ndarray, path, base_offset: int = 0) -> dict[str, np.ndarray]:
+    """Fields of the TDI NODE_SET words in order: the nodes that own one DYN_EXTRA entry each."""
+    f = node_fields(words)
+    payload, _, _ = _strings_and_des(words, f["type"], path, base_offset)
+    tdi = ~payload & (f["type"] == Node.NODE_SET)
+    return {k: v[tdi] for k, v in f.items()}
+
+
 def split_init(cl: CommandList, count: int) -> tuple[CommandList, CommandList]:
     """The profile-init commands (first ``count``) and the rest."""
     return cl.take(slice(0, count)), cl.take(slice(count, None))
