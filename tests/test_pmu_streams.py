@@ -110,3 +110,25 @@ def test_dyn_extra_offsets_from_node_predictions_equal_the_walk(tmp_path):
         wrong[5] += 16                           # a wrong prediction falls back to the walk
         again = _dyn_extra_entries(extra.payload, f, 0, print, wrong)
         assert (again[0] == walk[0]).all()
+
+
+def test_rvt_id_wrap_injects_the_firmware_swr_and_gdma_commands():
+    """Spec §6.6: the TIU counter reaching 0x3FFFF after an RVT node adds TIU swr (15, 3) with id
+    0x3FFFF and GDMA (6, 3) with the current GDMA id, then both counters restart at 0."""
+    from reportgen.parsers.pmu.chips import AKSV
+    from reportgen.parsers.pmu.nodes import RVT_WRAP_ID, parse_dyn_data
+    from reportgen.parsers.pmu.records import Node, pack_node
+
+    tiu = pack_node(Node.RVT_NODE_SET, AKSV.engine_code("TIU"), 3, 2)
+    gdma = pack_node(Node.RVT_NODE_SET, AKSV.engine_code("GDMA"), 0, 0)
+    words = np.array([pack_node(Node.ID_RESET, AKSV.engine_code("TIU")), gdma, gdma]
+                     + [tiu] * RVT_WRAP_ID + [gdma] + [tiu] * 3, np.uint32)
+    lists = parse_dyn_data(words, AKSV, "<test>")
+    t, g = lists["TIU"], lists["GDMA"]
+    assert len(t) == RVT_WRAP_ID + 1 + 3
+    assert t.ids[RVT_WRAP_ID - 1] == RVT_WRAP_ID - 1
+    assert (t.ids[RVT_WRAP_ID], t.tsk_typ[RVT_WRAP_ID], t.eu[RVT_WRAP_ID]) == (RVT_WRAP_ID, 15, 3)
+    assert list(t.ids[-3:]) == [0, 1, 2]
+    assert list(g.ids) == [0, 1, 2, 0]                      # synthetic GDMA took id 2, then reset
+    assert (g.tsk_typ[2], g.eu[2]) == (6, 3)
+    assert t.section[RVT_WRAP_ID] != t.section[-1]          # the runs before and after split

@@ -15,7 +15,7 @@ import numpy as np
 
 from reportgen.errors import InputError
 from reportgen.parsers.pmu.chips import Chip
-from reportgen.parsers.pmu.records import Node, node_fields
+from reportgen.parsers.pmu.records import Node, node_fields, pack_node
 
 RVT_WRAP_ID = 0x3FFFF
 _VALID_TYPES = {int(t) for t in Node}
@@ -99,6 +99,7 @@ def _ffill(positions: np.ndarray, values, n: int, default) -> np.ndarray:
 def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
                    extra_base: int = 0) -> dict[str, CommandList]:
     """One DYN_DATA block -> {"TIU": ..., "GDMA": ..., "SDMA": ..., "CDMA<p>": ...}."""
+    words = _inject_rvt_wraps(words, chip, path, base_offset)
     n = len(words)
     f = node_fields(words)
     types = f["type"]
@@ -154,7 +155,6 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
         reset_pos = np.union1d(np.flatnonzero(my_reset), des_pos)
         out[name] = _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel,
                             scope, batch, extra_idx)
-    _apply_rvt_wrap(out)
     return out
 
 
@@ -188,18 +188,42 @@ def _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel
     return cl
 
 
-def _apply_rvt_wrap(lists: dict[str, CommandList]) -> None:
-    """AKSV RVT id wrap (spec §6.6): rare, so handled where it happens, not per command."""
-    tiu = lists.get("TIU")
-    if tiu is None or not (tiu.mode == "RVT").any():
-        return
-    wrap = np.flatnonzero((tiu.ids == RVT_WRAP_ID - 1) & (tiu.mode == "RVT"))
-    if len(wrap):
-        # Each wrap point restarts the TIU ids; the firmware-injected `swr` commands are
-        # represented by splitting the section so matching treats the wrap as a reset.
-        for w in wrap:
-            tiu.section[w + 1:] += 2
-            tiu.ids[w + 1:] -= RVT_WRAP_ID
+def _inject_rvt_wraps(words: np.ndarray, chip: Chip, path, base_offset: int) -> np.ndarray:
+    """AKSV RVT id wrap (spec §6.6): after an RVT TIU or GDMA node that brings the TIU counter
+    to 0x3FFFF, the firmware runs a TIU ``swr`` (15, 3) with id 0x3FFFF and a GDMA (6, 3) with
+    the current GDMA id, then both counters restart. Those two commands are not in the node
+    stream, so they are inserted (as RVT nodes, which own no DYN_EXTRA entry) followed by the
+    two id resets. Wraps happen once per 262,143 TIU commands: one vectorised pass per wrap.
+    Byte offsets in later error messages are then 16 bytes per wrap late.
+    """
+    if "TIU" not in chip.node_engines.values() or 13 not in set(np.unique(words & 0x7F).tolist()):
+        return words
+    tiu_code, gdma_code = chip.engine_code("TIU"), chip.engine_code("GDMA")
+    done = 0                                   # words before this index are already handled
+    while True:
+        f = node_fields(words)
+        types = f["type"]
+        payload, _, des_refs = _strings_and_des(words, types, path, base_offset)
+        live = ~payload
+        sets = live & ((types == Node.NODE_SET) | (types == Node.RVT_NODE_SET))
+        is_tiu = sets & (f["engine"] == tiu_code)
+        reset = live & ((types == Node.ID_RESET) & (f["engine"] == tiu_code))
+        reset[list(des_refs)] = True
+        count = np.cumsum(is_tiu)
+        base = np.maximum.accumulate(np.where(reset, count, 0))
+        tiu_counter = count - base                 # TIU ids handed out after each word
+        trigger = (live & (types == Node.RVT_NODE_SET) &
+                   np.isin(f["engine"], (tiu_code, gdma_code)) & (tiu_counter == RVT_WRAP_ID))
+        hits = np.flatnonzero(trigger[done:])
+        if not len(hits):
+            return words
+        p = done + int(hits[0]) + 1
+        extra = np.array([pack_node(Node.RVT_NODE_SET, tiu_code, 15, 3),
+                          pack_node(Node.RVT_NODE_SET, gdma_code, 6, 3),
+                          pack_node(Node.ID_RESET, tiu_code), pack_node(Node.ID_RESET, gdma_code)],
+                         np.uint32)
+        words = np.concatenate([words[:p], extra, words[p:]])
+        done = p + len(extra)
 
 
 def tdi_nodes(words: np.ndarray, path, base_offset: int = 0) -> dict[str, np.ndarray]:
