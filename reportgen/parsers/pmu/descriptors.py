@@ -115,6 +115,22 @@ def extract(buf: np.ndarray, offset: int, width: int) -> np.ndarray:
     return value
 
 
+def gather(file: np.ndarray, offs: np.ndarray, lens: np.ndarray, width: int) -> np.ndarray:
+    """n x width matrix of descriptor bytes (zero past each descriptor's own length).
+
+    ``file`` is padded with zeros at its end (see dump._read_core), so a row copy of a sliding
+    window view never runs past it.
+    """
+    pad = max(0, int(offs.max()) + width - len(file)) if len(offs) else 0
+    if pad:
+        file = np.concatenate([file, np.zeros(pad, np.uint8)])
+    out = np.lib.stride_tricks.sliding_window_view(file, width)[offs]
+    short = lens < width
+    if short.any():
+        out[short] = np.where(np.arange(width) < lens[short, None], out[short], 0)
+    return out
+
+
 def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
     """Every register field of a batch of descriptors of one op."""
     if buf.shape[1] < layout.nbytes:

@@ -19,7 +19,7 @@ from tqdm import tqdm
 
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
-from reportgen.parsers.pmu import container, describe
+from reportgen.parsers.pmu import bind, container, describe
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data, tdi_nodes
@@ -88,10 +88,10 @@ def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     bound: dict[tuple[int, str], describe.Binding] = {}
     for core in cores:
         for engine in CORE_ENGINES:
-            bound[(core.index, engine)] = describe.bind_engine(core, engine, chip, meta, gp.bmodel)
+            bound[(core.index, engine)] = bind.bind_engine(core, engine, chip, meta, gp.bmodel)
 
     anchor = next((c for c in cores if c.index == chip.anchor_core), None)
-    port_bound = describe.bind_cdma(port_streams, cores, anchor, chip, meta, bound)
+    port_bound = bind.bind_cdma(port_streams, cores, anchor, chip, meta, bound)
 
     _align_cores(cores, bound, port_bound, anchor, meta)
     bindings = [b for b in list(bound.values()) + list(port_bound.values()) if len(b)]
