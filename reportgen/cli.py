@@ -155,7 +155,10 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.tiu_freq is not None and not args.tiu_freq > 0:
+        parser.error(f"--tiu_freq must be a clock in MHz above 0, not {args.tiu_freq:g}")
     try:
         return run(args)
     except ReportgenError as exc:

@@ -173,3 +173,9 @@ def test_reginfo_auto_limit(tmp_path, monkeypatch):
     assert cli.main([str(SAMPLE), str(out), "--quiet", "--disable_web", "--no_perfetto",
                      "--reginfo", "on"]) == 0
     assert len(list(out.glob("*RegInfo_*.txt"))) == 18       # 8 tiu + 8 tdma + 2 cdma
+
+
+def test_bad_clock_is_a_usage_error(tmp_path):
+    res = cli(SAMPLE, tmp_path / "o", "--tiu_freq", "-5")
+    assert res.returncode == 2 and "--tiu_freq must be a clock in MHz above 0" in res.stderr
+    assert not (tmp_path / "o").exists()

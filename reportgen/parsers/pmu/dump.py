@@ -61,6 +61,8 @@ def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     meta = Meta(source="pmu", input_path=str(directory))
     gp = container.read_global_profile(gpath, meta)
     chip = gp.chip
+    if tiu_freq is not None and not tiu_freq > 0:
+        raise InputError(directory, f"TIU clock must be above 0 MHz, not {tiu_freq}")
     tiu_mhz = float(tiu_freq or gp.tpu_freq or chip.tiu_mhz)
     dma_mhz = chip.dma_mhz
     files = container.core_files(directory)
