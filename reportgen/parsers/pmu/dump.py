@@ -296,10 +296,15 @@ def _align_cores(cores, bound, port_bound, anchor, meta: Meta) -> None:
     live = [b for b in list(bound.values()) + list(port_bound.values()) if len(b)]
     if not live:
         return
-    zero = min(int(b.cols["start_ns"][0]) for b in live)
+    # the vendor subtracts the earliest *first* record and fails on an unsorted stream (it then
+    # has negative times); the earliest start of all is the same for sorted streams and keeps
+    # every time >= 0 otherwise
+    first = min(int(b.cols["start_ns"][0]) for b in live)
+    zero = min(int(b.cols["start_ns"].min()) for b in live)
+    if zero < first:
+        meta.warn("unsorted", "a PMU stream is not in time order: times are counted from its "
+                  "earliest record")
     for b in live:
         b.cols["start_ns"] = b.cols["start_ns"] - zero
         b.cols["end_ns"] = b.cols["end_ns"] - zero
     meta.pmu_tail_ns = max(int(b.cols["end_ns"][-1]) for b in live)
-    if min(int(b.cols["start_ns"].min()) for b in live) < 0:
-        meta.warn("unsorted", "a stream is not sorted by time: some commands start before 0 ns")
