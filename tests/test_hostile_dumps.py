@@ -450,3 +450,35 @@ def test_tolerated_dumps_report_end_to_end(name, dump, tmp_path):
     doc = json.loads((out / "summary.json").read_text())
     assert set(CASES[name][1].codes) <= {w["code"] for w in doc["warnings"]}
     assert (out / "PerfWeb" / "result.html").is_file() and (out / "perfetto.pftrace").is_file()
+
+
+def test_sweep_through_the_cli(base, tmp_path, capsys):
+    """Unseen damage through the whole CLI: exit 0 with every output present, or exit 1 with
+    one line on stderr; never a traceback, never exit 0 with an output missing."""
+    from reportgen import cli
+
+    rng = random.Random(7)
+    files = sorted(p.name for p in base.iterdir())
+    expected = ["summary.txt", "summary.json", "PerfWeb/result.html", "perfetto.pftrace"]
+    seen = set()
+    for i in range(16):
+        d = tmp_path / f"m{i}"
+        shutil.copytree(base, d)
+        target = d / rng.choice(files)
+        data = bytearray(target.read_bytes())
+        for _ in range(rng.randint(1, 8)):
+            if data:
+                data[rng.randrange(len(data))] = rng.randrange(256)
+        if rng.random() < 0.3 and data:
+            data = data[: rng.randrange(len(data))]
+        target.write_bytes(bytes(data))
+        out = tmp_path / f"out{i}"
+        code = cli.main([str(d), str(out), "--quiet", "--disable_doc"])
+        err = capsys.readouterr().err
+        assert "Traceback" not in err
+        seen.add(code)
+        if code == 0:
+            assert all((out / rel).is_file() for rel in expected)
+        else:
+            assert code == 1 and len(err.strip().splitlines()) == 1 and not out.exists()
+    assert seen == {0, 1}
