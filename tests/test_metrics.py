@@ -1,0 +1,93 @@
+"""Engine summary and lane summary on a hand-made profile whose every number is worked out here."""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportgen.analysis.metrics import engine_summary, lane_summary, union_length
+from reportgen.model import Meta, Profile, finalize_commands
+
+
+def cmd(core, engine, start, end, **kw):
+    row = dict(core=core, engine=engine, port=kw.pop("port", None), global_idx=0, cmd_id=1,
+               start_ns=start, end_ns=end, cycles=end - start + 1, func_type="x", func_name="x",
+               is_sys=kw.pop("is_sys", False), sys_wait=False, mode="TDI")
+    row.update(kw)
+    return row
+
+
+@pytest.fixture(scope="module")
+def profile():
+    rows = [
+        # core 0 TIU: [0,100) and [50,150) overlap -> union 150; a system command is not work
+        cmd(0, "TIU", 0, 100, alg_ops=600.0, uarch_ops=1000.0),
+        cmd(0, "TIU", 50, 150, alg_ops=400.0, uarch_ops=1000.0),
+        cmd(0, "TIU", 900, 1000, is_sys=True, alg_ops=1.0, uarch_ops=1.0),
+        # core 0 GDMA: DDR load 1000 B in 100 ns, L2M move 500 B in 50 ns, LMEM copy (neither)
+        cmd(0, "GDMA", 0, 100, bytes=1000, direction="DDR->LMEM", stall_cycles=3),
+        cmd(0, "GDMA", 200, 250, bytes=500, direction="L2M->LMEM", stall_cycles=2),
+        cmd(0, "GDMA", 300, 310, bytes=64, direction="LMEM->LMEM"),
+        # core 0 SDMA: store to DDR 2000 B in 200 ns
+        cmd(0, "SDMA", 400, 600, bytes=2000, direction="LMEM->DDR"),
+        # core 1 TIU: not modelled (mode 1): no uArch rate
+        cmd(1, "TIU", 0, 400),
+        # CDMA port 0 submitted by core 1: 4000 B in 400 ns
+        cmd(1, "CDMA", 100, 500, port=0, bytes=4000, direction="DDR->DDR"),
+    ]
+    df = pd.DataFrame(rows)
+    meta = Meta(source="pmu", num_cores=2, chip="AKS")
+    return Profile(commands=finalize_commands(df), meta=meta)
+
+
+def test_union_length():
+    assert union_length(np.array([0, 50, 200]), np.array([100, 150, 210])) == 160
+    assert union_length(np.array([5, 0]), np.array([10, 20])) == 20
+    assert union_length(np.array([], np.int64), np.array([], np.int64)) == 0
+
+
+def test_per_core_values(profile):
+    s = engine_summary(profile).set_index("core")
+    span = 1000                                   # first start 0, last end 1000
+    c0, c1 = s.loc[0], s.loc[1]
+    assert c0["span_ns"] == span
+    assert (c0["tiu_cmds"], c0["tiu_busy_ns"], c0["tiu_idle_ns"]) == (3, 150, 850)
+    assert c0["tiu_util"] == pytest.approx(0.15)
+    assert c0["tiu_uarch_rate"] == pytest.approx(1000 / 2000)      # sys command excluded
+    assert c0["gdma_busy_ns"] == 100 + 50 + 10
+    assert (c0["gdma_ddr_bytes"], c0["gdma_l2m_bytes"]) == (1000, 500)
+    assert c0["gdma_ddr_bw_busy"] == pytest.approx(1000 / 100)
+    assert c0["gdma_l2m_bw_busy"] == pytest.approx(500 / 50)
+    assert c0["gdma_ddr_bw_wall"] == pytest.approx(1000 / span)
+    assert (c0["gdma_ddr_read_bytes"], c0["gdma_ddr_write_bytes"]) == (1000, 0)
+    assert c0["gdma_stall_cycles"] == 5
+    assert (c0["sdma_ddr_write_bytes"], c0["sdma_ddr_bw_busy"]) == (2000, pytest.approx(10.0))
+    assert c0["parallelism"] == pytest.approx((150 + 160 + 200) / span)
+    assert c0["compute_ratio"] == pytest.approx(150 / (160 + 200))
+    assert math.isnan(c1["tiu_uarch_rate"])                         # n/a, never 100 %
+    assert c1["tiu_busy_ns"] == 400 and c1["cdma_ddr_bytes"] == 4000
+    assert math.isnan(c1["compute_ratio"])                          # no data movement
+
+
+def test_overall_row(profile):
+    s = engine_summary(profile).set_index("core")
+    o = s.loc["Overall"]
+    span, cores = 1000, 2
+    assert o["tiu_busy_ns"] == 150 + 400
+    assert o["tiu_util"] == pytest.approx(550 / (span * cores))
+    assert o["tiu_idle_ns"] == span * cores - 550
+    assert o["parallelism"] == pytest.approx((550 + 160 + 200) / (span * cores))
+    assert o["tiu_uarch_rate"] == pytest.approx(0.5)                # only core 0 is modelled
+    assert o["cdma_ddr_bw_busy"] == pytest.approx(4000 / 400)
+    assert o["gdma_ddr_bytes"] == 1000 and o["sdma_ddr_bytes"] == 2000
+
+
+def test_lane_summary(profile):
+    t = lane_summary(profile)
+    row = t[(t["core"] == 0) & (t["engine"] == "GDMA")].iloc[0]
+    assert (row["commands"], row["busy_ns"], row["util"]) == (3, 160, pytest.approx(0.16))
+    overall = t.iloc[-1]
+    assert overall["core"] == "Overall" and overall["commands"] == 9
+    assert overall["busy_ns"] == 150 + 160 + 200 + 400 + 400
