@@ -280,7 +280,7 @@ def test_tiu_hover_text_has_the_uarch_rate(page, report):
 
 
 def test_filters_engines_and_function_types(page, report):
-    profile, t0 = report["profile"], report["t0"]
+    profile = report["profile"]
     p = page.page
     p.evaluate("__report.show('core-2')")
     p.evaluate("__report.reset('core-2')")

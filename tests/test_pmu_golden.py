@@ -16,6 +16,7 @@ import pandas as pd
 import pytest
 
 from reginfo import reference_sheets
+from truth import truth_pairs
 from reportgen.parsers.pmu import load_dump
 
 SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pmu"
@@ -76,20 +77,9 @@ def test_matches_reference_reginfo(case):
 def test_matches_generator_truth(case):
     name, profile, base = case
     truth = pd.read_csv(base / "expected_commands.csv", keep_default_na=False)
-    c = profile.commands
-    # without dynamic nodes (mode 0) nothing says which core submitted a CDMA command: those
-    # rows are attributed to the anchor core, so compare the port as a whole there
-    if profile.meta.mode == "0":
-        truth.loc[truth["engine"] == "CDMA", "core"] = -1
-        truth = truth.sort_values(["engine", "port", "start_ns"], kind="stable")
-    for (core, engine, port), t in truth.groupby(["core", "engine", "port"], sort=False):
-        if engine == "CDMA":
-            g = c[(c["engine"] == "CDMA") & (c["port"] == int(port))]
-            g = g[g["core"] == core] if core >= 0 else g
-        else:
-            g = c[(c["engine"] == engine) & (c["core"] == core)]
-        g = g.sort_values("global_idx")
-        assert len(g) == len(t), f"{name} {engine} core {core} port {port}: count"
+    for where, g, t in truth_pairs(profile.commands, truth, profile.meta.mode == "0"):
+        engine = where.split()[0]
+        assert len(g) == len(t), f"{name} {where}: count"
         assert (g["cmd_id"].to_numpy() == t["cmd_id"].to_numpy()).all()
         assert (g["start_ns"].to_numpy() == t["start_ns"].to_numpy()).all()
         assert (g["end_ns"].to_numpy() == t["end_ns"].to_numpy()).all()

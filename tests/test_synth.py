@@ -30,6 +30,7 @@ import pytest
 from reportgen.parsers.pmu.records import (BLOCK_HEADER, CDMA_RECORD, DMA_RECORD, TIU_RECORD,
                                            Block)
 from reportgen.testing import dumpformat as df
+from truth import truth_pairs
 from reportgen.testing.synth import (SynthConfig, main, pack_descriptors, register_layouts,
                                      unpack_descriptors, write_dump)
 
@@ -519,20 +520,9 @@ def test_round_trip_decoder(root, kw):
     t0 = time.perf_counter()
     prof = load_dump(ddir)
     print(f"decode {kw}: {time.perf_counter() - t0:.2f} s")
-    c = prof.commands
-    if kw["mode"] == 0:          # nothing says which core submitted a CDMA command (§10)
-        truth = truth.copy()
-        truth.loc[truth["engine"] == "CDMA", "core"] = -1
-    assert len(c) == len(truth)
-    for (core, engine, port), t in truth.groupby(["core", "engine", "port"], sort=False):
-        if engine == "CDMA":
-            g = c[(c["engine"] == "CDMA") & (c["port"] == int(port))]
-            g = g[g["core"] == core] if core >= 0 else g
-        else:
-            g = c[(c["engine"] == engine) & (c["core"] == core)]
-        g = g.sort_values("global_idx")
-        t = t.sort_values("start_ns", kind="stable")
-        where = f"{engine} core {core} port {port}"
+    assert len(prof.commands) == len(truth)
+    for where, g, t in truth_pairs(prof.commands, truth, kw["mode"] == 0):
+        engine = where.split()[0]
         assert len(g) == len(t), f"{where}: count"
         assert g["cmd_id"].tolist() == t["cmd_id"].tolist(), f"{where}: cmd_id"
         assert g["start_ns"].tolist() == t["start_ns"].tolist(), f"{where}: start"
@@ -853,7 +843,7 @@ def test_des_chains_and_batch(tmp_path):
                 off, cnt = 0, 0
                 while off < len(chain):
                     v = int.from_bytes(chain[off:off + 8], "little")
-                    typ, eu = (v >> 41) & 15, (v >> 45) & 31
+                    typ = (v >> 41) & 15
                     name = {0: "sCONV", 1: "sPorD", 2: "sMM2", 3: "sAR", 4: "sRQ&sDQ",
                             5: "sCW&sBC", 9: "sSFU", 10: "sLIN", 15: "SYS"}[typ]
                     off += lay[name].nbytes

@@ -936,7 +936,7 @@ class DumpWriter:
         return allc, n_init
 
     def write(self, outdir: Path) -> SynthResult:
-        cfg, rng = self.cfg, self.rng
+        cfg = self.cfg
         outdir = Path(outdir)
         final = outdir / cfg.dump_name
         _check_replaceable(final)
