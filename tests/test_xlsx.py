@@ -434,6 +434,38 @@ def test_direct_xml_rows_equal_xlsxwriter_cells(tmp_path, monkeypatch):
                                                     1 / 3, 5, -7.25]
 
 
+def test_cells_without_references_keep_their_columns(written):
+    """Data rows carry no r= cell references: a missing value is an empty <c/> in its place."""
+    import zipfile
+    _, _, path = written
+    with zipfile.ZipFile(path) as z:
+        wb_xml = z.read("xl/workbook.xml").decode()
+        names = [n for n in z.namelist() if n.startswith("xl/worksheets/sheet")]
+        # TIU_0 is the second sheet; its rows 2-6 have no kernel (column E)
+        xml = z.read("xl/worksheets/sheet2.xml").decode()
+    assert 'name="TIU_0" sheetId="2"' in wb_xml and "xl/worksheets/sheet2.xml" in names
+    data = xml[xml.index('<row r="2"'):]
+    assert '<c r="' not in data.split("</sheetData>")[0]
+    assert data.startswith('<row r="2">') and data.count("<c/>") >= 5
+    got = _frame(path, "TIU_0")
+    assert got["Kernel"].iloc[:5].isna().all() and got["Function Type"].notna().all()
+
+
+def test_zip_level_applies_to_close_only(tmp_path, monkeypatch):
+    import zipfile
+    p = make_profile(cores=1, per_engine=200)
+    sizes = {}
+    for level in (1, 9):
+        monkeypatch.setattr(xlsx, "ZIP_LEVEL", level)
+        path = xlsx.write(p, engine_summary(p), tmp_path / str(level), quiet=True)
+        assert xlsxwriter.workbook.ZipFile is zipfile.ZipFile     # restored after the close
+        with zipfile.ZipFile(path) as z:
+            assert {i.compress_type for i in z.infolist()} == {zipfile.ZIP_DEFLATED}
+            sizes[level] = sum(i.compress_size for i in z.infolist())
+        assert _rows(path, "TIU_0")[1][:3] == [0, 0, 0]
+    assert sizes[9] < sizes[1]
+
+
 def test_extra_tables_written_generically(written):
     p, _, path = written
     rows = _rows(path, "Ops_ top_k")

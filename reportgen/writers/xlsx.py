@@ -34,6 +34,7 @@ import contextlib
 import math
 import re
 import sys
+import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable
@@ -41,6 +42,7 @@ from typing import Any, Callable, Iterable
 import numpy as np
 import pandas as pd
 import xlsxwriter
+import xlsxwriter.workbook
 from tqdm import tqdm
 from xlsxwriter.exceptions import XlsxWriterException
 
@@ -60,6 +62,11 @@ SHEET_NAME_MAX = 31
 #: a sheet whose XML may pass 4 GB needs zip64 (estimated at a generous 64 bytes per cell).
 #: Only then: Excel may offer to "repair" a zip64 file written by Python's zipfile.
 _ZIP64_CELLS = (4 * 2**30 - 2**28) // 64
+
+#: zlib level of the workbook's zip. xlsxwriter uses zlib's default 6; 3 writes a 640k-command
+#: workbook ~20% faster (compression is a third of the time) for a file ~15% larger.
+#: None keeps xlsxwriter's own setting.
+ZIP_LEVEL: int | None = 3
 
 TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
 FREEZE_COLS = 3  # Engine Id, Core Id, Global Idx stay visible while scrolling right
@@ -140,10 +147,18 @@ class Column:
             return [tails[picks]]
         if self.kind != "number":
             raise TypeError(f"column {self.header!r}: kind {self.kind!r} has no direct XML form")
-        values = self.data[lo:hi].tolist()
-        # Python's shortest round-trip repr; Excel wants an upper-case exponent (1E+20)
-        texts = (list(map(str, values)) if self.data.dtype.kind in "iu"
-                 else [repr(v).upper() for v in values])
+        chunk = self.data[lo:hi]
+        if chunk.dtype.kind in "iu":
+            texts = list(map(str, chunk.tolist()))
+        else:
+            # Python's shortest round-trip repr; Excel wants an upper-case exponent (1E+20).
+            # repr writes one for magnitudes >= 1e16 or < 1e-4 (only those need upper())
+            texts = list(map(repr, chunk.tolist()))
+            size = np.abs(chunk)
+            with np.errstate(invalid="ignore"):
+                sci = np.flatnonzero((size >= 1e16) | ((size < 1e-4) & (size > 0)))
+            for i in sci.tolist():
+                texts[i] = texts[i].upper()
         empty = self.missing[lo:hi] if self.missing is not None else None
         if empty is None or not empty.any():
             return [f"<c{s_attr}><v>", texts, "</v></c>"]
@@ -813,12 +828,39 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *, registers: Any = 
                 with contextlib.suppress(Exception):
                     book.wb.close()
                 raise
-            book.wb.close()
+            with _zip_level(ZIP_LEVEL):
+                book.wb.close()
     except OutputError:
         raise
     except (OSError, XlsxWriterException) as err:
         raise OutputError(f"cannot write {final}: {err}") from err
     return final
+
+
+@contextlib.contextmanager
+def _zip_level(level: int | None):
+    """Have xlsxwriter's ``close()`` zip with zlib level ``level``.
+
+    xlsxwriter has no option for it: it creates ``ZipFile(...)`` by that module-level name in
+    ``xlsxwriter.workbook``, which is swapped for a subclass with ``compresslevel`` for the
+    duration of the close only (restored even on error). An xlsxwriter that zips differently
+    is left alone.
+    """
+    original = getattr(xlsxwriter.workbook, "ZipFile", None)
+    if level is None or original is not zipfile.ZipFile:
+        yield
+        return
+
+    class LeveledZipFile(zipfile.ZipFile):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("compresslevel", level)
+            super().__init__(*args, **kwargs)
+
+    xlsxwriter.workbook.ZipFile = LeveledZipFile
+    try:
+        yield
+    finally:
+        xlsxwriter.workbook.ZipFile = original
 
 
 def _write_workbook(book: _Book, profile: Profile, summary: pd.DataFrame, with_registers: bool,
