@@ -2,6 +2,7 @@
 
     cd /work/main && PYTHONPATH=. python benchmarks/bench_xlsx.py            # 10k, 100k, 640k
     PYTHONPATH=. python benchmarks/bench_xlsx.py --sizes 10000 --registers 40
+    PYTHONPATH=. python benchmarks/bench_xlsx.py --sizes 80000,640000 --paths xml,cells,rust
 
 Every case runs in its own process so the memory figures do not mix. Profiles come from
 ``reportgen.testing.profiles.make_profile`` with 8 cores (640k = the 8-core x 80k-command dump
@@ -10,6 +11,17 @@ of the issue). ``--registers N`` adds N synthetic integer register fields per en
 200k commands). "write s" is ``xlsx.write``
 end to end (column conversion, rows, zip); "peak +MB" is the highest RSS sampled every 20 ms
 during the write minus the RSS just before it.
+
+``--paths`` compares ways of writing the same profile (figures only, nothing asserted):
+
+* ``xml``   -- ``xlsx.write`` as shipped (command sheets as sheet XML, :func:`write_rows_xml`);
+* ``cells`` -- ``xlsx.write`` with ``DIRECT_XML = False`` (xlsxwriter's cell API for every cell);
+* ``rust``  -- the command sheets only (no Engine Summary, no header comments) through the
+  Rust-backed ``rustpy-xlsxwriter`` package, if installed: the writer's typed columns turned
+  into one pandas DataFrame per sheet (texts categorical, missing numbers NaN) and written
+  with the same number formats, widths, bold header, autofilter and frozen panes. Its time
+  includes that conversion. It was evaluated as an alternative backend and not adopted (see
+  the ``reportgen.writers.xlsx`` docstring); this keeps the comparison reproducible.
 """
 from __future__ import annotations
 
@@ -55,7 +67,49 @@ def synthetic_registers(profile, fields: int) -> None:
         profile.registers[engine] = pd.DataFrame(regs, index=idx)
 
 
-def run_one(total: int, registers: int) -> dict:
+def write_rust(profile, out: str) -> str:
+    """The command sheets through rustpy-xlsxwriter, laid out like xlsx.write's (see above)."""
+    import numpy as np
+    import pandas as pd
+    import rustpy_xlsxwriter as rx
+
+    from reportgen.writers import xlsx
+
+    header = (rx.Format().set_bold().set_background_color("#305496").set_font_color("#FFFFFF")
+              .set_text_wrap().set_border("thin"))
+    commands = profile.commands
+    positions = commands.groupby("sheet", observed=True, sort=False).indices
+    sheets, opts = [], {k: {} for k in ("column_formats", "column_widths", "freeze_panes",
+                                        "autofilter", "header_format", "sheet_view")}
+    for name in profile.sheets():
+        frame = commands.iloc[positions[name]]
+        frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+        engine = str(frame["engine"].iloc[0])
+        cols = xlsx.command_columns(frame, engine, None)
+        data = {}
+        for col in cols:
+            if col.kind == "text":
+                data[col.header] = pd.Categorical.from_codes(col.data, col.categories)
+            elif col.missing is not None:
+                data[col.header] = np.where(col.missing, np.nan, col.data.astype(np.float64))
+            else:
+                data[col.header] = col.data
+        sheets.append((name, pd.DataFrame(data)))
+        opts["column_formats"][name] = [rx.Format().set_num_format(c.num_format) if c.num_format
+                                        else rx.Format() for c in cols]
+        opts["column_widths"][name] = [c.width() for c in cols]
+        opts["freeze_panes"][name] = {"row": 1, "col": xlsx.FREEZE_COLS}
+        opts["autofilter"][name] = True
+        opts["header_format"][name] = header
+        opts["sheet_view"][name] = {"tab_color": xlsx.TAB_COLORS.get(engine, "#31869B")}
+    path = os.path.join(out, "rust.xlsx")
+    rx.write_worksheets(sheets, path, **opts)
+    return path
+
+
+def run_one(total: int, registers: int, path_kind: str = "xml") -> dict:
+    from pathlib import Path
+
     from reportgen.analysis.metrics import engine_summary
     from reportgen.testing.profiles import make_profile
     from reportgen.writers import xlsx
@@ -64,6 +118,13 @@ def run_one(total: int, registers: int) -> dict:
     if registers:
         synthetic_registers(profile, registers)
     summary = engine_summary(profile)
+    if path_kind == "cells":
+        xlsx.DIRECT_XML = False
+    if path_kind == "rust":
+        try:
+            import rustpy_xlsxwriter  # noqa: F401
+        except ImportError:
+            return {"skipped": "rustpy-xlsxwriter is not installed (pip install rustpy-xlsxwriter)"}
     peak = [0.0]
     done = threading.Event()
 
@@ -84,13 +145,16 @@ def run_one(total: int, registers: int) -> dict:
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
         t0 = time.perf_counter()
-        path = xlsx.write(profile, summary, out, quiet=True)
+        if path_kind == "rust":
+            path = Path(write_rust(profile, out))
+        else:
+            path = xlsx.write(profile, summary, out, quiet=True)
         seconds = time.perf_counter() - t0
         done.set()
         sampler.join()
         size = path.stat().st_size
     n = len(profile.commands)
-    with_regs = bool(registers) and n < xlsx.REGISTER_AUTO_LIMIT
+    with_regs = bool(registers) and n < xlsx.REGISTER_AUTO_LIMIT and path_kind != "rust"
     return {"commands": n, "registers": registers if with_regs else 0, "seconds": seconds,
             "rows_per_s": n / seconds, "size_mb": size / 1e6, "peak_mb": peak[0] - base,
             "rss_mb": base}
@@ -100,20 +164,28 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", default="10000,100000,640000", help="total commands, comma separated")
     ap.add_argument("--registers", type=int, default=0, help="synthetic register fields per engine")
+    ap.add_argument("--paths", default="xml",
+                    help="comma separated: xml (as shipped), cells (xlsxwriter cell API), "
+                         "rust (rustpy-xlsxwriter, command sheets only)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one case
     args = ap.parse_args()
     if args.one is not None:
-        print(json.dumps(run_one(args.one, args.registers)))
+        print(json.dumps(run_one(args.one, args.registers, args.paths)))
         return
-    print(f"{'commands':>9} {'reg cols':>8} {'write s':>8} {'rows/s':>8} {'MB':>7} "
+    print(f"{'path':>5} {'commands':>9} {'reg cols':>8} {'write s':>8} {'rows/s':>8} {'MB':>7} "
           f"{'peak +MB':>8} {'RSS before':>10}")
     for total in (int(s) for s in args.sizes.split(",")):
-        res = subprocess.run([sys.executable, __file__, "--one", str(total),
-                              "--registers", str(args.registers)],
-                             capture_output=True, text=True, check=True)
-        r = json.loads(res.stdout.strip().splitlines()[-1])
-        print(f"{r['commands']:>9,} {r['registers']:>8} {r['seconds']:>8.1f} {r['rows_per_s']:>8,.0f} "
-              f"{r['size_mb']:>7.1f} {r['peak_mb']:>8.0f} {r['rss_mb']:>10.0f}", flush=True)
+        for kind in args.paths.split(","):
+            res = subprocess.run([sys.executable, __file__, "--one", str(total),
+                                  "--registers", str(args.registers), "--paths", kind],
+                                 capture_output=True, text=True, check=True)
+            r = json.loads(res.stdout.strip().splitlines()[-1])
+            if "skipped" in r:
+                print(f"{kind:>5} {total:>9,} skipped: {r['skipped']}", flush=True)
+                continue
+            print(f"{kind:>5} {r['commands']:>9,} {r['registers']:>8} {r['seconds']:>8.1f} "
+                  f"{r['rows_per_s']:>8,.0f} {r['size_mb']:>7.1f} {r['peak_mb']:>8.0f} "
+                  f"{r['rss_mb']:>10.0f}", flush=True)
 
 
 if __name__ == "__main__":

@@ -24,9 +24,20 @@ each with its own header; every xlsxwriter return code is checked so nothing is 
 Speed: xlsxwriter in ``constant_memory`` mode (rows stream to disk, flat memory). Each column
 is converted once, vectorised, into typed numpy data (texts as codes into their distinct
 values). Command sheets are then written as sheet XML built column by column for a chunk of
-rows at a time (:func:`write_rows_xml`, ~35k rows/s at 19 columns); the small Engine Summary,
-and any xlsxwriter version without the internals that path needs, use xlsxwriter's own cell
-API (:func:`write_rows_cellwise`, ~10k rows/s). A test checks both give the same workbook.
+rows at a time (:func:`write_rows_xml`): cells without the optional ``r`` reference (a missing
+value is an empty ``<c/>`` placeholder), constant tags once per column. That XML is about half
+the size of xlsxwriter's, and the zip uses zlib level :data:`ZIP_LEVEL` (3, not 6): ~110k
+rows/s at 19 columns for 640k-1.28M commands (xlsxwriter's cell API: ~10k rows/s). The small
+Engine Summary, and any xlsxwriter version without the internals that path needs, use the
+cell API (:func:`write_rows_cellwise`). A test checks both give the same workbook.
+
+Other backends: the Rust-backed ``rustpy-xlsxwriter`` (0.8.0) was evaluated and not adopted.
+It writes one table per sheet (a header row, then rows from a DataFrame or dicts; merged
+cells only above that header), so the Engine Summary's facts, group band, table and
+definitions below it cannot be laid out, and one workbook cannot come from two libraries. On
+the command sheets alone it measured ~64k rows/s without pyarrow (~87k with pyarrow and
+categorical texts) against this path's ~110k; ``benchmarks/bench_xlsx.py --paths
+xml,cells,rust`` repeats the comparison.
 """
 from __future__ import annotations
 
