@@ -15,6 +15,7 @@ Conventions (see docs/architecture.md):
 """
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -129,6 +130,39 @@ class Meta:
             entry[key] = entry.get(key, 0) + int(n)
 
 
+class LazyTables(MutableMapping):
+    """A name -> DataFrame mapping built by ``build()`` on first use.
+
+    The register side tables of a large dump take longer to assemble than its records take to
+    decode, and the default report does not show them above a size limit; their decoded
+    fields are kept and turned into tables only when someone reads them.
+    """
+
+    def __init__(self, build: Callable[[], dict[str, pd.DataFrame]]):
+        self._build: Callable[[], dict[str, pd.DataFrame]] | None = build
+        self._tables: dict[str, pd.DataFrame] = {}
+
+    def _ready(self) -> dict[str, pd.DataFrame]:
+        if self._build is not None:
+            self._tables, self._build = self._build(), None
+        return self._tables
+
+    def __getitem__(self, key: str) -> pd.DataFrame:
+        return self._ready()[key]
+
+    def __setitem__(self, key: str, value: pd.DataFrame) -> None:
+        self._ready()[key] = value
+
+    def __delitem__(self, key: str) -> None:
+        del self._ready()[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._ready())
+
+    def __len__(self) -> int:
+        return len(self._ready())
+
+
 @dataclass
 class Profile:
     """Everything a report shows. Build with a parser, read with analysis and writers."""
@@ -136,7 +170,7 @@ class Profile:
     commands: pd.DataFrame = field(default_factory=empty_commands)
     #: register-level detail (mode-2 descriptors) per engine: index = row label in ``commands``,
     #: columns ``des_<field>`` (TIU) or ``<field>`` (DMA), as the vendor names them.
-    registers: dict[str, pd.DataFrame] = field(default_factory=dict)
+    registers: MutableMapping[str, pd.DataFrame] = field(default_factory=dict)
     host: pd.DataFrame = field(default_factory=lambda: empty_frame(HOST_COLUMNS))
     meta: Meta = field(default_factory=Meta)
     #: extra named tables (framework analyses, etc.) that writers show as they are
@@ -172,56 +206,68 @@ class Profile:
         return engine_summary(self)
 
 
-def finalize_commands(df: pd.DataFrame) -> pd.DataFrame:
-    """Give a parser's frame the canonical column order and dtypes; derive ``sheet``.
+def finalize_commands(df: "pd.DataFrame | dict[str, Any]") -> pd.DataFrame:
+    """Give a parser's columns (a frame, or a dict of equally long arrays) the canonical
+    column order and dtypes; derive ``sheet`` when it is not given.
 
-    Columns a parser did not fill are created empty (unknown).
+    Columns a parser did not fill are created empty (unknown). Columns that already have their
+    dtype are not copied, and the frame is built unconsolidated (one block per column): for a
+    million commands, consolidating and re-converting cost more than the whole binary decode.
     """
-    n = len(df)
-    out = {}
+    columns = dict(df.items())
+    n = len(df) if isinstance(df, pd.DataFrame) else len(next(iter(columns.values()), ()))
+    out: dict[str, Any] = {}
     for col, dtype in COMMAND_COLUMNS.items():
-        if col in df.columns:
-            s = df[col]
-        elif col == "sheet":
+        if col == "sheet":
             continue
-        elif dtype == "bool":
-            s = pd.Series(np.zeros(n, bool), index=df.index)
-        else:
-            s = pd.Series([pd.NA if dtype[0].isupper() else np.nan] * n, index=df.index, dtype="object")
-        out[col] = s
-    frame = pd.DataFrame(out, index=df.index)
-    if "sheet" not in df.columns:
-        frame["sheet"] = _sheet_names(frame["engine"], frame["core"], frame["port"])
-    else:
-        frame["sheet"] = df["sheet"]
-    frame = frame[list(COMMAND_COLUMNS)]
-    for col, dtype in COMMAND_COLUMNS.items():
-        if dtype == "category":
-            frame[col] = _categorical(frame[col])
-        elif dtype in ("Int64", "Int16"):
-            if frame[col].dtype != dtype:
-                frame[col] = pd.to_numeric(frame[col], errors="coerce").astype(dtype)
-        elif frame[col].dtype != dtype:
-            frame[col] = frame[col].astype(dtype)
-    extra = [c for c in df.columns if c not in COMMAND_COLUMNS]
-    for c in extra:
-        frame[c] = df[c]
-    return frame.reset_index(drop=True)
+        out[col] = _as_dtype(columns[col], dtype) if col in columns else _empty(col, dtype, n)
+    out["sheet"] = (_as_dtype(columns["sheet"], "category") if "sheet" in columns
+                    else _sheet_names(out["engine"], out["core"], out["port"]))
+    out = {col: out[col] for col in COMMAND_COLUMNS}
+    for col, values in columns.items():
+        if col not in COMMAND_COLUMNS:
+            out[col] = values.array if isinstance(values, pd.Series) else values
+    return pd.DataFrame(out, copy=False)
 
 
-def _categorical(values: pd.Series) -> pd.Categorical:
+def _empty(col: str, dtype: str, n: int):
+    """An all-unknown column; a plain integer column cannot be unknown, so a parser must fill it."""
+    if dtype == "bool":
+        return np.zeros(n, bool)
+    if dtype == "category":
+        return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
+    if dtype[0].isupper():
+        return pd.arrays.IntegerArray(np.zeros(n, dtype.lower()), np.ones(n, bool))
+    if dtype == "float64" or n == 0:
+        return np.full(n, np.nan, dtype)
+    raise ValueError(f"the commands need a {col} column ({dtype})")
+
+
+def _as_dtype(values, dtype: str):
+    """``values`` (array, ExtensionArray or Series) as an array of ``dtype``; no copy if it is."""
+    arr = values.array if isinstance(values, pd.Series) else values
+    if dtype == "category":
+        return _categorical(arr)
+    if str(getattr(arr, "dtype", None)) == dtype:
+        return arr
+    if dtype[0].isupper():                                        # nullable integer
+        return pd.array(pd.to_numeric(pd.Series(arr), errors="coerce")).astype(dtype)
+    return np.asarray(arr).astype(dtype)
+
+
+def _categorical(values) -> pd.Categorical:
     """A categorical whose missing entries (None / NaN) stay missing; hash-based, one pass."""
     if isinstance(values.dtype, pd.CategoricalDtype):
-        return values.array
-    codes, uniques = pd.factorize(values.to_numpy(dtype=object), use_na_sentinel=True)
+        return values.array if isinstance(values, pd.Series) else values
+    codes, uniques = pd.factorize(np.asarray(values, dtype=object), use_na_sentinel=True)
     return pd.Categorical.from_codes(codes, categories=pd.Index(uniques, dtype=object))
 
 
 def _sheet_names(engine: pd.Series, core: pd.Series, port: pd.Series) -> pd.Categorical:
     """``ENGINE_core`` / ``CDMA_port`` per row, named once per distinct (engine, core, port)."""
-    e_codes, engines = pd.factorize(pd.Series(engine).astype(object).to_numpy())
-    c = pd.to_numeric(core).to_numpy(np.int64)
-    p = pd.to_numeric(port, errors="coerce").astype("Int64").fillna(-1).to_numpy(np.int64)
+    e_codes, engines = pd.factorize(np.asarray(engine, dtype=object))
+    c = np.asarray(core, np.int64)
+    p = pd.array(port, dtype="Int64").fillna(-1).to_numpy(np.int64)
     key = (e_codes.astype(np.int64) << 42) | ((c & 0xFFFFF) << 21) | ((p + 1) & 0x1FFFFF)
     codes, uniques = pd.factorize(key)
     names = [sheet_name(str(engines[k >> 42]), int((k >> 21) & 0xFFFFF),

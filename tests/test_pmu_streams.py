@@ -94,7 +94,7 @@ def test_dyn_extra_offsets_from_node_predictions_equal_the_walk(tmp_path):
     from reportgen.parsers.pmu import container
     from reportgen.parsers.pmu.chips import AKS
     from reportgen.parsers.pmu.dump import _dyn_extra_entries, _predicted_extra_lengths
-    from reportgen.parsers.pmu.nodes import tdi_nodes
+    from reportgen.parsers.pmu.nodes import parse_dyn_data
     from reportgen.testing.synth import write_dump
 
     res = write_dump(tmp_path, arch="AKS", cores=8, cmds_per_core=200, mode=2, seed=3)
@@ -102,7 +102,7 @@ def test_dyn_extra_offsets_from_node_predictions_equal_the_walk(tmp_path):
         blocks = container.read_blocks(f)
         words = np.frombuffer(next(b for b in blocks if b.type == 5).payload, "<u4")
         extra = next(b for b in blocks if b.type == 6)
-        predicted = _predicted_extra_lengths(AKS, tdi_nodes(words, f))
+        predicted = _predicted_extra_lengths(AKS, parse_dyn_data(words, AKS, f).tdi)
         fast = _dyn_extra_entries(extra.payload, f, 0, print, predicted)
         walk = _dyn_extra_entries(extra.payload, f, 0, print, None)
         assert (fast[0] == walk[0]).all() and (fast[1] == walk[1]).all()
@@ -123,7 +123,7 @@ def test_rvt_id_wrap_injects_the_firmware_swr_and_gdma_commands():
     gdma = pack_node(Node.RVT_NODE_SET, AKSV.engine_code("GDMA"), 0, 0)
     words = np.array([pack_node(Node.ID_RESET, AKSV.engine_code("TIU")), gdma, gdma]
                      + [tiu] * RVT_WRAP_ID + [gdma] + [tiu] * 3, np.uint32)
-    lists = parse_dyn_data(words, AKSV, "<test>")
+    lists = parse_dyn_data(words, AKSV, "<test>").lists
     t, g = lists["TIU"], lists["GDMA"]
     assert len(t) == RVT_WRAP_ID + 1 + 3
     assert t.ids[RVT_WRAP_ID - 1] == RVT_WRAP_ID - 1

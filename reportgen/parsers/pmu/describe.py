@@ -8,12 +8,12 @@ rows of each sheet and builds the register side tables.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
 
-from reportgen.model import Meta, finalize_commands
+from reportgen.model import LazyTables, Meta, finalize_commands
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
@@ -76,25 +76,43 @@ def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
     return ft_u, fn_u
 
 
+#: memory codes (node extra_info order; descriptor address tags map onto them); -1 unknown
+MEMS = ("DDR", "L2M", "LMEM", "MEM3")
+DDR, L2M, LMEM = 0, 1, 2
+#: "SRC->DST" by src * 4 + dst; entry 16 (unknown) is None
+_DIRECTIONS = np.array([f"{a}->{b}" for a in MEMS for b in MEMS] + [None], object)
+
+
+def _direction(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
+    return _DIRECTIONS[np.where((src >= 0) & (dst >= 0), src * 4 + dst, 16)]
+
+
 def _tensor_name(fname: np.ndarray, ctype: np.ndarray, sp: np.ndarray, src, dst) -> np.ndarray:
     """DMA_tensor / DMA_matrix special 0: tensorLd / tensorSt / tensorMv / tensor by direction."""
     sel = (ctype <= 1) & (sp == 0)
     if not sel.any():
         return fname
     out = fname.copy()
-    ld = (src == "DDR") & ((dst == "LMEM") | (dst == "DDR"))
-    st = (src == "LMEM") & (dst == "DDR")
-    mv = (src == "LMEM") & (dst == "LMEM")
+    ld = (src == DDR) & ((dst == LMEM) | (dst == DDR))
+    st = (src == LMEM) & (dst == DDR)
+    mv = (src == LMEM) & (dst == LMEM)
     out[sel] = np.where(ld, "tensorLd", np.where(st, "tensorSt", np.where(mv, "tensorMv", "tensor")))[sel]
     return out
 
 
 def _mem_from_tag(tag: np.ndarray) -> np.ndarray:
-    return np.where(tag == 31, "LMEM", np.where(tag == 30, "L2M", "DDR")).astype(object)
+    return np.where(tag == 31, LMEM, np.where(tag == 30, L2M, DDR))
+
+
+_DTYPES = np.array([DTYPE_NAMES.get(c, f"dtype_{c}") for c in range(128)], object)
+#: TIU "opd -> res" data type by opd * 128 + res
+_DTYPE_PAIRS = np.array([f"{a} -> {b}" for a in _DTYPES for b in _DTYPES], object)
+#: TIU "opd -> None" by opd
+_DTYPE_TO_NONE = np.array([f"{a} -> None" for a in _DTYPES], object)
 
 
 def _dtype_name(codes: np.ndarray) -> np.ndarray:
-    return np.array([DTYPE_NAMES.get(int(c), f"dtype_{int(c)}") for c in range(16)], object)[codes & 0xF]
+    return _DTYPES[codes & 0xF]
 
 
 def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, meta: Meta,
@@ -111,9 +129,8 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
     sub = np.zeros(n, np.int64)
     ftype = np.full(n, None, object)
     fname = np.full(n, None, object)
-    direction = np.full(n, None, object)
-    src = np.full(n, None, object)
-    dst = np.full(n, None, object)
+    src = np.full(n, -1, np.int64)            # memory codes (MEMS), -1 unknown
+    dst = np.full(n, -1, np.int64)
     dtype = np.full(n, None, object)
     alg = np.full(n, np.nan)
     uarch = np.full(n, np.nan)
@@ -136,13 +153,10 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         is_sys = ctype[node] == SYS_TYPE[engine]
         if engine == "TIU":
             res = xi & 0x7F
-            names = np.array([DTYPE_NAMES.get(int(c), f"dtype_{int(c)}") for c in range(128)], object)[res]
-            dtype[node] = np.where(is_sys, None, names + " -> " + names)
+            dtype[node] = np.where(is_sys, None, _DTYPE_PAIRS[res * 129])
         else:
-            sm, dm = (xi >> 4) & 3, (xi >> 6) & 3
-            mem = np.array(["DDR", "L2M", "LMEM", "MEM3"], object)
-            src[node] = np.where(is_sys, None, mem[sm])
-            dst[node] = np.where(is_sys, None, mem[dm])
+            src[node] = np.where(is_sys, -1, (xi >> 4) & 3)
+            dst[node] = np.where(is_sys, -1, (xi >> 6) & 3)
             dtype[node] = np.where(is_sys, None, _dtype_name(xi))
     ftype_all, fname_all = _names(chip, engine, ctype, sub)
     keep_name = rec["source"] != "desc"
@@ -156,16 +170,17 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         d_off, d_len = rec["desc_off"][desc], rec["desc_len"][desc]
         ops = {"TIU": D.classify_tiu, "DMA": D.classify_dma, "CDMA": D.classify_cdma}[kind](
             D.gather(file, d_off, d_len, 8), chip.name)
-        lay = D.layouts(chip.name)
-        unknown = desc[ops == None]  # noqa: E711 (object array comparison)
+        lay, op_names = D.layouts(chip.name), D.op_names(chip.name)
+        unknown = desc[ops < 0]
         if len(unknown):
             # an undecodable descriptor must not sink the run: keep the record, named from its
             # dynamic node (or "unknown"), and say so
             ftype[unknown], fname[unknown] = ftype_all[unknown], fname_all[unknown]
             meta.warn("undecodable", f"{engine} core {core_index}: {len(unknown)} descriptor(s) of "
                       "no known op; those commands are described from their PMU record only")
-        for op in sorted({o for o in ops if o is not None}):
-            sel = ops == op
+        present = np.flatnonzero(np.bincount(ops[ops >= 0], minlength=len(op_names)))
+        for op in sorted(op_names[c] for c in present):
+            sel = ops == op_names.index(op)
             rows = desc[sel]
             fields = D.decode_fields(D.gather(file, d_off[sel], d_len[sel], lay[op].nbytes), lay[op])
             reg = {("des_" if kind == "TIU" else "") + k: v for k, v in fields.items()}
@@ -198,17 +213,16 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 for hi, lo, name in (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
                                      ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr")):
                     if hi in fields:
-                        reg[name] = (fields[hi] << np.uint64(32)) + fields[lo]
+                        reg[name] = (fields[hi].astype(np.uint64) << np.uint64(32)) | fields[lo]
             regs.append((rows, reg))
             field_order[str(ftype[rows[0]])] = list(reg)
     is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != "RVT")
     if engine != "TIU":
         sys_rows = ctype == SYS_TYPE[engine]
-        src[sys_rows] = None
-        dst[sys_rows] = None
+        src[sys_rows] = -1
+        dst[sys_rows] = -1
         dtype[sys_rows] = None
-        has_dir = (src != None) & (dst != None)  # noqa: E711
-        direction[has_dir] = src[has_dir] + "->" + dst[has_dir]
+        direction = _direction(src, dst)
         if engine != "CDMA":
             fname = _tensor_name(fname, ctype, sub, src, dst)
         cols["bytes"] = s["bytes"]
@@ -217,14 +231,15 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         mhz = meta.dma_freq_mhz
         dur_ns = s["cycles"] * 1000.0 / mhz
         bw = np.round(s["bytes"] / np.maximum(dur_ns, 1e-9), 4)
-        dirs = pd.Series(direction, dtype=object).fillna("").to_numpy(str)
-        ddr = np.char.find(dirs, "DDR") >= 0
-        l2m = (np.char.find(dirs, "L2M") >= 0) & ~ddr
+        known = (src >= 0) & (dst >= 0)
+        ddr = known & ((src == DDR) | (dst == DDR))
+        l2m = known & ((src == L2M) | (dst == L2M)) & ~ddr
         cols["ddr_bw"] = np.where(ddr, bw, np.nan)
         cols["l2m_bw"] = np.where(l2m, bw, np.nan)
         cols["sys_wait"] = sys_rows & np.isin(sub, (4, 6) if engine == "CDMA" else (4,))
         is_sys_row = sys_rows
     else:
+        direction = np.full(n, None, object)
         cols["sys_wait"] = is_sys_row & (sub == 9)
     cols.update(func_type=ftype, func_name=fname, is_sys=is_sys_row, direction=direction, dtype=dtype,
                 alg_ops=alg, uarch_ops=uarch, alg_cycle=acyc,
@@ -235,7 +250,6 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
 
 
 def _tiu_dtype(op: str, fields) -> np.ndarray:
-    names = np.array([DTYPE_NAMES[i] for i in range(8)], object)
     n = len(next(iter(fields.values())))
     if op in ("SYS", "SYS_TR_ACC"):
         return np.full(n, None, object)
@@ -244,10 +258,10 @@ def _tiu_dtype(op: str, fields) -> np.ndarray:
     if res is None and op.endswith("CMP"):
         res = fields.get("opt_opd2_prec")          # CMP results take the opd2 precision
     if res is None:
-        return names[opd.astype(np.int64) & 7] + " -> None" if opd is not None else np.full(n, None, object)
-    r = names[res.astype(np.int64) & 7]
-    o = names[opd.astype(np.int64) & 7] if opd is not None else r
-    return o + " -> " + r
+        return _DTYPE_TO_NONE[opd & 7] if opd is not None else np.full(n, None, object)
+    r = res.astype(np.int64) & 7
+    o = opd.astype(np.int64) & 7 if opd is not None else r
+    return _DTYPE_PAIRS[o * 128 + r]
 
 
 def _edge_prune(ids: np.ndarray, is_sys: np.ndarray) -> np.ndarray:
@@ -285,8 +299,7 @@ def assemble(bindings: list[Binding], meta: Meta):
         drop = _edge_prune(b.cols["_id"], is_sys)
         if not any_cdma and len(b) <= 2:
             drop |= is_sys
-        sheet = (f"CDMA_{int(b.cols['port'][0])}" if b.cols["engine"][0] == "CDMA"
-                 else f"{b.cols['engine'][0]}_{int(b.cols['core'][0])}")
+        sheet = _sheet_of(b)
         meta.count(sheet, "dropped: system command at the stream edge", int(drop.sum()))
         if drop.any():
             b = b.take(np.flatnonzero(~drop))
@@ -295,51 +308,66 @@ def assemble(bindings: list[Binding], meta: Meta):
         if len(b):
             parts.append(b)
     if not parts:
-        return finalize_commands(pd.DataFrame(columns=["core", "engine"])), {}
-    names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
+        return finalize_commands({"core": np.zeros(0, np.int16), "global_idx": np.zeros(0, np.int64),
+                                  "cmd_id": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
+                                  "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
+    names = list(dict.fromkeys(k for p in parts for k in p.cols if k not in ("_id", "engine")))
     missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
     for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact"):
-        v = data[k].astype(np.int64)
-        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0), v < 0)
-    commands = finalize_commands(pd.DataFrame(data))
-    tables, orders = _register_tables(parts)
-    meta.extra["register_field_order"] = orders
-    return commands, tables
-
-
-def _register_tables(parts: list[Binding]):
-    """One table per engine: the union of its ops' register fields (nullable UInt64), indexed
-    by the command's row in ``Profile.commands``. Also returns each op's field order per engine
-    (kept out of DataFrame.attrs, which pandas deep-copies on every operation)."""
-    offsets = np.cumsum([0] + [len(p) for p in parts[:-1]])
-    by_engine: dict[str, list] = {}
+        v = data[k]
+        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int64 if k != "port" else np.int16),
+                                         v < 0)
+    # engine and sheet are constant per part: categoricals straight from the part's position
+    data["engine"] = _constant_per_part(parts, [str(p.cols["engine"][0]) for p in parts])
+    data["sheet"] = _constant_per_part(parts, [_sheet_of(p) for p in parts])
+    commands = finalize_commands(data)
     orders: dict[str, dict[str, list[str]]] = {}
-    for p, off in zip(parts, offsets):
-        engine = str(p.cols["engine"][0])
-        orders.setdefault(engine, {}).update(p.field_order)
-        for pos, fields in p.regs:
+    for p in parts:
+        orders.setdefault(str(p.cols["engine"][0]), {}).update(p.field_order)
+    meta.extra["register_field_order"] = orders
+    regs = [(str(p.cols["engine"][0]), p.regs) for p in parts]
+    return commands, LazyTables(partial(_register_tables, regs, [len(p) for p in parts]))
+
+
+def _sheet_of(b: Binding) -> str:
+    return (f"CDMA_{int(b.cols['port'][0])}" if b.cols["engine"][0] == "CDMA"
+            else f"{b.cols['engine'][0]}_{int(b.cols['core'][0])}")
+
+
+def _constant_per_part(parts: list[Binding], labels: list[str]) -> pd.Categorical:
+    """A categorical holding ``labels[i]`` on every row of ``parts[i]``."""
+    cats = list(dict.fromkeys(labels))
+    codes = np.repeat(np.array([cats.index(x) for x in labels], np.int16), [len(p) for p in parts])
+    return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+def _register_tables(regs: list[tuple[str, list]], lengths: list[int]) -> dict[str, pd.DataFrame]:
+    """One table per engine: the union of its ops' register fields (nullable, narrowest
+    unsigned type), indexed by the command's row in ``Profile.commands``. ``regs`` holds each
+    assembled part's engine and register chunks; ``lengths`` the parts' row counts."""
+    offsets = np.cumsum([0] + lengths[:-1])
+    by_engine: dict[str, list] = {}
+    for (engine, chunks), off in zip(regs, offsets):
+        for pos, fields in chunks:
             by_engine.setdefault(engine, []).append((pos + off, fields))
     tables = {}
     for engine, chunks in by_engine.items():
         rows = np.concatenate([pos for pos, _ in chunks])
-        order = np.argsort(rows, kind="stable")
-        columns: list[str] = []
-        for _, fields in chunks:
-            columns += [k for k in fields if k not in columns]
-        start = np.cumsum([0] + [len(pos) for pos, _ in chunks[:-1]])
+        index = np.sort(rows)
+        dest = [np.searchsorted(index, pos) for pos, _ in chunks]   # each chunk's rows in the table
+        columns = list(dict.fromkeys(k for _, fields in chunks for k in fields))
         table = {}
         for name in columns:
-            values = np.zeros(len(rows), np.uint64)
-            mask = np.ones(len(rows), bool)
-            for (pos, fields), a in zip(chunks, start):
-                if name in fields:
-                    values[a:a + len(pos)] = fields[name]
-                    mask[a:a + len(pos)] = False
-            values = values[order]
+            have = [(d, fields[name]) for d, (_, fields) in zip(dest, chunks) if name in fields]
             # most fields are a few bits wide: store each in the smallest unsigned type
-            narrow = np.min_scalar_type(int(values.max()) if len(values) else 0)
-            table[name] = pd.arrays.IntegerArray(values.astype(narrow), mask[order])
-        tables[engine] = pd.DataFrame(table, index=pd.Index(rows[order]))
-    return tables, orders
+            top = max(int(v.max()) if len(v) else 0 for _, v in have)
+            values = np.zeros(len(rows), np.min_scalar_type(top))
+            mask = np.ones(len(rows), bool)
+            for d, v in have:
+                values[d] = v
+                mask[d] = False
+            table[name] = pd.arrays.IntegerArray(values, mask)
+        tables[engine] = pd.DataFrame(table, index=pd.Index(index), copy=False)
+    return tables

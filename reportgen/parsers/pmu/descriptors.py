@@ -131,11 +131,34 @@ def gather(file: np.ndarray, offs: np.ndarray, lens: np.ndarray, width: int) -> 
     return out
 
 
+def field_dtype(width: int) -> type:
+    """The smallest unsigned integer type that holds a ``width``-bit field."""
+    return np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
+
+
 def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
-    """Every register field of a batch of descriptors of one op."""
-    if buf.shape[1] < layout.nbytes:
-        buf = np.pad(buf, ((0, 0), (0, layout.nbytes - buf.shape[1])))
-    return {name: extract(buf, off, width) for name, off, width in layout.fields}
+    """Every register field of a batch of descriptors of one op, each in the smallest unsigned
+    type its width allows (cast before arithmetic).
+
+    The descriptors are read as little-endian 64-bit words, one contiguous array per word, so
+    a field costs a shift, a mask and (when it straddles two words) an or.
+    """
+    n = len(buf)
+    nwords = -(-layout.nbytes // 8) + 1             # a zero word after the last lets fields straddle
+    padded = np.zeros((n, nwords * 8), np.uint8)
+    k = min(buf.shape[1], layout.nbytes)
+    padded[:, :k] = buf[:, :k]
+    words = np.ascontiguousarray(padded.view("<u8").T)   # words[i] = word i of every descriptor
+    out = {}
+    for name, off, width in layout.fields:
+        w, shift = divmod(off, 64)
+        value = words[w] >> np.uint64(shift)
+        if shift + width > 64:
+            value |= words[w + 1] << np.uint64(64 - shift)
+        if width < 64:
+            value &= np.uint64((1 << width) - 1)
+        out[name] = value.astype(field_dtype(width))
+    return out
 
 
 # -- classification ---------------------------------------------------------------------------
@@ -161,54 +184,56 @@ def _tiu_eu_table(chip: str) -> dict[tuple[int, int, int], str]:
 
 
 @lru_cache(maxsize=None)
+def op_names(chip: str) -> tuple[str, ...]:
+    """Every register op of a chip; the classifiers return positions in this tuple."""
+    return tuple(layouts(chip))
+
+
+def _op_code(chip: str, op: str) -> int:
+    names = op_names(chip)
+    return names.index(op) if op in names else -1
+
+
+@lru_cache(maxsize=None)
 def _tiu_op_lookup(chip: str) -> np.ndarray:
-    """Register op by key cmd_short * 512 + tsk_typ * 32 + eu (object array, None = unknown)."""
-    out = np.full(2 * 16 * 32, None, object)
+    """Register op code by key cmd_short * 512 + tsk_typ * 32 + eu (-1 = unknown)."""
+    out = np.full(2 * 16 * 32, -1, np.int64)
     for (short, typ, eu), op in _tiu_eu_table(chip).items():
-        out[short * 512 + typ * 32 + eu] = op
+        out[short * 512 + typ * 32 + eu] = _op_code(chip, op)
     return out
 
 
 @lru_cache(maxsize=None)
 def tiu_length_lookup(chip: str) -> np.ndarray:
     """Descriptor bytes by the same key as :func:`_tiu_op_lookup` (-1 = unknown op)."""
-    lay = layouts(chip)
-    return np.array([lay[o].nbytes if o in lay else -1 for o in _tiu_op_lookup(chip)], np.int64)
+    lay, names = layouts(chip), op_names(chip)
+    return np.array([lay[names[c]].nbytes if c >= 0 else -1 for c in _tiu_op_lookup(chip)], np.int64)
 
 
 def classify_tiu(buf: np.ndarray, chip: str) -> np.ndarray:
-    """Register op name of each TIU descriptor (object array; None if unknown)."""
+    """Register op of each TIU descriptor, as a position in :func:`op_names` (-1: unknown)."""
     short = extract(buf, 0, 1).astype(np.int64)
     typ = extract(buf, 41, 4).astype(np.int64)
     eu = extract(buf, 45, 5).astype(np.int64)
     out = _tiu_op_lookup(chip)[short * 512 + typ * 32 + eu]
     tr_acc = (typ == 12) & (extract(buf, 45, 3) == 0)     # SYS_TR_ACC has a 3-bit eu field
-    out[tr_acc & (out == None)] = "SYS_TR_ACC"  # noqa: E711 (object array comparison)
+    out[tr_acc & (out < 0)] = _op_code(chip, "SYS_TR_ACC")
     return out
 
 
 def classify_dma(buf: np.ndarray, chip: str) -> np.ndarray:
-    short = extract(buf, 3, 1).astype(int)
-    ctype = extract(buf, 32, 5).astype(int)
-    have = layouts(chip)
-    out = np.empty(len(buf), object)
+    short = extract(buf, 3, 1).astype(np.int64)
+    ctype = extract(buf, 32, 5).astype(np.int64)
+    out = np.full(len(buf), -1, np.int64)
     for code, op in DMA_OPS.items():
-        if op not in have:
-            continue
         want_short = 1 if op == "sDMA_sys" else 0
-        out[(ctype == code) & (short == want_short)] = op
+        out[(ctype == code) & (short == want_short)] = _op_code(chip, op)
     return out
 
 
 def classify_cdma(buf: np.ndarray, chip: str) -> np.ndarray:
-    ctype = extract(buf, 4, 4).astype(int)
-    have = layouts(chip)
-    out = np.empty(len(buf), object)
+    ctype = extract(buf, 4, 4).astype(np.int64)
+    out = np.full(len(buf), -1, np.int64)
     for code, op in CDMA_OPS.items():
-        if op in have:
-            out[ctype == code] = op
+        out[ctype == code] = _op_code(chip, op)
     return out
-
-
-def op_length_bytes(op: str, chip: str) -> int:
-    return layouts(chip)[op].nbytes

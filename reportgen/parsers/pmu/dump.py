@@ -22,7 +22,7 @@ from reportgen.model import Meta, Profile
 from reportgen.parsers.pmu import bind, container, describe
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu import descriptors as D
-from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data, tdi_nodes
+from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
 from reportgen.parsers.pmu.records import DES_KV_HEADER, Block
 from reportgen.parsers.pmu.streams import Stream, from_records, normalise
 
@@ -150,12 +150,18 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
             core.kv[(int(key), int(num))] = (b.offset + 8 + 12, len(b.payload) - 12)
         elif b.type in _BMODEL_DES:
             core.bmodel_des.setdefault(_BMODEL_DES[b.type], []).append((b.offset + 8, len(b.payload)))
+    if len(dyn) > 1:
+        warn("multiple-dyn-data", f"{len(dyn)} DYN_DATA blocks: they are read as one stream")
+    nodes = None
+    if dyn:
+        nodes = parse_dyn_data(np.concatenate([w for _, w in dyn]), chip, path, dyn[0][0])
+        core.commands = nodes.lists
+        core.has_nodes = True
     if extra_blocks:
         # entry lengths follow from the nodes' ops: predict them, check them, walk only if wrong
-        predicted = (_predicted_extra_lengths(chip, tdi_nodes(np.concatenate([w for _, w in dyn]), path))
-                     if dyn and len(extra_blocks) == 1 else None)
-        parts = [_dyn_extra_entries(b.payload, path, b.offset + 8, warn,
-                                    predicted if len(extra_blocks) == 1 else None)
+        predicted = (_predicted_extra_lengths(chip, nodes.tdi)
+                     if nodes is not None and len(extra_blocks) == 1 else None)
+        parts = [_dyn_extra_entries(b.payload, path, b.offset + 8, warn, predicted)
                  for b in extra_blocks]
         core.extra_off = np.concatenate([o for o, _ in parts])
         core.extra_len = np.concatenate([n for _, n in parts])
@@ -165,12 +171,6 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
             s = from_records(engine, memoryview(b""), warn)
         s = normalise(s, tiu_mhz if engine == "TIU" else dma_mhz, warn)
         core.streams[engine] = s
-    if len(dyn) > 1:
-        warn("multiple-dyn-data", f"{len(dyn)} DYN_DATA blocks: they are read as one stream")
-    if dyn:
-        words = np.concatenate([w for _, w in dyn])
-        core.commands = parse_dyn_data(words, chip, path, dyn[0][0])
-        core.has_nodes = True
     # profile-init preamble: first 2 records and first 2 nodes per engine
     tiu = core.streams["TIU"]
     if len(tiu) >= INIT_RECORDS:
@@ -189,16 +189,17 @@ def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: floa
 def _predicted_extra_lengths(chip: Chip, nodes: dict[str, np.ndarray]) -> np.ndarray:
     """Descriptor bytes each TDI node's DYN_EXTRA entry should hold (-1: cannot tell)."""
     lay = D.layouts(chip.name)
-    engine = np.array([chip.node_engines.get(e, "") for e in range(8)], object)[nodes["engine"]]
+    codes = lambda *names: [c for c, e in chip.node_engines.items() if e in names]  # noqa: E731
+    engine = nodes["engine"]
     typ, eu = nodes["des_tsk_typ"], nodes["des_tsk_eu_typ"]
     out = np.full(len(typ), -1, np.int64)
-    sel = engine == "TIU"
+    sel = np.isin(engine, codes("TIU"))
     out[sel] = D.tiu_length_lookup(chip.name)[512 + (typ[sel] & 15) * 32 + (eu[sel] & 31)]  # short
-    dma = np.isin(engine, ("GDMA", "SDMA", "VSDMA"))
+    dma = np.isin(engine, codes("GDMA", "SDMA", "VSDMA"))
     out[dma] = np.where(typ[dma] == 6, lay["sDMA_sys"].nbytes, lay["DMA_tensor"].nbytes)
     cdma_len = np.array([lay[D.CDMA_OPS[t]].nbytes if D.CDMA_OPS.get(t) in lay else -1
                          for t in range(32)], np.int64)
-    sel = engine == "CDMA"
+    sel = np.isin(engine, codes("CDMA"))
     out[sel] = cdma_len[typ[sel] & 31]
     return out
 

@@ -85,34 +85,70 @@ def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: in
     return payload, names, des
 
 
-def _ffill(positions: np.ndarray, values, n: int, default) -> np.ndarray:
-    """Value of the last event at or before each index (``default`` before the first).
+def _last_event(positions: np.ndarray, n: int) -> np.ndarray:
+    """Ordinal of the last event at or before each of ``n`` indexes; -1 before the first.
 
-    ``positions`` must be ascending; returns an object array."""
+    ``positions`` must be ascending. Index a table with one extra (default) entry at its end
+    with the result: -1 picks the default."""
     last = np.full(n, -1, np.int64)
     last[positions] = np.arange(len(positions))
-    last = np.maximum.accumulate(last) if n else last
-    table = np.append(np.asarray(values, dtype=object), np.array([default], dtype=object))
-    return table[last]                       # index -1 picks the default
+    return np.maximum.accumulate(last) if n else last
+
+
+@dataclass
+class DynData:
+    """What one core's DYN_DATA words describe."""
+
+    #: "TIU", "GDMA", "SDMA", "CDMA<p>" -> the commands of that lane in dispatch order
+    lists: dict[str, CommandList]
+    #: node fields of the TDI NODE_SET words, in order: each owns one DYN_EXTRA entry
+    tdi: dict[str, np.ndarray]
+
+
+#: lane codes: the three core engines, then one lane per CDMA port (CDMA_LANE + port)
+LANES = ("TIU", "GDMA", "SDMA")
+CDMA_LANE = len(LANES)
+
+
+def _lane_name(code: int) -> str:
+    return LANES[code] if code < CDMA_LANE else f"CDMA{code - CDMA_LANE}"
+
+
+def _engine_lanes(chip: Chip) -> np.ndarray:
+    """Lane code per node engine field (VSDMA joins SDMA; HAU and unknown engines: -1)."""
+    out = np.full(8, -1, np.int64)
+    for code, name in chip.node_engines.items():
+        name = "SDMA" if name == "VSDMA" else name
+        out[code] = LANES.index(name) if name in LANES else CDMA_LANE if name == "CDMA" else -1
+    return out
+
+
+_MODES = np.array(["TDI", "RVT"], object)
 
 
 def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
-                   extra_base: int = 0) -> dict[str, CommandList]:
-    """One DYN_DATA block -> {"TIU": ..., "GDMA": ..., "SDMA": ..., "CDMA<p>": ...}."""
-    words = _inject_rvt_wraps(words, chip, path, base_offset)
-    n = len(words)
+                   extra_base: int = 0) -> DynData:
+    """One DYN_DATA block -> command lists per lane and the TDI nodes owning DYN_EXTRA entries."""
     f = node_fields(words)
+    payload, names, des_refs = _strings_and_des(words, f["type"], path, base_offset)
+    tdi_raw = ~payload & (f["type"] == Node.NODE_SET)
+    tdi = {k: v[tdi_raw] for k, v in f.items()}
+    if (f["type"] == Node.RVT_NODE_SET).any():
+        words = _inject_rvt_wraps(words, chip, path, base_offset)
+        if len(words) != len(f["type"]):
+            f = node_fields(words)
+            payload, names, des_refs = _strings_and_des(words, f["type"], path, base_offset)
+    n = len(words)
     types = f["type"]
-    payload, names, des_refs = _strings_and_des(words, types, path, base_offset)
     bad = ~payload & ~np.isin(types, list(_VALID_TYPES))
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"unknown dynamic node type {int(types[i])} (word 0x{int(words[i]):08x})",
                          offset=base_offset + 4 * i)
     live = ~payload
-    engine_name = np.array([chip.node_engines.get(int(e), None) for e in range(8)], object)[f["engine"]]
     is_set = live & ((types == Node.NODE_SET) | (types == Node.RVT_NODE_SET))
-    bad_engine = (is_set | (live & (types == Node.ID_RESET))) & (engine_name == None)  # noqa: E711
+    resets = live & (types == Node.ID_RESET)
+    bad_engine = (is_set | resets) & ~np.isin(f["engine"], list(chip.node_engines))
     if bad_engine.any():
         i = int(np.flatnonzero(bad_engine)[0])
         raise InputError(path, f"dynamic node for engine code {int(f['engine'][i])}, which {chip.name} "
@@ -123,42 +159,41 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     end_pos = np.flatnonzero(live & (types == Node.FUNC_END))
     ev_pos = np.concatenate([func_pos, end_pos])
     order = np.argsort(ev_pos, kind="stable")
-    ev_pos = ev_pos[order]
-    ev_scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos), -1)])[order]
-    ev_name = np.array([names[int(p)] for p in func_pos] + [None] * len(end_pos), object)[order]
-    scope = _ffill(ev_pos, ev_scope, n, -1).astype(np.int64)
-    kernel = _ffill(ev_pos, ev_name, n, None)
+    last = _last_event(ev_pos[order], n)
+    scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos) + 1, -1)])[
+        np.append(order, len(order))][last]
+    kernel = np.array([names[int(p)] for p in func_pos] + [None] * (len(end_pos) + 1), object)[
+        np.append(order, len(order))][last]
     batch_pos = np.flatnonzero(live & (types == Node.BATCH_IDX))
-    batch = _ffill(batch_pos, f["packed"][batch_pos], n, -1).astype(np.int64)
+    batch = np.append(f["packed"][batch_pos], -1)[_last_event(batch_pos, n)]
 
     # DYN_EXTRA entries are consumed one per TDI NODE_SET, every engine included
-    tdi = live & (types == Node.NODE_SET)
-    extra_idx = np.where(tdi, extra_base + np.cumsum(tdi) - 1, -1)
+    tdi_now = live & (types == Node.NODE_SET)
+    extra_idx = np.where(tdi_now, extra_base + np.cumsum(tdi_now) - 1, -1)
 
-    # which list each command goes to: engine (VSDMA joins SDMA, HAU dropped), CDMA per port
-    lane = np.where(engine_name == "VSDMA", "SDMA", engine_name).astype(object)
-    cdma = lane == "CDMA"
-    port = (f["extra_info"] >> 8) & 0xF
-    lane[cdma] = np.array([f"CDMA{p}" for p in port[cdma]], object)
+    # which list each command goes to: engine lane, CDMA one lane per port
+    lane = _engine_lanes(chip)[f["engine"]]
+    cdma = lane == CDMA_LANE
+    lane[cdma] += (f["extra_info"][cdma] >> 8) & 0xF
 
     des_pos = np.array(sorted(des_refs), np.int64)
-    des_lane = {int(Node.DES_TIU): "TIU", int(Node.DES_GDMA): "GDMA", int(Node.DES_SDMA): "SDMA"}
-    resets = live & (types == Node.ID_RESET)
-
+    des_lane = {int(Node.DES_TIU): 0, int(Node.DES_GDMA): 1, int(Node.DES_SDMA): 2}
+    des_lanes = np.array([des_lane.get(int(types[p]), CDMA_LANE + (des_refs[int(p)][1] >> 28))
+                          for p in des_pos], np.int64)
+    used = np.bincount(lane[is_set & (lane >= 0)], minlength=CDMA_LANE + 16)
+    lanes = np.union1d(np.flatnonzero(used), des_lanes)
     out: dict[str, CommandList] = {}
-    lanes = sorted({l for l in lane[is_set] if l not in (None, "HAU")} |
-                   {des_lane.get(int(types[p]), f"CDMA{des_refs[int(p)][1] >> 28}") for p in des_pos})
-    for name in lanes:
-        mine = is_set & (lane == name)
+    for code in lanes.tolist():
+        mine = is_set & (lane == code)
         # a lane's counter restarts at its own ID_RESET and at every DES reference
-        my_reset = resets & (lane == name)
-        reset_pos = np.union1d(np.flatnonzero(my_reset), des_pos)
-        out[name] = _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel,
-                            scope, batch, extra_idx)
-    return out
+        reset_pos = np.union1d(np.flatnonzero(resets & (lane == code)), des_pos)
+        name = _lane_name(code)
+        out[name] = _number(name, mine, reset_pos, des_pos[des_lanes == code], des_refs, types, f,
+                            kernel, scope, batch, extra_idx)
+    return DynData(out, tdi)
 
 
-def _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel, scope, batch,
+def _number(name, mine, reset_pos, mine_des, des_refs, types, f, kernel, scope, batch,
             extra_idx) -> CommandList:
     idx = np.flatnonzero(mine)
     # counter value = commands of this lane since the last reset before them
@@ -166,25 +201,20 @@ def _number(name, mine, reset_pos, des_pos, des_refs, des_lane, types, f, kernel
     first_in_seg = np.r_[True, seg[1:] != seg[:-1]] if len(idx) else np.zeros(0, bool)
     run_start = np.maximum.accumulate(np.where(first_in_seg, np.arange(len(idx)), 0)) if len(idx) else idx
     ids = np.arange(len(idx)) - run_start
-    mode = np.where(types[idx] == Node.RVT_NODE_SET, "RVT", "TDI").astype(object)
     cl = CommandList(
         engine=name, ids=ids.astype(np.int64), tsk_typ=f["des_tsk_typ"][idx], eu=f["des_tsk_eu_typ"][idx],
-        extra_info=f["extra_info"][idx], mode=mode, kernel=kernel[idx], scope=scope[idx],
-        batch=batch[idx], extra_idx=extra_idx[idx],
+        extra_info=f["extra_info"][idx], mode=_MODES[(types[idx] == Node.RVT_NODE_SET).astype(np.intp)],
+        kernel=kernel[idx], scope=scope[idx], batch=batch[idx], extra_idx=extra_idx[idx],
         section=seg.astype(np.int64) * 2)
-    # DES references of this lane become their own (empty-bodied) sections, placed in order
-    mine_des = [p for p in des_pos if des_lane.get(int(types[p]), None) == name or
-                (name.startswith("CDMA") and types[p] == Node.DES_CDMA and
-                 f"CDMA{des_refs[int(p)][1] >> 28}" == name)]
-    if mine_des:
-        # section number of a DES ref: 2*segment(before it)+1 keeps order with the TDI runs
-        seg_of = np.searchsorted(reset_pos, np.array(mine_des), side="left") * 2 + 1
-        for p, s in zip(mine_des, seg_of):
-            key, cmd_num = des_refs[int(p)]
-            if types[p] == Node.DES_CDMA:
-                cmd_num &= 0x0FFFFFFF
-            cl.des[int(s)] = (key, cmd_num)
-            cl.des_tags[int(s)] = (kernel[p], int(scope[p]), int(batch[p]))
+    # DES references of this lane become their own (empty-bodied) sections, placed in order:
+    # section number of a DES ref is 2*segment(before it)+1, which keeps order with the TDI runs
+    seg_of = np.searchsorted(reset_pos, mine_des, side="left") * 2 + 1
+    for p, s in zip(mine_des.tolist(), seg_of.tolist()):
+        key, cmd_num = des_refs[p]
+        if types[p] == Node.DES_CDMA:
+            cmd_num &= 0x0FFFFFFF
+        cl.des[s] = (key, cmd_num)
+        cl.des_tags[s] = (kernel[p], int(scope[p]), int(batch[p]))
     return cl
 
 
@@ -196,7 +226,7 @@ def _inject_rvt_wraps(words: np.ndarray, chip: Chip, path, base_offset: int) -> 
     two id resets. Wraps happen once per 262,143 TIU commands: one vectorised pass per wrap.
     Byte offsets in later error messages are then 16 bytes per wrap late.
     """
-    if "TIU" not in chip.node_engines.values() or 13 not in set(np.unique(words & 0x7F).tolist()):
+    if "TIU" not in chip.node_engines.values():
         return words
     tiu_code, gdma_code = chip.engine_code("TIU"), chip.engine_code("GDMA")
     done = 0                                   # words before this index are already handled
@@ -224,16 +254,3 @@ def _inject_rvt_wraps(words: np.ndarray, chip: Chip, path, base_offset: int) -> 
                          np.uint32)
         words = np.concatenate([words[:p], extra, words[p:]])
         done = p + len(extra)
-
-
-def tdi_nodes(words: np.ndarray, path, base_offset: int = 0) -> dict[str, np.ndarray]:
-    """Fields of the TDI NODE_SET words in order: the nodes that own one DYN_EXTRA entry each."""
-    f = node_fields(words)
-    payload, _, _ = _strings_and_des(words, f["type"], path, base_offset)
-    tdi = ~payload & (f["type"] == Node.NODE_SET)
-    return {k: v[tdi] for k, v in f.items()}
-
-
-def split_init(cl: CommandList, count: int) -> tuple[CommandList, CommandList]:
-    """The profile-init commands (first ``count``) and the rest."""
-    return cl.take(slice(0, count)), cl.take(slice(count, None))

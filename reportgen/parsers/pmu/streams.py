@@ -49,7 +49,7 @@ def from_records(engine: str, payload: memoryview, warn, count=lambda key, n: No
     count("read", whole)
     # firmware truncates a ring at the first all-zero record: stop there too
     if whole:
-        zero = np.flatnonzero(~rec.view(np.uint8).reshape(whole, -1).any(axis=1))
+        zero = np.flatnonzero(~rec.view(np.uint64).reshape(whole, -1).any(axis=1))
         if len(zero):
             warn("zero-record", f"{engine} stream ends at an all-zero record: "
                  f"{whole - zero[0]} trailing record(s) ignored")

@@ -28,20 +28,34 @@ def D(x, a):
     return -(-x // a)
 
 
-def _prec(fields, name, n):
-    return np.asarray(fields.get(name, np.zeros(n)), np.int64) & 7
+def _prec(fields: "_Int64Fields", name: str) -> np.ndarray:
+    return fields.get(name) & 7
+
+
+class _Int64Fields(dict):
+    """Register fields as int64, converted on first use (missing fields read as ``zero``)."""
+
+    def __init__(self, fields: dict[str, np.ndarray], zero: np.ndarray):
+        super().__init__()
+        self._fields, self._zero = fields, zero
+
+    def get(self, name):
+        if name not in self:
+            raw = self._fields.get(name)
+            self[name] = self._zero if raw is None else np.asarray(raw).astype(np.int64)
+        return dict.__getitem__(self, name)
 
 
 def tiu_ops(op: str, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """(alg_ops, uarch_ops, alg_cycle) as float arrays; NaN where the op is not modelled."""
     n = len(next(iter(fields.values())))
-    g = {k: np.asarray(v).astype(np.int64) for k, v in fields.items()}
     z = np.zeros(n, np.int64)
-    get = lambda k: g.get(k, z)  # noqa: E731
+    g = _Int64Fields(fields, z)     # fields are narrow unsigned: widen only those an op uses
+    get = g.get
     N, C, H, W = get("res0_n"), get("res0_c"), get("res0_h"), get("res0_w")
     eu = get("tsk_eu_typ")
-    p0 = _prec(g, "opt_opd0_prec", n)
-    pr = _prec(g, "opt_res0_prec", n)
+    p0 = _prec(g, "opt_opd0_prec")
+    pr = _prec(g, "opt_res0_prec")
     base = op[1:] if op.startswith("s") and op not in ("sDMA_sys",) else op
     base = {"CW&sBC": "CW&BC", "RQ&sDQ": "RQ&DQ"}.get(base, base)
     nan = np.full(n, np.nan)
@@ -111,13 +125,13 @@ def tiu_ops(op: str, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         uarch = 2 * N * A(C, NPU) * H * A(W, EU_NUM[pr])
         cyc = D(alg, ACT[pr] * NPU * 2)
     elif base == "CMP":
-        q = np.where(np.isin(eu, (23, 24, 26)), _prec(g, "opt_opd2_prec", n), p0)
+        q = np.where(np.isin(eu, (23, 24, 26)), _prec(g, "opt_opd2_prec"), p0)
         alg = 2 * N * C * H * W
         uarch = 2 * N * A(C, NPU) * A(H * W, EU_NUM[p0])
         cyc = D(alg, ACT[q] * NPU * 2)
     elif base == "VC":
         nv = (get("opd0_c") - 1) * get("opd0_w") + get("opd1_w")
-        maxb = np.maximum.reduce([BYTES[p0], BYTES[_prec(g, "opt_opd1_prec", n)], BYTES[pr]])
+        maxb = np.maximum.reduce([BYTES[p0], BYTES[_prec(g, "opt_opd1_prec")], BYTES[pr]])
         act = 16 // maxb
         alg = nv * C * W
         uarch = nv * A(C, NPU) * A(W, act)
