@@ -129,6 +129,13 @@ class Meta:
             entry = self.accounting.setdefault(sheet, {})
             entry[key] = entry.get(key, 0) + int(n)
 
+    def merge(self, other: "Meta") -> None:
+        """Add the warnings and record accounting that ``other`` collected (a worker's)."""
+        self.warnings += other.warnings
+        for sheet, counts in other.accounting.items():
+            for key, n in counts.items():
+                self.count(sheet, key, n)
+
 
 class LazyTables(MutableMapping):
     """A name -> DataFrame mapping built by ``build()`` on first use.

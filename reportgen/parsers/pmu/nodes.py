@@ -180,32 +180,40 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     des_lane = {int(Node.DES_TIU): 0, int(Node.DES_GDMA): 1, int(Node.DES_SDMA): 2}
     des_lanes = np.array([des_lane.get(int(types[p]), CDMA_LANE + (des_refs[int(p)][1] >> 28))
                           for p in des_pos], np.int64)
-    used = np.bincount(lane[is_set & (lane >= 0)], minlength=CDMA_LANE + 16)
-    lanes = np.union1d(np.flatnonzero(used), des_lanes)
+    # the commands grouped by lane (dispatch order within a lane), each field gathered once
+    cmds = np.flatnonzero(is_set & (lane >= 0))
+    cmds = cmds[np.argsort(lane[cmds].astype(np.int8), kind="stable")]    # radix sort
+    cmd_lane = lane[cmds]
+    fields = {"tsk_typ": f["des_tsk_typ"][cmds], "eu": f["des_tsk_eu_typ"][cmds],
+              "extra_info": f["extra_info"][cmds],
+              "mode": _MODES[(types[cmds] == Node.RVT_NODE_SET).astype(np.intp)],
+              "kernel": kernel[cmds], "scope": scope[cmds], "batch": batch[cmds],
+              "extra_idx": extra_idx[cmds]}
+    reset_at = np.flatnonzero(resets)
+    reset_lane = lane[reset_at]
+    lanes = np.union1d(cmd_lane[np.r_[True, cmd_lane[1:] != cmd_lane[:-1]]] if len(cmd_lane) else cmd_lane,
+                       des_lanes)
+    starts = np.searchsorted(cmd_lane, lanes, side="left")
+    ends = np.searchsorted(cmd_lane, lanes, side="right")
     out: dict[str, CommandList] = {}
-    for code in lanes.tolist():
-        mine = is_set & (lane == code)
+    for code, a, b in zip(lanes.tolist(), starts.tolist(), ends.tolist()):
         # a lane's counter restarts at its own ID_RESET and at every DES reference
-        reset_pos = np.union1d(np.flatnonzero(resets & (lane == code)), des_pos)
+        reset_pos = np.union1d(reset_at[reset_lane == code], des_pos)
         name = _lane_name(code)
-        out[name] = _number(name, mine, reset_pos, des_pos[des_lanes == code], des_refs, types, f,
-                            kernel, scope, batch, extra_idx)
+        mine = {k: v[a:b] for k, v in fields.items()}
+        out[name] = _number(name, cmds[a:b], mine, reset_pos, des_pos[des_lanes == code], des_refs,
+                            types, kernel, scope, batch)
     return DynData(out, tdi)
 
 
-def _number(name, mine, reset_pos, mine_des, des_refs, types, f, kernel, scope, batch,
-            extra_idx) -> CommandList:
-    idx = np.flatnonzero(mine)
+def _number(name, idx, fields, reset_pos, mine_des, des_refs, types, kernel, scope,
+            batch) -> CommandList:
     # counter value = commands of this lane since the last reset before them
     seg = np.searchsorted(reset_pos, idx, side="right")        # segment number per command
     first_in_seg = np.r_[True, seg[1:] != seg[:-1]] if len(idx) else np.zeros(0, bool)
     run_start = np.maximum.accumulate(np.where(first_in_seg, np.arange(len(idx)), 0)) if len(idx) else idx
     ids = np.arange(len(idx)) - run_start
-    cl = CommandList(
-        engine=name, ids=ids.astype(np.int64), tsk_typ=f["des_tsk_typ"][idx], eu=f["des_tsk_eu_typ"][idx],
-        extra_info=f["extra_info"][idx], mode=_MODES[(types[idx] == Node.RVT_NODE_SET).astype(np.intp)],
-        kernel=kernel[idx], scope=scope[idx], batch=batch[idx], extra_idx=extra_idx[idx],
-        section=seg.astype(np.int64) * 2)
+    cl = CommandList(engine=name, ids=ids.astype(np.int64), section=seg.astype(np.int64) * 2, **fields)
     # DES references of this lane become their own (empty-bodied) sections, placed in order:
     # section number of a DES ref is 2*segment(before it)+1, which keeps order with the TDI runs
     seg_of = np.searchsorted(reset_pos, mine_des, side="left") * 2 + 1

@@ -49,7 +49,9 @@ def from_records(engine: str, payload: memoryview, warn, count=lambda key, n: No
     count("read", whole)
     # firmware truncates a ring at the first all-zero record: stop there too
     if whole:
-        zero = np.flatnonzero(~rec.view(np.uint64).reshape(whole, -1).any(axis=1))
+        cand = np.flatnonzero((rec["inst_start_time"] == 0) & (rec["inst_end_time"] == 0))
+        words = rec[cand].view(np.uint32).reshape(len(cand), dtype.itemsize // 4)
+        zero = cand[~words.any(axis=1)]
         if len(zero):
             warn("zero-record", f"{engine} stream ends at an all-zero record: "
                  f"{whole - zero[0]} trailing record(s) ignored")
