@@ -27,7 +27,8 @@ values). Command sheets are then written as sheet XML built column by column for
 rows at a time (:func:`write_rows_xml`): cells without the optional ``r`` reference (a missing
 value is an empty ``<c/>`` placeholder), constant tags once per column. That XML is about half
 the size of xlsxwriter's, and the zip uses zlib level :data:`ZIP_LEVEL` (3, not 6): ~110k
-rows/s at 19 columns for 640k-1.28M commands (xlsxwriter's cell API: ~10k rows/s). The small
+rows/s at 19 columns for 640k-1.28M synthetic commands, ~145k on decoded 8-core dumps of
+0.68M and 1.1M commands (before: ~52k and ~58k; xlsxwriter's cell API: ~13k). The small
 Engine Summary, and any xlsxwriter version without the internals that path needs, use the
 cell API (:func:`write_rows_cellwise`). A test checks both give the same workbook.
 
@@ -35,8 +36,8 @@ Other backends: the Rust-backed ``rustpy-xlsxwriter`` (0.8.0) was evaluated and 
 It writes one table per sheet (a header row, then rows from a DataFrame or dicts; merged
 cells only above that header), so the Engine Summary's facts, group band, table and
 definitions below it cannot be laid out, and one workbook cannot come from two libraries. On
-the command sheets alone it measured ~64k rows/s without pyarrow (~87k with pyarrow and
-categorical texts) against this path's ~110k; ``benchmarks/bench_xlsx.py --paths
+the command sheets alone it measured 51-64k rows/s without pyarrow (72-87k with pyarrow and
+categorical texts) against this path's 106-125k; ``benchmarks/bench_xlsx.py --paths
 xml,cells,rust`` repeats the comparison.
 """
 from __future__ import annotations
