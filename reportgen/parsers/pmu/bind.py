@@ -15,7 +15,8 @@ from reportgen.model import Meta
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
-from reportgen.parsers.pmu.describe import Binding, describe_records
+from reportgen.parsers.pmu.describe import DESC, NODE, UNBOUND, Binding, describe_records
+from reportgen.parsers.pmu.labels import CODE, MODE
 from reportgen.parsers.pmu.nodes import CommandList
 from reportgen.parsers.pmu.streams import Stream
 
@@ -82,8 +83,8 @@ def _node_sections(cl: CommandList, core, engine: str, chip: Chip) -> _Sections:
             members.append(None)
             des.append((key, num))
             blobs.append(None)
-            k, sc, bt = cl.des_tags.get(s, (None, -1, -1))
-            tags.append((k, sc, bt, "DES"))
+            k, sc, bt = cl.des_tags.get(s, (-1, -1, -1))
+            tags.append((k, sc, bt, MODE["DES"]))
         else:
             idx = order[a:b]
             spans.append(int(cl.ids[idx].max() - cl.ids[idx].min() + 1) if len(idx) else 0)
@@ -92,14 +93,14 @@ def _node_sections(cl: CommandList, core, engine: str, chip: Chip) -> _Sections:
             blobs.append(None)
             f = idx[0] if len(idx) else None
             tags.append((cl.kernel[f], int(cl.scope[f]), int(cl.batch[f]), cl.mode[f]) if f is not None
-                        else (None, -1, -1, "TDI"))
+                        else (-1, -1, -1, MODE["TDI"]))
     return _Sections(np.array(spans, np.int64), members, des, blobs, tags)
 
 
 def _bmodel_sections(core, blocks: list[tuple[int, int]], engine: str, chip: Chip) -> _Sections:
     blobs = [walk_chain(core.file, off, n, engine, chip) for off, n in blocks]
     return _Sections(np.array([len(b[0]) for b in blobs], np.int64), [None] * len(blobs),
-                     [None] * len(blobs), blobs, [(None, -1, -1, "BMODEL")] * len(blobs))
+                     [None] * len(blobs), blobs, [(-1, -1, -1, MODE["BMODEL"])] * len(blobs))
 
 
 def _edge_trim_tiu(ids: np.ndarray, cmd_ids: np.ndarray) -> np.ndarray:
@@ -143,7 +144,7 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
     rec = _bind(s, secs, cl, core, engine, chip, meta)
     if secs is not None and engine == "TIU" and len(s):
         # unbound records at both ends of a TIU stream are dropped (nothing explains them)
-        bound = rec["source"] != ""
+        bound = rec["source"] != UNBOUND
         if bound.any():
             lo, hi = int(np.argmax(bound)), len(bound) - int(np.argmax(bound[::-1]))
             if lo or hi < len(bound):
@@ -161,12 +162,12 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
 def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> dict[str, np.ndarray]:
     n = len(s)
     rec = {
-        "source": np.full(n, "", object),       # "" unbound, "node", "desc"
+        "source": np.full(n, UNBOUND, np.int8),  # UNBOUND, NODE or DESC
         "cmd": np.full(n, -1, np.int64),        # index into the command list (node)
         "desc_off": np.full(n, -1, np.int64),   # descriptor: offset in the core file
         "desc_len": np.zeros(n, np.int64),
-        "kernel": np.full(n, None, object), "scope": np.full(n, -1, np.int64),
-        "batch": np.full(n, -1, np.int64), "mode": np.full(n, "PMU", object),
+        "kernel": np.full(n, -1, CODE), "scope": np.full(n, -1, np.int64),
+        "batch": np.full(n, -1, np.int64), "mode": np.full(n, MODE["PMU"], CODE),
     }
     if secs is None or n == 0:
         return rec
@@ -191,7 +192,7 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
             pos = np.arange(a, b)[ok]
             cidx = members[rel[ok]]
             rec["cmd"][pos] = cidx
-            rec["source"][pos] = "node"
+            rec["source"][pos] = NODE
             rec["kernel"][pos], rec["scope"][pos] = cl.kernel[cidx], cl.scope[cidx]
             rec["batch"][pos], rec["mode"][pos] = cl.batch[cidx], cl.mode[cidx]
             ex = cl.extra_idx[cidx]
@@ -203,7 +204,7 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
                           "than commands; the rest are described from their dynamic node", str(core.path))
             rec["desc_off"][pos[has]] = core.extra_off[ex[has]]
             rec["desc_len"][pos[has]] = core.extra_len[ex[has]]
-            rec["source"][pos[has]] = "desc"
+            rec["source"][pos[has]] = DESC
         else:                                                  # DES chain or bmodel block
             blobs = secs.blobs[ci]
             if blobs is None:
@@ -219,7 +220,7 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
             ok = rel < len(offs)
             pos = np.arange(a, b)[ok]
             rec["desc_off"][pos], rec["desc_len"][pos] = offs[rel[ok]], lens[rel[ok]]
-            rec["source"][pos] = "desc"
+            rec["source"][pos] = DESC
     return rec
 
 
@@ -299,7 +300,7 @@ def _bind_port(s: Stream, port: int, cores, anchor, chip: Chip, meta: Meta) -> B
             cl = cl.take(slice(2, None))          # the port's tx_wait + nop init commands
         secs = _node_sections(cl, core, lane, chip)
         sub = _bind(s, secs, cl, core, lane, chip, meta)
-        hit = sub["source"] != ""
+        hit = sub["source"] != UNBOUND
         votes += hit
         chosen[hit] = core.index
         sub["node_fields"] = _node_fields(cl, sub["cmd"])
@@ -309,13 +310,13 @@ def _bind_port(s: Stream, port: int, cores, anchor, chip: Chip, meta: Meta) -> B
         meta.warn("cdma-ambiguous", f"CDMA port {port}: {int(amb.sum())} record(s) could belong to "
                   "several submitting cores and are left unattributed")
         chosen[amb] = -1
-    rec = {"source": np.full(n, "", object), "cmd": np.full(n, -1, np.int64),
+    rec = {"source": np.full(n, UNBOUND, np.int8), "cmd": np.full(n, -1, np.int64),
            "desc_off": np.full(n, -1, np.int64), "desc_len": np.zeros(n, np.int64),
-           "kernel": np.full(n, None, object),
+           "kernel": np.full(n, -1, CODE),
            "scope": np.full(n, -1, np.int64), "batch": np.full(n, -1, np.int64),
-           "mode": np.full(n, "PMU", object),
+           "mode": np.full(n, MODE["PMU"], CODE),
            "node_fields": {k: np.zeros(n, np.int64) for k in ("tsk_typ", "eu", "extra_info")} | {
-               "mode": np.full(n, "PMU", object)}}
+               "mode": np.full(n, MODE["PMU"], CODE)}}
     core_of = np.full(n, anchor.index if anchor is not None else chip.anchor_core, np.int64)
     # descriptors of different submitting cores live in different files: copy the few that
     # CDMA records bind to into one small pool
@@ -336,7 +337,7 @@ def _bind_port(s: Stream, port: int, cores, anchor, chip: Chip, meta: Meta) -> B
         core_of[sel] = ci
     pool_arr = np.concatenate(pool) if pool else np.zeros(1, np.uint8)
     b = describe_records(s, rec, "CDMA", 0, chip, meta, pool_arr, port=port)
-    b.cols["core"] = core_of
+    b.cols["core"] = core_of.astype(np.int16)
     return b
 
 
@@ -345,9 +346,9 @@ def _node_fields(cl: CommandList, cmd: np.ndarray) -> dict[str, np.ndarray]:
     c = np.where(ok, cmd, 0)
     if len(cl) == 0:
         z = np.zeros(len(cmd), np.int64)
-        return {"tsk_typ": z, "eu": z, "extra_info": z, "mode": np.full(len(cmd), "PMU", object)}
+        return {"tsk_typ": z, "eu": z, "extra_info": z, "mode": np.full(len(cmd), MODE["PMU"], CODE)}
     return {"tsk_typ": np.where(ok, cl.tsk_typ[c], 0), "eu": np.where(ok, cl.eu[c], 0),
             "extra_info": np.where(ok, cl.extra_info[c], 0),
-            "mode": np.where(ok, cl.mode[c], "PMU").astype(object)}
+            "mode": np.where(ok, cl.mode[c], MODE["PMU"]).astype(CODE)}
 
 

@@ -17,6 +17,7 @@ from reportgen.model import LazyTables, Meta, finalize_commands
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
+from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import DTYPE_NAMES
 from reportgen.parsers.pmu.streams import Stream
 from reportgen.parsers.pmu.tiu_ops import tiu_ops
@@ -25,12 +26,18 @@ SYS_TYPE = {"TIU": 15, "GDMA": 6, "SDMA": 6, "CDMA": 7}
 NAME_ENGINE = {"TIU": "TIU", "GDMA": "DMA", "SDMA": "DMA", "CDMA": "CDMA"}
 #: (send, wait) codes given to unbound system-looking records, per engine
 SYS_LABEL_CODES = {"TIU": (8, 9), "GDMA": (3, 4), "SDMA": (3, 4), "CDMA": (3, 4)}
+#: model columns that describe_records fills with label codes
+LABEL_COLUMNS = ("func_type", "func_name", "kernel", "mode", "direction", "dtype")
+#: what binding found for a record (``rec["source"]``)
+UNBOUND, NODE, DESC = 0, 1, 2
 
 
 @dataclass
 class Binding:
-    """The described records of one stream: model columns as numpy arrays (one row per record)."""
+    """The described records of one stream: model columns as numpy arrays (one row per record);
+    text columns as label codes (labels.LABELS)."""
 
+    engine: str
     cols: dict[str, np.ndarray] = field(default_factory=dict)
     #: register fields per op: (row positions, {field: uint64 values}) in register order
     regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=list)
@@ -48,7 +55,8 @@ class Binding:
             sel = np.isin(pos, keep)
             if sel.any():
                 regs.append((np.searchsorted(keep, pos[sel]), {k: v[sel] for k, v in fields.items()}))
-        return Binding({k: v[keep] for k, v in self.cols.items()}, regs, self.anchored, self.field_order)
+        return Binding(self.engine, {k: v[keep] for k, v in self.cols.items()}, regs, self.anchored,
+                       self.field_order)
 
 
 # -- description -------------------------------------------------------------------------------
@@ -62,25 +70,31 @@ def _names(chip: Chip, engine: str, ctype: np.ndarray, eu: np.ndarray) -> tuple[
 
 @lru_cache(maxsize=None)
 def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
-    """Lookup arrays over every (cmd type, eu) pair: 32 x 32 entries."""
+    """Label codes of Function Type / Name over every (cmd type, eu) pair: 32 x 32 entries."""
     table = D.mode1_names(chip)
     types = {t: ft for (e, t, _), (ft, _) in table.items() if e == eng}
-    ft_u = np.empty(32 * 32, object)
-    fn_u = np.empty(32 * 32, object)
+    ft_u, fn_u = [], []
     for t in range(32):
         for e in range(32):
             hit = table.get((eng, t, e))
             ft = hit[0] if hit else types.get(t, f"cmd_type_{t}")
-            ft_u[t * 32 + e] = ft
-            fn_u[t * 32 + e] = hit[1] if hit else f"{ft}_{e}"
-    return ft_u, fn_u
+            ft_u.append(ft)
+            fn_u.append(hit[1] if hit else f"{ft}_{e}")
+    return LABELS.codes(ft_u), LABELS.codes(fn_u)
+
+
+@lru_cache(maxsize=None)
+def _mode2_names(op: str) -> np.ndarray:
+    """Label codes of a decoded TIU op's Function Name by tsk_eu_typ (0..31)."""
+    return LABELS.codes(D.mode2_name_table(op))
 
 
 #: memory codes (node extra_info order; descriptor address tags map onto them); -1 unknown
 MEMS = ("DDR", "L2M", "LMEM", "MEM3")
 DDR, L2M, LMEM = 0, 1, 2
-#: "SRC->DST" by src * 4 + dst; entry 16 (unknown) is None
-_DIRECTIONS = np.array([f"{a}->{b}" for a in MEMS for b in MEMS] + [None], object)
+#: label codes of "SRC->DST" by src * 4 + dst; entry 16 (unknown) is -1
+_DIRECTIONS = np.append(LABELS.codes(f"{a}->{b}" for a in MEMS for b in MEMS), -1).astype(CODE)
+_TENSOR_NAMES = LABELS.codes(["tensorLd", "tensorSt", "tensorMv", "tensor"])
 
 
 def _direction(src: np.ndarray, dst: np.ndarray) -> np.ndarray:
@@ -96,7 +110,7 @@ def _tensor_name(fname: np.ndarray, ctype: np.ndarray, sp: np.ndarray, src, dst)
     ld = (src == DDR) & ((dst == LMEM) | (dst == DDR))
     st = (src == LMEM) & (dst == DDR)
     mv = (src == LMEM) & (dst == LMEM)
-    out[sel] = np.where(ld, "tensorLd", np.where(st, "tensorSt", np.where(mv, "tensorMv", "tensor")))[sel]
+    out[sel] = _TENSOR_NAMES[np.where(ld, 0, np.where(st, 1, np.where(mv, 2, 3)))[sel]]
     return out
 
 
@@ -104,11 +118,13 @@ def _mem_from_tag(tag: np.ndarray) -> np.ndarray:
     return np.where(tag == 31, LMEM, np.where(tag == 30, L2M, DDR))
 
 
-_DTYPES = np.array([DTYPE_NAMES.get(c, f"dtype_{c}") for c in range(128)], object)
-#: TIU "opd -> res" data type by opd * 128 + res
-_DTYPE_PAIRS = np.array([f"{a} -> {b}" for a in _DTYPES for b in _DTYPES], object)
-#: TIU "opd -> None" by opd
-_DTYPE_TO_NONE = np.array([f"{a} -> None" for a in _DTYPES], object)
+_DTYPE_TEXT = [DTYPE_NAMES.get(c, f"dtype_{c}") for c in range(128)]
+_DTYPES = LABELS.codes(_DTYPE_TEXT)
+#: TIU node data type "X -> X" by the node's 7-bit result type
+_DTYPE_SAME = LABELS.codes(f"{a} -> {a}" for a in _DTYPE_TEXT)
+#: TIU descriptor "opd -> res" by opd * 8 + res (3-bit precisions), and "opd -> None" by opd
+_DTYPE_PAIRS = LABELS.codes(f"{a} -> {b}" for a in _DTYPE_TEXT[:8] for b in _DTYPE_TEXT[:8])
+_DTYPE_TO_NONE = LABELS.codes(f"{a} -> None" for a in _DTYPE_TEXT[:8])
 
 
 def _dtype_name(codes: np.ndarray) -> np.ndarray:
@@ -119,7 +135,7 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
               file: np.ndarray, port: int | None = None) -> Binding:
     n = len(s)
     cols: dict[str, np.ndarray] = {
-        "core": np.full(n, core_index, np.int64), "engine": np.full(n, engine, object),
+        "core": np.full(n, core_index, np.int16),
         "port": np.full(n, port if port is not None else -1, np.int64),
         "cmd_id": s["id"] if engine == "CDMA" else s["id"] + 1,   # ids after 16-bit unwrap
         "start_ns": s["start_ns"].copy(), "end_ns": s["end_ns"].copy(), "cycles": s["cycles"],
@@ -127,24 +143,24 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
     }
     ctype = np.full(n, 31, np.int64)          # unknown
     sub = np.zeros(n, np.int64)
-    ftype = np.full(n, None, object)
-    fname = np.full(n, None, object)
+    ftype = np.full(n, -1, CODE)              # label codes, -1 unknown
+    fname = np.full(n, -1, CODE)
     src = np.full(n, -1, np.int64)            # memory codes (MEMS), -1 unknown
     dst = np.full(n, -1, np.int64)
-    dtype = np.full(n, None, object)
+    dtype = np.full(n, -1, CODE)
     alg = np.full(n, np.nan)
     uarch = np.full(n, np.nan)
     acyc = np.full(n, np.nan)
     dep = np.full(n, -1, np.int64)
 
     # 1) PMU only: label system-looking unbound records send / wait
-    unbound = rec["source"] == ""
+    unbound = rec["source"] == UNBOUND
     label = match.label_system(unbound & s["sys_like"], s["end_ns"] - s["start_ns"])
     send_c, wait_c = SYS_LABEL_CODES[engine]
     ctype[label > 0] = SYS_TYPE[engine]
     sub[label == 1], sub[label == 2] = send_c, wait_c
     # 2) dynamic node only (mode 1, RVT, CDMA in every TDI mode)
-    node = rec["source"] == "node"
+    node = rec["source"] == NODE
     node_src = rec.get("node_fields")
     if node.any():
         nf = node_src
@@ -153,16 +169,16 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         is_sys = ctype[node] == SYS_TYPE[engine]
         if engine == "TIU":
             res = xi & 0x7F
-            dtype[node] = np.where(is_sys, None, _DTYPE_PAIRS[res * 129])
+            dtype[node] = np.where(is_sys, -1, _DTYPE_SAME[res])
         else:
             src[node] = np.where(is_sys, -1, (xi >> 4) & 3)
             dst[node] = np.where(is_sys, -1, (xi >> 6) & 3)
-            dtype[node] = np.where(is_sys, None, _dtype_name(xi))
+            dtype[node] = np.where(is_sys, -1, _dtype_name(xi))
     ftype_all, fname_all = _names(chip, engine, ctype, sub)
-    keep_name = rec["source"] != "desc"
+    keep_name = rec["source"] != DESC
     ftype[keep_name], fname[keep_name] = ftype_all[keep_name], fname_all[keep_name]
     # 3) full descriptors (mode 2, DES, bmodel)
-    desc = np.flatnonzero(rec["source"] == "desc")
+    desc = np.flatnonzero(rec["source"] == DESC)
     regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
     field_order: dict[str, list[str]] = {}
     if len(desc):
@@ -186,8 +202,8 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
             reg = {("des_" if kind == "TIU" else "") + k: v for k, v in fields.items()}
             if kind == "TIU":
                 eu = fields["tsk_eu_typ"].astype(np.int64)
-                ftype[rows] = op
-                fname[rows] = D.mode2_name_table(op)[eu & 31]
+                ftype[rows] = LABELS.code(op)
+                fname[rows] = _mode2_names(op)[eu & 31]
                 ctype[rows] = fields["tsk_typ"].astype(np.int64)
                 sub[rows] = eu
                 a, u, c = tiu_ops(op, fields)
@@ -215,13 +231,13 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                     if hi in fields:
                         reg[name] = (fields[hi].astype(np.uint64) << np.uint64(32)) | fields[lo]
             regs.append((rows, reg))
-            field_order[str(ftype[rows[0]])] = list(reg)
-    is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != "RVT")
+            field_order[LABELS.name(int(ftype[rows[0]]))] = list(reg)
+    is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != MODE["RVT"])
     if engine != "TIU":
         sys_rows = ctype == SYS_TYPE[engine]
         src[sys_rows] = -1
         dst[sys_rows] = -1
-        dtype[sys_rows] = None
+        dtype[sys_rows] = -1
         direction = _direction(src, dst)
         if engine != "CDMA":
             fname = _tensor_name(fname, ctype, sub, src, dst)
@@ -239,29 +255,30 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         cols["sys_wait"] = sys_rows & np.isin(sub, (4, 6) if engine == "CDMA" else (4,))
         is_sys_row = sys_rows
     else:
-        direction = np.full(n, None, object)
+        direction = np.full(n, -1, CODE)
         cols["sys_wait"] = is_sys_row & (sub == 9)
     cols.update(func_type=ftype, func_name=fname, is_sys=is_sys_row, direction=direction, dtype=dtype,
                 alg_ops=alg, uarch_ops=uarch, alg_cycle=acyc,
                 uarch_rate=np.where(uarch > 0, alg / np.where(uarch > 0, uarch, 1), np.nan),
                 dep_cmd_id=dep)
     cols["_id"] = s["id"]
-    return Binding(cols=cols, regs=regs, field_order=field_order)
+    return Binding(engine, cols=cols, regs=regs, field_order=field_order)
 
 
 def _tiu_dtype(op: str, fields) -> np.ndarray:
+    """Label codes of a decoded TIU op's data type, "opd -> res" (-1 for system ops)."""
     n = len(next(iter(fields.values())))
     if op in ("SYS", "SYS_TR_ACC"):
-        return np.full(n, None, object)
+        return np.full(n, -1, CODE)
     res = fields.get("opt_res0_prec")
     opd = fields.get("opt_opd0_prec")
     if res is None and op.endswith("CMP"):
         res = fields.get("opt_opd2_prec")          # CMP results take the opd2 precision
     if res is None:
-        return _DTYPE_TO_NONE[opd & 7] if opd is not None else np.full(n, None, object)
+        return _DTYPE_TO_NONE[opd & 7] if opd is not None else np.full(n, -1, CODE)
     r = res.astype(np.int64) & 7
     o = opd.astype(np.int64) & 7 if opd is not None else r
-    return _DTYPE_PAIRS[o * 128 + r]
+    return _DTYPE_PAIRS[o * 8 + r]
 
 
 def _edge_prune(ids: np.ndarray, is_sys: np.ndarray) -> np.ndarray:
@@ -292,7 +309,7 @@ def _edge_prune(ids: np.ndarray, is_sys: np.ndarray) -> np.ndarray:
 def assemble(bindings: list[Binding], meta: Meta):
     """Concatenate the bound streams, prune system commands at their edges, number the rows
     of each sheet (global_idx) and build the register side tables per engine."""
-    any_cdma = any(b.cols["engine"][0] == "CDMA" for b in bindings)
+    any_cdma = any(b.engine == "CDMA" for b in bindings)
     parts: list[Binding] = []
     for b in bindings:
         is_sys = b.cols["is_sys"].astype(bool)
@@ -311,7 +328,7 @@ def assemble(bindings: list[Binding], meta: Meta):
         return finalize_commands({"core": np.zeros(0, np.int16), "global_idx": np.zeros(0, np.int64),
                                   "cmd_id": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
                                   "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
-    names = list(dict.fromkeys(k for p in parts for k in p.cols if k not in ("_id", "engine")))
+    names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
     missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
@@ -319,21 +336,22 @@ def assemble(bindings: list[Binding], meta: Meta):
         v = data[k]
         data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int64 if k != "port" else np.int16),
                                          v < 0)
+    for k in LABEL_COLUMNS:
+        data[k] = LABELS.categorical(data[k])
     # engine and sheet are constant per part: categoricals straight from the part's position
-    data["engine"] = _constant_per_part(parts, [str(p.cols["engine"][0]) for p in parts])
+    data["engine"] = _constant_per_part(parts, [p.engine for p in parts])
     data["sheet"] = _constant_per_part(parts, [_sheet_of(p) for p in parts])
     commands = finalize_commands(data)
     orders: dict[str, dict[str, list[str]]] = {}
     for p in parts:
-        orders.setdefault(str(p.cols["engine"][0]), {}).update(p.field_order)
+        orders.setdefault(p.engine, {}).update(p.field_order)
     meta.extra["register_field_order"] = orders
-    regs = [(str(p.cols["engine"][0]), p.regs) for p in parts]
+    regs = [(p.engine, p.regs) for p in parts]
     return commands, LazyTables(partial(_register_tables, regs, [len(p) for p in parts]))
 
 
 def _sheet_of(b: Binding) -> str:
-    return (f"CDMA_{int(b.cols['port'][0])}" if b.cols["engine"][0] == "CDMA"
-            else f"{b.cols['engine'][0]}_{int(b.cols['core'][0])}")
+    return f"CDMA_{int(b.cols['port'][0])}" if b.engine == "CDMA" else f"{b.engine}_{int(b.cols['core'][0])}"
 
 
 def _constant_per_part(parts: list[Binding], labels: list[str]) -> pd.Categorical:

@@ -15,6 +15,7 @@ import numpy as np
 
 from reportgen.errors import InputError
 from reportgen.parsers.pmu.chips import Chip
+from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import Node, node_fields, pack_node
 
 RVT_WRAP_ID = 0x3FFFF
@@ -30,8 +31,8 @@ class CommandList:
     tsk_typ: np.ndarray
     eu: np.ndarray
     extra_info: np.ndarray
-    mode: np.ndarray                # object: TDI / RVT / DES
-    kernel: np.ndarray              # object: kernel name or None
+    mode: np.ndarray                # label code (labels.MODE): TDI / RVT
+    kernel: np.ndarray              # label code of the kernel name, -1 when none
     scope: np.ndarray               # func scope id, -1 when none
     batch: np.ndarray               # batch index, -1 when none
     extra_idx: np.ndarray           # DYN_EXTRA entry of the command, -1 when none
@@ -123,7 +124,7 @@ def _engine_lanes(chip: Chip) -> np.ndarray:
     return out
 
 
-_MODES = np.array(["TDI", "RVT"], object)
+_MODES = np.array([MODE["TDI"], MODE["RVT"]], CODE)
 
 
 def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
@@ -162,8 +163,8 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     last = _last_event(ev_pos[order], n)
     scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos) + 1, -1)])[
         np.append(order, len(order))][last]
-    kernel = np.array([names[int(p)] for p in func_pos] + [None] * (len(end_pos) + 1), object)[
-        np.append(order, len(order))][last]
+    kernel = np.concatenate([LABELS.codes(names[int(p)] for p in func_pos),
+                             np.full(len(end_pos) + 1, -1, CODE)])[np.append(order, len(order))][last]
     batch_pos = np.flatnonzero(live & (types == Node.BATCH_IDX))
     batch = np.append(f["packed"][batch_pos], -1)[_last_event(batch_pos, n)]
 
