@@ -19,7 +19,8 @@ from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import Node, node_fields, pack_node
 
 RVT_WRAP_ID = 0x3FFFF
-_VALID_TYPES = {int(t) for t in Node}
+#: node type (bits 6..0) -> is it a type the format defines
+_VALID_TYPE = np.isin(np.arange(128), [int(t) for t in Node])
 
 
 @dataclass
@@ -72,7 +73,7 @@ def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: in
             if i + 1 + nwords > len(words):
                 raise InputError(path, f"kernel name of {n} bytes runs past the end of the DYN_DATA block",
                                  offset=base_offset + 4 * int(i))
-            raw = words[i + 1: i + 1 + nwords].astype("<u4").tobytes()[:n]
+            raw = words[i + 1: i + 1 + nwords].tobytes()[:n]          # words are "<u4"
             names[int(i)] = raw.decode("utf-8", errors="replace")
             payload[i + 1: i + 1 + nwords] = True
             skip_until = i + 1 + nwords
@@ -102,7 +103,8 @@ class DynData:
 
     #: "TIU", "GDMA", "SDMA", "CDMA<p>" -> the commands of that lane in dispatch order
     lists: dict[str, CommandList]
-    #: node fields of the TDI NODE_SET words, in order: each owns one DYN_EXTRA entry
+    #: engine, des_tsk_typ and des_tsk_eu_typ of the TDI NODE_SET words, in order: each owns
+    #: one DYN_EXTRA entry
     tdi: dict[str, np.ndarray]
 
 
@@ -133,7 +135,7 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     f = node_fields(words)
     payload, names, des_refs = _strings_and_des(words, f["type"], path, base_offset)
     tdi_raw = ~payload & (f["type"] == Node.NODE_SET)
-    tdi = {k: v[tdi_raw] for k, v in f.items()}
+    tdi = {k: f[k][tdi_raw] for k in ("engine", "des_tsk_typ", "des_tsk_eu_typ")}
     if (f["type"] == Node.RVT_NODE_SET).any():
         words = _inject_rvt_wraps(words, chip, path, base_offset)
         if len(words) != len(f["type"]):
@@ -141,7 +143,7 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
             payload, names, des_refs = _strings_and_des(words, f["type"], path, base_offset)
     n = len(words)
     types = f["type"]
-    bad = ~payload & ~np.isin(types, list(_VALID_TYPES))
+    bad = ~payload & ~_VALID_TYPE[types]
     if bad.any():
         i = int(np.flatnonzero(bad)[0])
         raise InputError(path, f"unknown dynamic node type {int(types[i])} (word 0x{int(words[i]):08x})",
@@ -149,7 +151,7 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     live = ~payload
     is_set = live & ((types == Node.NODE_SET) | (types == Node.RVT_NODE_SET))
     resets = live & (types == Node.ID_RESET)
-    bad_engine = (is_set | resets) & ~np.isin(f["engine"], list(chip.node_engines))
+    bad_engine = (is_set | resets) & ~np.isin(np.arange(8), list(chip.node_engines))[f["engine"]]
     if bad_engine.any():
         i = int(np.flatnonzero(bad_engine)[0])
         raise InputError(path, f"dynamic node for engine code {int(f['engine'][i])}, which {chip.name} "
