@@ -15,6 +15,7 @@ Conventions (see docs/architecture.md):
 """
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -128,6 +129,11 @@ class Meta:
         if n:
             entry = self.accounting.setdefault(sheet, {})
             entry[key] = entry.get(key, 0) + int(n)
+
+    def worker(self) -> "Meta":
+        """A copy for a worker thread: same facts, its own warnings and accounting (to be
+        merged back, in a fixed order, with :meth:`merge`)."""
+        return dataclasses.replace(self, warnings=[], accounting={})
 
     def merge(self, other: "Meta") -> None:
         """Add the warnings and record accounting that ``other`` collected (a worker's)."""

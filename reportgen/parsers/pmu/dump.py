@@ -19,6 +19,7 @@ from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable, TypeVar
 
 import numpy as np
 from tqdm import tqdm
@@ -32,6 +33,8 @@ from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
 from reportgen.parsers.pmu.records import DES_KV_HEADER, Block
 from reportgen.parsers.pmu.streams import Stream, from_records, normalise
 
+T = TypeVar("T")
+R = TypeVar("R")
 INIT_RECORDS = 2          # profile-init commands per engine (AKS/AKSV)
 CORE_ENGINES = ("TIU", "GDMA", "SDMA")
 _MONITOR = {Block.MONITOR_BD: "TIU", Block.MONITOR_GDMA: "GDMA", Block.MONITOR_SDMA: "SDMA"}
@@ -98,7 +101,8 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     meta.arch = dict(chip.arch, **{"TIU Frequency(MHz)": _num(tiu_mhz), "Core Num": chip.cores})
     _check_names(files, meta)
 
-    cores = _read_cores(files, chip, tiu_mhz, dma_mhz, meta, gp.bmodel, quiet)
+    cores = _in_threads(lambda i, m: _read_core(i, files[i], chip, tiu_mhz, dma_mhz, m, gp.bmodel),
+                        list(range(len(files))), meta, "decode cores", quiet)
     port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
     _check_record_counts(gp, cores, port_streams, meta)
 
@@ -112,10 +116,9 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
 def build_profile(raw: RawDump) -> Profile:
     """Bind, align and describe the records of a read dump: the command model."""
     meta, chip, cores = raw.meta, raw.chip, raw.cores
-    bound: dict[tuple[int, str], describe.Binding] = {}
-    for core in cores:
-        for engine in CORE_ENGINES:
-            bound[(core.index, engine)] = bind.bind_engine(core, engine, chip, meta, raw.bmodel)
+    lanes = [(core, engine) for core in cores for engine in CORE_ENGINES]
+    bound = dict(zip([(core.index, engine) for core, engine in lanes], _in_threads(
+        lambda lane, m: bind.bind_engine(lane[0], lane[1], chip, m, raw.bmodel), lanes, meta)))
 
     anchor = next((c for c in cores if c.index == chip.anchor_core), None)
     port_bound = bind.bind_cdma(raw.ports, cores, anchor, chip, meta, bound)
@@ -141,26 +144,26 @@ def _check_names(files: list[Path], meta: Meta) -> None:
                   "order as 0..N-1 (a missing file renumbers the following cores)", str(files[0].parent))
 
 
-#: threads that read core files at once: numpy releases the GIL in the array work, which is
-#: most of it, so two threads on two CPUs read a dump in about 0.6 of the time
-READ_THREADS = min(4, os.cpu_count() or 1)
+#: threads that decode cores (and bind their streams) at once: numpy releases the GIL in the
+#: array work, which is most of it, so two threads on two CPUs take about 0.6 of the time
+THREADS = min(4, os.cpu_count() or 1)
 
 
-def _read_cores(files: list[Path], chip: Chip, tiu_mhz: float, dma_mhz: float, meta: Meta,
-                bmodel: bool, quiet: bool) -> list[CoreData]:
-    """Every core file, read by a few threads; warnings and accounting stay in core order."""
-    local = [Meta() for _ in files]
-
-    def read(i: int) -> CoreData:
-        return _read_core(i, files[i], chip, tiu_mhz, dma_mhz, local[i], bmodel)
-
-    with ThreadPoolExecutor(READ_THREADS) as pool:
-        done = pool.map(read, range(len(files))) if READ_THREADS > 1 else map(read, range(len(files)))
-        cores = list(tqdm(done, total=len(files), desc="decode cores", unit="core", disable=quiet,
-                          leave=False, file=sys.stderr))
+def _in_threads(work: Callable[[T, Meta], R], items: list[T], meta: Meta, progress: str = "",
+                quiet: bool = True) -> list[R]:
+    """``work(item, meta)`` for every item, a few at a time. Each call gets its own
+    :meth:`Meta.worker`; their warnings and accounting are merged in item order, so the
+    report does not depend on which thread finished first."""
+    local = [meta.worker() for _ in items]
+    with ThreadPoolExecutor(THREADS) as pool:
+        jobs = range(len(items))
+        call = lambda i: work(items[i], local[i])  # noqa: E731
+        done = pool.map(call, jobs) if THREADS > 1 else map(call, jobs)
+        out = list(tqdm(done, total=len(items), desc=progress, unit="core", disable=quiet or not progress,
+                        leave=False, file=sys.stderr))
     for m in local:
         meta.merge(m)
-    return cores
+    return out
 
 
 def _read_core(index: int, path: Path, chip: Chip, tiu_mhz: float, dma_mhz: float, meta: Meta,
