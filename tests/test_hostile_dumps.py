@@ -482,3 +482,41 @@ def test_sweep_through_the_cli(base, tmp_path, capsys):
         else:
             assert code == 1 and len(err.strip().splitlines()) == 1 and not out.exists()
     assert seen == {0, 1}
+
+
+def _load_with_threads(d: Path, threads: int, monkeypatch):
+    import reportgen.parsers.pmu.dump as dump_module
+
+    monkeypatch.setattr(dump_module, "THREADS", threads)
+    return load_dump(d)
+
+
+def test_threads_do_not_change_the_result(dump, monkeypatch):
+    """Cores are decoded and bound by worker threads: with damage on five cores, the model,
+    the registers, the warnings (in order) and the accounting equal a one-thread run's."""
+    import pandas as pd
+
+    for mutate in (_partial_records, _second_monitor, _zero_record_inside, _unsorted_tiu,
+                   _garbage_descriptors):
+        mutate(dump)
+    one = _load_with_threads(dump, 1, monkeypatch)
+    many = _load_with_threads(dump, 4, monkeypatch)
+    pd.testing.assert_frame_equal(one.commands, many.commands)
+    assert [(w.code, w.message, w.where) for w in one.meta.warnings] == \
+        [(w.code, w.message, w.where) for w in many.meta.warnings]
+    assert {"partial-record", "extra-monitor-block", "zero-record", "undecodable"} <= \
+        {w.code for w in many.meta.warnings}
+    assert one.meta.accounting == many.meta.accounting
+    assert sorted(one.registers) == sorted(many.registers)
+    for engine in one.registers:
+        pd.testing.assert_frame_equal(one.registers[engine], many.registers[engine])
+
+
+def test_threads_report_the_first_broken_core(dump, monkeypatch):
+    """Two unreadable core files: every thread count names the lower-numbered one."""
+    (dump / C.format(5)).write_bytes(random.Random(5).randbytes(5000))
+    _garbage_core(dump)                                   # core 3
+    for threads in (1, 4):
+        with pytest.raises(InputError) as err:
+            _load_with_threads(dump, threads, monkeypatch)
+        assert C.format(3) in str(err.value) and C.format(5) not in str(err.value)
