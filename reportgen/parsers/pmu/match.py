@@ -33,10 +33,12 @@ def rotate_ring(start: np.ndarray, end: np.ndarray) -> int | None:
 
 def unwrap_ids16(raw: np.ndarray) -> np.ndarray:
     """Add 65536 after every raw id in 65001..65535 followed by an id < 1000."""
-    ids = raw.astype(np.int64)
+    ids = raw.astype(np.int64, copy=False)
     if len(ids) < 2:
         return ids
     wrap = (ids[:-1] >= ID_WRAP_LOW) & (ids[:-1] <= ID_WRAP_HIGH) & (ids[1:] < 1000)
+    if not wrap.any():
+        return ids                              # the common case: no copy
     return ids + np.concatenate([[0], np.cumsum(wrap) * 65536])
 
 
@@ -48,8 +50,8 @@ def unwrap_time(start: np.ndarray, end: np.ndarray, cdma: bool = False):
     is then below its start gets +2^32 on the end (it straddles the wrap). CDMA: +2^32 only
     when both start and end regress.
     """
-    s = start.astype(np.int64)
-    e = end.astype(np.int64)
+    s = start.astype(np.int64, copy=False)
+    e = end.astype(np.int64, copy=False)
     straddle = e < s
     if len(s) < 2:
         return s, np.where(straddle, e + U32, e)
@@ -64,6 +66,8 @@ def unwrap_time(start: np.ndarray, end: np.ndarray, cdma: bool = False):
         wrap = below & high
         if len(first):
             wrap |= below & (np.arange(len(below)) > first[0])
+    if not wrap.any() and not straddle.any():
+        return s, e                             # the common case: no copy
     lift = np.concatenate([[0], np.cumsum(wrap)]) * U32
     return s + lift, e + lift + straddle * U32
 

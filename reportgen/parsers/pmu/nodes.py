@@ -163,16 +163,16 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
     ev_pos = np.concatenate([func_pos, end_pos])
     order = np.argsort(ev_pos, kind="stable")
     last = _last_event(ev_pos[order], n)
-    scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos) + 1, -1)])[
+    scope = np.concatenate([np.arange(len(func_pos)), np.full(len(end_pos) + 1, -1)]).astype(np.int32)[
         np.append(order, len(order))][last]
     kernel = np.concatenate([LABELS.codes(names[int(p)] for p in func_pos),
                              np.full(len(end_pos) + 1, -1, CODE)])[np.append(order, len(order))][last]
     batch_pos = np.flatnonzero(live & (types == Node.BATCH_IDX))
-    batch = np.append(f["packed"][batch_pos], -1)[_last_event(batch_pos, n)]
+    batch = np.append(f["packed"][batch_pos], -1).astype(np.int32)[_last_event(batch_pos, n)]
 
     # DYN_EXTRA entries are consumed one per TDI NODE_SET, every engine included
     tdi_now = live & (types == Node.NODE_SET)
-    extra_idx = np.where(tdi_now, extra_base + np.cumsum(tdi_now) - 1, -1)
+    extra_idx = np.where(tdi_now, extra_base + np.cumsum(tdi_now, dtype=np.int32) - 1, -1).astype(np.int32)
 
     # which list each command goes to: engine lane, CDMA one lane per port
     lane = _engine_lanes(chip)[f["engine"]]
@@ -216,7 +216,7 @@ def _number(name, idx, fields, reset_pos, mine_des, des_refs, types, kernel, sco
     first_in_seg = np.r_[True, seg[1:] != seg[:-1]] if len(idx) else np.zeros(0, bool)
     run_start = np.maximum.accumulate(np.where(first_in_seg, np.arange(len(idx)), 0)) if len(idx) else idx
     ids = np.arange(len(idx)) - run_start
-    cl = CommandList(engine=name, ids=ids.astype(np.int64), section=seg.astype(np.int64) * 2, **fields)
+    cl = CommandList(engine=name, ids=ids.astype(np.int32), section=seg.astype(np.int32) * 2, **fields)
     # DES references of this lane become their own (empty-bodied) sections, placed in order:
     # section number of a DES ref is 2*segment(before it)+1, which keeps order with the TDI runs
     seg_of = np.searchsorted(reset_pos, mine_des, side="left") * 2 + 1

@@ -32,9 +32,10 @@ class Stream:
 
 
 def cycles_to_ns(cycles: np.ndarray, mhz: float) -> np.ndarray:
-    """round(cycle / MHz * 1000), half to even (as Python's round)."""
+    """round(cycle / MHz * 1000), half to even (as Python's round). At 1000 MHz the cycles
+    themselves (no copy: stream columns are never written in place)."""
     if mhz == 1000:
-        return cycles.astype(np.int64)
+        return cycles.astype(np.int64, copy=False)
     return np.round(cycles.astype(np.float64) / mhz * 1000.0).astype(np.int64)
 
 
