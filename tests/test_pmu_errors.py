@@ -135,3 +135,19 @@ def test_zero_length_core_file_is_an_idle_core(copy):
 def test_bad_option_is_a_usage_error(copy, tmp_path):
     res = run_cli(copy, tmp_path / "out", "--no-such-option")
     assert res.returncode == 2 and "unrecognized arguments" in res.stderr
+
+
+def test_unreadable_core_file_is_one_line(copy, monkeypatch):
+    """An I/O error on a core file (permissions, a failing disk) names the file."""
+    victim = copy / "cdmlib0_2.profile"
+    real_open = Path.open
+
+    def failing_open(self, *args, **kwargs):
+        if self == victim:
+            raise PermissionError(13, "Permission denied")
+        return real_open(self, *args, **kwargs)
+
+    monkeypatch.setattr(Path, "open", failing_open)
+    with pytest.raises(InputError) as err:
+        load_dump(copy)
+    assert str(err.value) == f"{victim}: cannot read: Permission denied"

@@ -30,7 +30,10 @@ class BlockRef:
 def read_blocks(path: Path, data: bytes | None = None) -> list[BlockRef]:
     """All blocks of a core/CDMA file in file order."""
     if data is None:
-        data = path.read_bytes()
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
     view = memoryview(data)
     blocks: list[BlockRef] = []
     off, size = 0, len(data)
