@@ -151,9 +151,15 @@ class LazyTables(MutableMapping):
     fields are kept and turned into tables only when someone reads them.
     """
 
-    def __init__(self, build: Callable[[], dict[str, pd.DataFrame]]):
+    def __init__(self, build: Callable[[], dict[str, pd.DataFrame]], names: list[str]):
+        """``names``: the keys ``build()`` will return, each a non-empty table."""
         self._build: Callable[[], dict[str, pd.DataFrame]] | None = build
         self._tables: dict[str, pd.DataFrame] = {}
+        self._names = list(names)
+
+    @property
+    def built(self) -> bool:
+        return self._build is None
 
     def _ready(self) -> dict[str, pd.DataFrame]:
         if self._build is not None:
@@ -170,10 +176,10 @@ class LazyTables(MutableMapping):
         del self._ready()[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._ready())
+        return iter(self._tables if self.built else list(self._names))
 
     def __len__(self) -> int:
-        return len(self._ready())
+        return len(self._tables if self.built else self._names)
 
 
 @dataclass
@@ -188,6 +194,12 @@ class Profile:
     meta: Meta = field(default_factory=Meta)
     #: extra named tables (framework analyses, etc.) that writers show as they are
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+
+    def has_registers(self) -> bool:
+        """Whether any command has register fields (without assembling lazy tables)."""
+        if isinstance(self.registers, LazyTables) and not self.registers.built:
+            return len(self.registers) > 0
+        return any(df is not None and len(df.columns) and len(df) for df in self.registers.values())
 
     # -- convenience views (notebook API) ---------------------------------------------
     def sheets(self) -> list[str]:

@@ -49,8 +49,23 @@ def test_lazy_tables_build_once_on_first_use():
         calls.append(1)
         return {"TIU": pd.DataFrame({"des_res0_c": [1, 2]})}
 
-    tables = LazyTables(build)
-    assert calls == []                                        # nothing built yet
-    assert list(tables) == ["TIU"] and tables["TIU"]["des_res0_c"].tolist() == [1, 2]
+    tables = LazyTables(build, ["TIU"])
+    assert list(tables) == ["TIU"] and len(tables) == 1 and not tables.built
+    assert calls == []                                        # names known, nothing built yet
+    assert tables["TIU"]["des_res0_c"].tolist() == [1, 2] and tables.built
     tables["GDMA"] = pd.DataFrame()
     assert len(tables) == 2 and tables.get("SDMA") is None and calls == [1]
+
+
+def test_profile_knows_it_has_registers_without_building_them(tmp_path):
+    from reportgen.parsers.pmu import load_dump
+    from reportgen.testing.synth import write_dump
+
+    m2 = load_dump(write_dump(tmp_path / "m2", arch="AKS", cores=2, cmds_per_core=60, mode=2,
+                              seed=1).dump_dir)
+    assert m2.has_registers() and not m2.registers.built
+    assert set(m2.registers) == {"TIU", "GDMA", "SDMA"} and not m2.registers.built
+    assert len(m2.registers["TIU"]) and m2.registers.built
+    m1 = load_dump(write_dump(tmp_path / "m1", arch="AKS", cores=2, cmds_per_core=60, mode=1,
+                              seed=1).dump_dir)
+    assert not m1.has_registers() and len(m1.registers) == 0

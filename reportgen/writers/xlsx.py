@@ -691,7 +691,7 @@ def _registers_decision(profile: Profile, registers: Any) -> tuple[bool, str]:
     """Whether register columns go in, and the sentence the Engine Summary shows about it."""
     if registers not in ("auto", True, False):
         raise ValueError(f"registers must be 'auto', True or False, not {registers!r}")
-    present = any(df is not None and len(df.columns) and len(df) for df in profile.registers.values())
+    present = profile.has_registers()
     n = len(profile.commands)
     if not present:
         return False, "none in this capture"
