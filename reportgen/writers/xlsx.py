@@ -160,7 +160,17 @@ class Column:
         if self.kind != "number":
             raise TypeError(f"column {self.header!r}: kind {self.kind!r} has no direct XML form")
         chunk = self.data[lo:hi]
+        empty = self.missing[lo:hi] if self.missing is not None else None
         if chunk.dtype.kind in "iu":
+            # most integer columns (register fields, types, sizes) repeat a few values: build
+            # each distinct cell once and pick it per row, as for texts
+            codes, uniques = pd.factorize(chunk)
+            if len(uniques) * 4 <= len(chunk):
+                cells = np.array([f"<c{s_attr}><v>{v}</v></c>" for v in uniques.tolist()]
+                                 + [EMPTY_CELL], dtype=object)
+                if empty is not None:
+                    codes[empty] = -1                     # -1 picks the trailing <c/>
+                return [cells[codes]]
             texts = list(map(str, chunk.tolist()))
         else:
             # Python's shortest round-trip repr; Excel wants an upper-case exponent (1E+20).
@@ -171,7 +181,6 @@ class Column:
                 sci = np.flatnonzero((size >= 1e16) | ((size < 1e-4) & (size > 0)))
             for i in sci.tolist():
                 texts[i] = texts[i].upper()
-        empty = self.missing[lo:hi] if self.missing is not None else None
         if empty is None or not empty.any():
             return [f"<c{s_attr}><v>", texts, "</v></c>"]
         opens = np.full(hi - lo, f"<c{s_attr}><v>", dtype=object)
