@@ -176,32 +176,75 @@ def _as_text(col: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return values.astype(_STR), present
 
 
-def _lines(frame: pd.DataFrame, keys: list[tuple[str, str]]) -> np.ndarray:
-    """One text block per row: '\t<key>: <value>\n' for each (key, column) with a value."""
-    acc = np.full(len(frame), "", dtype=_STR)
-    for key, col in keys:
-        if col not in frame:
-            continue
-        txt, present = _as_text(frame[col])
-        if not present.any():
-            continue
-        line = np.strings.add(np.strings.add("\t" + key + ": ", txt), "\n")
-        acc = np.strings.add(acc, np.where(present, line, ""))
-    return acc
+def _key_lines(key: str, col: pd.Series) -> np.ndarray:
+    """'\t<key>: <value>\n' per row ("" where the value is missing), as Python strings.
+
+    Most columns (register fields above all) repeat a few values: then each distinct line is
+    built once and picked per row (a reference, not a new string)."""
+    codes, uniques = pd.factorize(col, use_na_sentinel=True)
+    if len(uniques) * 4 <= len(col):
+        txt, _ = _as_text(pd.Series(uniques, dtype=col.dtype))
+        table = np.append(np.strings.add(np.strings.add("\t" + key + ": ", txt), "\n").astype(object), "")
+        return table[codes]                       # code -1 (missing) picks the trailing ""
+    txt, present = _as_text(col)
+    return np.where(present, np.strings.add(np.strings.add("\t" + key + ": ", txt), "\n"), "").astype(object)
 
 
-def _register_lines(reg: pd.DataFrame, func_type: pd.Series, order: dict[str, list[str]]) -> np.ndarray:
-    """Register fields of each row, in the register order of the row's op."""
-    out = np.full(len(reg), "", dtype=_STR)
+def _register_pieces(reg: pd.DataFrame, func_type: np.ndarray, order: dict[str, list[str]],
+                     label: bool) -> tuple[np.ndarray, list[tuple[np.ndarray, list[np.ndarray]]]]:
+    """The register lines of each row, in the register order of the row's op: (count per row,
+    [(rows, line arrays over those rows)] per op). ``label``: the op's lines are preceded by
+    '<Function Type>:' (TIU), which is left out ("") for a row without register values."""
+    count = np.zeros(len(reg), np.int64)
+    groups = []
     if reg.shape[1] == 0:
-        return out
-    ft = func_type.astype(str).to_numpy()
-    for name in pd.unique(ft):
-        sel = np.flatnonzero(ft == name)
-        rows = reg.iloc[sel]
-        cols = order.get(name, list(reg.columns))
-        out[sel] = _lines(rows, [(k, k) for k in cols if k in rows])
-    return out
+        return count, groups
+    lines = {k: _key_lines(k, reg[k]) for k in reg.columns}
+    for name in pd.unique(func_type):
+        rows = np.flatnonzero(func_type == name)
+        fields = [lines[k][rows] for k in order.get(name, list(reg.columns)) if k in lines]
+        if label:
+            has = np.zeros(len(rows), bool)
+            for f in fields:
+                has |= f != ""
+            fields.insert(0, np.where(has, f"{name}:\n", "").astype(object))
+        count[rows] = len(fields)
+        groups.append((rows, fields))
+    return count, groups
+
+
+def _slice_pieces(varying, lo: int, hi: int):
+    """The register pieces of rows lo:hi only (row numbers relative to lo)."""
+    count, groups = varying
+    out = []
+    for rows, pieces in groups:
+        sel = (rows >= lo) & (rows < hi)
+        if sel.any():
+            out.append((rows[sel] - lo, [p[sel] for p in pieces]))
+    return count[lo:hi], out
+
+
+def _row_texts(n: int, head: str, before: list[np.ndarray], varying, after: list[np.ndarray]):
+    """Each row's text, joined for all rows at once: ``head``, the ``before`` lines, the row's
+    own ``varying`` register lines (see :func:`_register_pieces`), the ``after`` lines.
+
+    Every piece gets its slot in one flat array (row after row), so the text is a single
+    ``"".join`` of references, with no per-row Python work and no growing strings."""
+    count, groups = varying
+    per_row = 1 + len(before) + count + len(after)
+    start = np.concatenate([[0], np.cumsum(per_row)[:-1]])
+    flat = np.empty(int(per_row.sum()), object)
+    flat[start] = head
+    for j, piece in enumerate(before):
+        flat[start + 1 + j] = piece
+    for rows, pieces in groups:
+        base = start[rows] + 1 + len(before)
+        for j, piece in enumerate(pieces):
+            flat[base + j] = piece
+    tail = start + 1 + len(before) + count
+    for j, piece in enumerate(after):
+        flat[tail + j] = piece
+    return flat
 
 
 def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
@@ -245,17 +288,19 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
             for eng, rows in parts:
                 regs = profile.registers.get(eng)
                 reg = regs.reindex(rows.index) if regs is not None else pd.DataFrame(index=rows.index)
-                reg_txt = _register_lines(reg, rows["func_type"],
-                                          orders.get(eng, {}))
+                ft = rows["func_type"].astype(str).to_numpy()
+                lines = lambda keys: [_key_lines(k, rows[c]) for k, c in keys if c in rows]  # noqa: E731
                 if eng == "TIU":
                     head = "__TIU_REG_INFO__\n"
-                    body = _lines(rows, info + tiu_ops + tail)
-                    ft_line = np.strings.add(_as_text(rows["func_type"])[0], ":\n")
-                    body = np.strings.add(body, np.where(reg_txt != "", np.strings.add(ft_line, reg_txt), ""))
+                    before, after = lines(info + tiu_ops + tail), []
                 else:
                     head = "__CDMA_REG_INFO__\n" if eng == "CDMA" else "__TDMA_REG_INFO__\n"
-                    body = np.strings.add(reg_txt, _lines(rows, dma + tail))
-                for chunk in range(0, len(body), 50_000):    # bounded memory for the joined text
-                    fh.write("".join(np.strings.add(head, body[chunk:chunk + 50_000]).tolist()))
+                    before, after = [], lines(dma + tail)
+                varying = _register_pieces(reg, ft, orders.get(eng, {}), label=eng == "TIU")
+                for lo in range(0, len(rows), 20_000):    # bounded memory for the joined text
+                    hi = min(lo + 20_000, len(rows))
+                    fh.write("".join(_row_texts(hi - lo, head, [b[lo:hi] for b in before],
+                                                _slice_pieces(varying, lo, hi),
+                                                [a[lo:hi] for a in after]).tolist()))
         written.append(path)
     return written
