@@ -66,7 +66,6 @@ def from_records(engine: str, payload: memoryview, warn, count=lambda key, n: No
         s["sys_like"] = rec["thread_id_and_bank_conflict"] == 2
     elif engine == "CDMA":
         s["raw_id"] = (rec["inst_id_word"] & 0xFFFFFF).astype(np.int64)
-        s["thread"] = ((rec["inst_id_word"] >> 24) & 1).astype(np.int8)
         s["bytes"] = rec["m0_data_aw_cntr"].astype(np.int64)
         s["xact"] = (rec["ari_data_valid_cntr"].astype(np.int64) + rec["ati_data_valid_cntr"]
                      + rec["m0_data_rd_valid_cntr"] + rec["m0_data_wr_valid_cntr"])
@@ -78,7 +77,6 @@ def from_records(engine: str, payload: memoryview, warn, count=lambda key, n: No
         s["xact"] = rec["axi_d0_wr_vaild_cntr"].astype(np.int64) + rec["axi_d0_rd_vaild_cntr"]
         s["stall"] = rec["gif_wr_rd_stall_cntr"].astype(np.int64)
         s["sys_like"] = s["xact"] == 0
-    s["order"] = np.arange(len(rec), dtype=np.int64)     # record position in the file block
     return s
 
 
