@@ -58,33 +58,41 @@ def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: in
 
     Returns (payload mask, {FUNC index: name}, {DES index: (key, cmd_num)}).
     """
-    payload = np.zeros(len(words), bool)
+    n_words = len(words)
     names: dict[int, str] = {}
     des: dict[int, tuple[int, int]] = {}
+    spans: list[tuple[int, int]] = []              # payload words [a, b) of each record
     candidates = np.flatnonzero((types == Node.FUNC) | ((types >= Node.DES_TIU) & (types <= Node.DES_CDMA)))
+    raw = words.tobytes()                          # words are "<u4": names are read from here
+    decoded: dict[bytes, str] = {}                 # a kernel name recurs at every call
     skip_until = -1
-    for i in candidates:
+    for i, w, t in zip(candidates.tolist(), words[candidates].tolist(), types[candidates].tolist()):
         if i < skip_until:
-            continue
-        w = int(words[i])
-        if types[i] == Node.FUNC:
+            continue                               # a payload word that looks like a record
+        if t == Node.FUNC:
             n = w >> 7
-            nwords = (n + 3) // 4
-            if i + 1 + nwords > len(words):
+            end = i + 1 + (n + 3) // 4
+            if end > n_words:
                 raise InputError(path, f"kernel name of {n} bytes runs past the end of the DYN_DATA block",
-                                 offset=base_offset + 4 * int(i))
-            raw = words[i + 1: i + 1 + nwords].tobytes()[:n]          # words are "<u4"
-            names[int(i)] = raw.decode("utf-8", errors="replace")
-            payload[i + 1: i + 1 + nwords] = True
-            skip_until = i + 1 + nwords
+                                 offset=base_offset + 4 * i)
+            name = raw[4 * (i + 1): 4 * (i + 1) + n]
+            if name not in decoded:
+                decoded[name] = name.decode("utf-8", errors="replace")
+            names[i] = decoded[name]
         else:
-            if i + 1 >= len(words):
+            end = i + 2
+            if end > n_words:
                 raise InputError(path, "descriptor reference without its count word at the end of "
-                                 "the DYN_DATA block", offset=base_offset + 4 * int(i))
-            des[int(i)] = (w >> 7, int(words[i + 1]))
-            payload[i + 1] = True
-            skip_until = i + 2
-    return payload, names, des
+                                 "the DYN_DATA block", offset=base_offset + 4 * i)
+            des[i] = (w >> 7, int(words[i + 1]))
+        spans.append((i + 1, end))
+        skip_until = end
+    payload = np.zeros(n_words + 1, np.int8)
+    if spans:
+        a, b = np.array(spans, np.int64).T
+        np.add.at(payload, a, 1)
+        np.add.at(payload, b, -1)
+    return np.cumsum(payload[:-1]) > 0, names, des
 
 
 def _last_event(positions: np.ndarray, n: int) -> np.ndarray:
