@@ -261,7 +261,7 @@ def _predicted_extra_lengths(chip: Chip, nodes: dict[str, np.ndarray]) -> np.nda
     lay = D.layouts(chip.name)
     codes = lambda *names: [c for c, e in chip.node_engines.items() if e in names]  # noqa: E731
     engine = nodes["engine"]
-    typ, eu = nodes["des_tsk_typ"], nodes["des_tsk_eu_typ"]
+    typ, eu = nodes["des_tsk_typ"].astype(np.int64), nodes["des_tsk_eu_typ"].astype(np.int64)
     out = np.full(len(typ), -1, np.int64)
     sel = np.isin(engine, codes("TIU"))
     out[sel] = D.tiu_length_lookup(chip.name)[512 + (typ[sel] & 15) * 32 + (eu[sel] & 31)]  # short
