@@ -2,16 +2,21 @@
 
     python benchmarks/bench_pipeline.py                       # 8 cores x 10k and 80k, mode 2
     python benchmarks/bench_pipeline.py --sizes 100000 --modes 1 2 --stages decode
-    python benchmarks/bench_pipeline.py --reference /path/to/venv/bin/bigTpuProfile
+    python benchmarks/bench_pipeline.py --sizes 80000 --modes 1 --stages all \
+        --reference /path/to/venv030/bin/bigTpuProfile /path/to/venv037/bin/bigTpuProfile
 
 Each measurement runs in a fresh child process so its peak RSS is its own. Stages: decode
 (read_dump: the dump's bytes -> record, node and descriptor arrays; its rate is MB of dump per
 second), model (build_profile: binding, alignment, description -> Profile.commands), load (the
 two together, i.e. load_dump), analysis (engine_summary), summary (summary.txt/json), reginfo,
 xlsx, html, perfetto, and "all" (the CLI with every output). The decode stage is run
-``--repeat`` times (fresh processes) and the fastest run is shown, with the median beside it. With --reference, the vendor tool (installed
-in a separate virtualenv, never a dependency) runs on the same dump and the ratios are printed.
-Figures are printed, never asserted.
+``--repeat`` times (fresh processes) and the fastest run is shown, with the median beside it.
+
+With --reference, each given vendor tool (installed in a separate virtualenv, never a
+dependency) runs on the same dump and the ratios are printed. Its version is told from its
+``--help``: 0.3.0 (``--perfetto``) is run with every output it has and compared with our full
+run; 0.3.7 (``--enable_doc``) writes summary + perfetto by default and is compared with our run
+of the same two outputs (``--disable_doc --disable_web``). Figures are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -100,6 +105,32 @@ def run_cli(cmd: list[str], out: Path) -> tuple[float, float]:
     return wall, peak
 
 
+def reference_version(exe: str) -> str:
+    """"0.3.0" or "0.3.7", told from the options the vendor tool's --help lists."""
+    text = subprocess.run([exe, "--help"], capture_output=True, text=True).stdout
+    return "0.3.0" if "--perfetto" in text else "0.3.7"
+
+
+def compare_with_reference(exe: str, dump: Path, ours: list[str], full: tuple[float, float],
+                           mode: int, size: int) -> list[tuple]:
+    """Run a vendor tool on ``dump`` and our CLI with the same outputs; rows for the table."""
+    version = reference_version(exe)
+    ref_out = WORK / "out" / f"reference-{version}"
+    if version == "0.3.0":            # web + doc (+ RegInfo) + perfetto: our full run compares
+        rwall, rrss = run_cli([exe, str(dump), str(ref_out), "--perfetto"], ref_out)
+        wall, rss, label = *full, "all"
+    else:                              # 0.3.7 default: summary + perfetto
+        rwall, rrss = run_cli([exe, str(dump), str(ref_out)], ref_out)
+        same = WORK / "out" / "summary+perfetto"
+        wall, rss = run_cli(ours[:4] + [str(same), "--quiet", "--disable_doc", "--disable_web"], same)
+        label = "summary+perfetto"
+    print(f"  vs {version} ({label}): {rwall / wall:.1f}x faster, {rrss / rss:.1f}x less memory")
+    rows = [(mode, size, f"ref {version}", rwall, rrss, dir_size(ref_out), None, None)]
+    if version != "0.3.0":
+        rows.append((mode, size, "ours s+p", wall, rss, dir_size(same), None, None))
+    return rows
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--cores", type=int, default=8)
@@ -108,8 +139,9 @@ def main() -> None:
     ap.add_argument("--stages", nargs="+",
                     default=["decode", "summary", "reginfo", "xlsx", "html", "perfetto", "all"])
     ap.add_argument("--repeat", type=int, default=3, help="fresh-process runs of the decode stage")
-    ap.add_argument("--reference", help="path of a vendor bigTpuProfile executable (0.3.0) to "
-                    "compare with; both tools then read a 0.3.0-compatible dump")
+    ap.add_argument("--reference", nargs="+", default=[],
+                    help="vendor bigTpuProfile executables (0.3.0 and/or 0.3.7) to compare with; "
+                    "every tool then reads a 0.3.0-compatible dump")
     a = ap.parse_args()
     rows = []
     for mode in a.modes:
@@ -120,15 +152,11 @@ def main() -> None:
                 out = WORK / "out" / stage
                 shutil.rmtree(out, ignore_errors=True)
                 if stage == "all":
-                    wall, rss = run_cli([sys.executable, "-m", "reportgen", str(dump), str(out),
-                                         "--quiet"], out)
+                    ours = [sys.executable, "-m", "reportgen", str(dump), str(out), "--quiet"]
+                    wall, rss = run_cli(ours, out)
                     rows.append((mode, size, "all (CLI)", wall, rss, dir_size(out), None, None))
-                    if a.reference:
-                        ref_out = WORK / "out" / "reference"
-                        rwall, rrss = run_cli([a.reference, str(dump), str(ref_out), "--perfetto"],
-                                              ref_out)
-                        rows.append((mode, size, "reference", rwall, rrss, dir_size(ref_out), None, None))
-                        print(f"  ratio wall {rwall / wall:.1f}x faster, memory {rrss / rss:.1f}x smaller")
+                    for ref in a.reference:
+                        rows += compare_with_reference(ref, dump, ours, (wall, rss), mode, size)
                     continue
                 if stage == "decode":
                     runs = sorted((run_child(stage, dump, out) for _ in range(max(1, a.repeat))),
