@@ -106,6 +106,9 @@ def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
     if not args.disable_summary:
         jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
     if _want_reginfo(args, profile):
+        # RegInfo reads every register table: assemble them before the writers fork, so a
+        # workbook that shows them too shares these tables instead of building its own
+        list(profile.registers.values())
         jobs.append(("RegInfo files", lambda: text.write_reginfo(profile, out)))
     if profile.tables and not args.disable_doc:
         from reportgen.writers import csv_tables
