@@ -60,6 +60,8 @@ def build_parser() -> argparse.ArgumentParser:
 REGINFO_AUTO_LIMIT = 200_000
 
 #: (option that disables it, module, label) in the order outputs are written
+#: writers by how long they usually take on a large dump, longest first
+LONGEST_FIRST = {"workbook": 0, "RegInfo files": 1, "perfetto trace": 2, "web report": 3}
 WRITERS = [
     ("disable_doc", "reportgen.writers.xlsx", "workbook"),
     ("disable_web", "reportgen.writers.html", "web report"),
@@ -124,7 +126,8 @@ def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
             kwargs["registers"] = {"auto": "auto", "on": True, "off": False}[args.registers]
         jobs.append((label, lambda module=module, kwargs=kwargs:
                      importlib.import_module(module).write(profile, summary, out, **kwargs)))
-    return jobs
+    # longest first: the workers then finish close together
+    return sorted(jobs, key=lambda job: LONGEST_FIRST.get(job[0], len(LONGEST_FIRST)))
 
 
 def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:

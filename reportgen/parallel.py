@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+from multiprocessing.connection import wait
 import traceback
 from pathlib import Path
 from typing import Callable
@@ -79,7 +80,10 @@ def run_jobs(jobs: list[tuple[str, Callable]]) -> list[Path]:
             running.append((label, proc, parent))
         if not running:
             break
-        label, proc, conn = running.pop(0)
+        # whichever writer finishes first frees its worker for the next job (waiting for the
+        # oldest would leave a CPU idle behind a long workbook)
+        ready = wait([conn for _, _, conn in running])
+        label, proc, conn = running.pop(next(i for i, r in enumerate(running) if r[2] in ready))
         try:
             status, payload = conn.recv()
         except EOFError:

@@ -587,3 +587,60 @@ def test_libreoffice_reads_the_workbook(written, tmp_path):
         nasty = list(csv.reader(fh))
     want = NASTY["text"].fillna("").replace("<r>raw</r>", "<r>raw</r> ").tolist()
     assert [r[0] for r in nasty[1:]] == want
+
+
+def _sheet_parts(path) -> dict[str, bytes]:
+    """Every part of the workbook except the creation time."""
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        return {n: z.read(n) for n in z.namelist() if n != "docProps/core.xml"}
+
+
+def test_helper_process_gives_the_same_workbook(tmp_path, monkeypatch):
+    """With a helper process building the last sheets' XML, the workbook is byte for byte the
+    one this process writes alone; the helper really ran (it forked) and left no files."""
+    import os
+    import tempfile
+
+    p = _profile()
+    s = engine_summary(p)
+    alone = _sheet_parts(xlsx.write(p, s, tmp_path / "alone", quiet=True))
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(xlsx, "HELPER_MIN_ROWS", 1)
+    monkeypatch.setattr(xlsx, "CHUNK_CELLS", 150)
+    moved = []                                           # sheets that came from the helper
+    real_write = xlsx._SheetHelper.write
+
+    def write(self, i, *args):
+        done = real_write(self, i, *args)
+        if done is not None:
+            moved.append(i)
+        return done
+
+    monkeypatch.setattr(xlsx._SheetHelper, "write", write)
+    before = set(Path(tempfile.gettempdir()).glob("reportgen-xlsx-*"))
+    helped = _sheet_parts(xlsx.write(p, s, tmp_path / "helped", quiet=True))
+    assert forks == [1] and moved                        # it forked and its sheets were used
+    assert helped == alone
+    assert set(Path(tempfile.gettempdir()).glob("reportgen-xlsx-*")) == before
+
+
+def test_failed_helper_means_the_sheets_are_written_here(tmp_path, monkeypatch):
+    import os
+
+    p = _profile()
+    s = engine_summary(p)
+    alone = _sheet_parts(xlsx.write(p, s, tmp_path / "alone", quiet=True))
+
+    def broken(*args):
+        raise RuntimeError("helper failure")
+
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(xlsx, "HELPER_MIN_ROWS", 1)
+    monkeypatch.setattr(xlsx, "_sheet_xml", broken)     # inherited by the forked helper
+    assert _sheet_parts(xlsx.write(p, s, tmp_path / "fallback", quiet=True)) == alone
+    assert forks == [1]

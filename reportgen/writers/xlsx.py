@@ -44,8 +44,14 @@ from __future__ import annotations
 
 import contextlib
 import math
+import os
+import pickle
 import re
+import shutil
+import signal
 import sys
+import tempfile
+import types
 import zipfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -55,6 +61,7 @@ import numpy as np
 import pandas as pd
 import xlsxwriter
 import xlsxwriter.workbook
+import xlsxwriter.worksheet
 from tqdm import tqdm
 from xlsxwriter.exceptions import XlsxWriterException
 
@@ -549,8 +556,16 @@ class _Book:
             self._num[fmt] = self.wb.add_format({"num_format": fmt})
         return self._num[fmt]
 
+    def style(self, fmt: str | None) -> int:
+        """The ``s`` (xf index) a cell of number format ``fmt`` carries; 0 for none."""
+        f = self.num(fmt)
+        return f._get_xf_index() if f is not None else 0
+
     def sheet(self, name: str, tab: str | None = None):
         ws = self.wb.add_worksheet(name)
+        if DIRECT_XML and getattr(ws, "constant_memory", False) and \
+                hasattr(type(ws), "_write_optimized_sheet_data"):
+            ws._write_optimized_sheet_data = types.MethodType(_copy_sheet_data, ws)
         self.names.add(name.lower())
         if tab:
             ws.set_tab_color(tab)
@@ -634,37 +649,66 @@ def write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, firs
     (inline strings, ``s`` = the format's xf index) minus the optional ``r`` cell references
     (a missing value is an empty ``<c/>`` instead of a gap), which makes the sheet about a
     third smaller and so faster to write and to compress. The bookkeeping xlsxwriter relies
-    on is kept: the sheet dimensions go through its own ``_check_dimensions`` (which also
-    enforces the row limit, so nothing is silently dropped) and ``previous_row`` marks the
-    rows as written. ``test_xlsx`` checks that both paths give identical sheets.
+    on is kept (:func:`_rows_written`). ``test_xlsx`` checks that both paths give identical
+    sheets.
     """
-    styles = []
-    for col in columns:
-        fmt = book.num(col.num_format)
-        styles.append(fmt._get_xf_index() if fmt is not None else 0)
-    last_col = max(len(columns) - 1, 0)
-    # flush what xlsxwriter still holds (the header row) before our rows follow it
+    styles = [book.style(col.num_format) for col in columns]
+    _start_rows(ws, first_row)
+    for start, stop, xml in xml_row_chunks(columns, lo, hi, first_row, styles, chunk):
+        ws.row_data_fh.write(xml)
+        _rows_written(ws, sheet, first_row + start - lo, first_row + stop - 1 - lo, len(columns))
+        if progress is not None:
+            progress(stop - start)
+
+
+def _copy_sheet_data(ws) -> None:
+    """xlsxwriter's ``_write_optimized_sheet_data`` (moves a constant_memory sheet's row file
+    into the sheet XML at close), copying bytes: the original decodes and re-encodes the
+    hundreds of MB of a large sheet in 64 kB text pieces."""
+    if ws.dim_rowmin is None or not hasattr(ws.fh, "buffer") or ws.row_data_fh is None:
+        return type(ws)._write_optimized_sheet_data(ws)
+    ws._xml_start_tag("sheetData")
+    ws.row_data_fh.flush()
+    ws.fh.flush()
+    with open(ws.row_data_filename, "rb") as src:
+        shutil.copyfileobj(src, ws.fh.buffer, 1 << 20)
+    ws.row_data_fh.close()
+    os.unlink(ws.row_data_filename)
+    ws._xml_end_tag("sheetData")
+
+
+def _start_rows(ws, first_row: int) -> None:
+    """Flush what xlsxwriter still holds (the header row) before our rows follow it."""
     ws._write_single_row(first_row)
+
+
+def _rows_written(ws, sheet: str, r0: int, r1: int, ncols: int) -> None:
+    """Tell xlsxwriter rows r0..r1 are on disk: the sheet dimensions go through its own
+    ``_check_dimensions`` (which also enforces the row limit, so nothing is silently dropped)
+    and ``previous_row`` keeps it from starting those rows again."""
+    for r in (r0, r1):
+        _check(ws._check_dimensions(r, 0), sheet, r)
+        _check(ws._check_dimensions(r, max(ncols - 1, 0)), sheet, r)
+    ws.previous_row = r1
+
+
+def xml_row_chunks(columns: list[Column], lo: int, hi: int, first_row: int, styles: list[int],
+                   chunk: int):
+    """(start, stop, xml) for rows lo:hi in chunks: the ``<row>`` elements of sheet rows
+    ``first_row + start - lo`` on. One matrix of fragments, row tags in the first and last
+    slots: flattened row by row it is the chunk's XML in order, joined once (adding strings
+    column by column would copy each growing row once per column)."""
     for start in range(lo, hi, chunk):
         stop = min(start + chunk, hi)
-        r0, r1 = first_row + start - lo, first_row + stop - 1 - lo
-        for r in (r0, r1):
-            _check(ws._check_dimensions(r, 0), sheet, r)
-            _check(ws._check_dimensions(r, last_col), sheet, r)
-        # one matrix of fragments, row tags in the first and last slots: flattened row by
-        # row it is the chunk's XML in order, joined once (adding strings column by column
-        # would copy each growing row once per column)
-        slots: list = ['<row r="', list(map(str, range(r0 + 1, r1 + 2))), '">']
+        r0 = first_row + start - lo
+        slots: list = ['<row r="', list(map(str, range(r0 + 1, r0 + 1 + stop - start))), '">']
         for c, col in enumerate(columns):
             slots += col.xml_parts(start, stop, styles[c])
         slots.append("</row>")
         parts = np.empty((stop - start, len(slots)), dtype=object)
         for j, slot in enumerate(slots):
             parts[:, j] = slot
-        ws.row_data_fh.write("".join(parts.ravel().tolist()))
-        ws.previous_row = r1   # rows up to r1 are on disk: xlsxwriter must not start them again
-        if progress is not None:
-            progress(stop - start)
+        yield start, stop, "".join(parts.ravel().tolist())
 
 
 def _write_table_sheets(book: _Book, base: str, columns: list[Column], n: int,
@@ -673,27 +717,36 @@ def _write_table_sheets(book: _Book, base: str, columns: list[Column], n: int,
     per_sheet = SHEET_MAX_ROWS - 1
     parts = max(1, math.ceil(n / per_sheet))
     names = []
-    widths = [c.width() for c in columns]
+    heads = [(c.header, c.note, c.width()) for c in columns]
     with tqdm(total=n, desc=f"xlsx {base}", unit="row", file=sys.stderr, disable=quiet,
               leave=False, dynamic_ncols=True) as bar:
         for part in range(parts):
             suffix = "" if part == 0 else f" ({part + 1})"
-            name = book.unique_name(base[:SHEET_NAME_MAX - len(suffix)] + suffix)
-            ws = book.sheet(name, tab)
             lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
-            if (hi - lo) * len(columns) > _ZIP64_CELLS:
-                book.wb.use_zip64()
-            for c, col in enumerate(columns):
-                ws.set_column(c, c, widths[c])
-                _check(ws.write_string(0, c, col.header, book.header), name, 0)
-                if col.note:
-                    ws.write_comment(0, c, col.note, {"x_scale": 2, "y_scale": 1.2})
-            ws.freeze_panes(1, min(freeze_cols, len(columns)))
-            if columns:
-                ws.autofilter(0, 0, max(hi - lo, 0), len(columns) - 1)
+            ws, name = _sheet_head(book, base[:SHEET_NAME_MAX - len(suffix)] + suffix, heads,
+                                   hi - lo, tab, freeze_cols)
             write_rows(ws, name, columns, lo, hi, 1, book, bar.update)
             names.append(name)
     return names
+
+
+def _sheet_head(book: _Book, base: str, heads: list[tuple[str, str, float]], rows: int,
+                tab: str | None, freeze_cols: int):
+    """A new sheet with its header row (texts, notes, widths), frozen panes and autofilter
+    over ``rows`` data rows; returns (worksheet, its name)."""
+    name = book.unique_name(base)
+    ws = book.sheet(name, tab)
+    if rows * len(heads) > _ZIP64_CELLS:
+        book.wb.use_zip64()
+    for c, (header, note, width) in enumerate(heads):
+        ws.set_column(c, c, width)
+        _check(ws.write_string(0, c, header, book.header), name, 0)
+        if note:
+            ws.write_comment(0, c, note, {"x_scale": 2, "y_scale": 1.2})
+    ws.freeze_panes(1, min(freeze_cols, len(heads)))
+    if heads:
+        ws.autofilter(0, 0, max(rows, 0), len(heads) - 1)
+    return ws, name
 
 
 def _registers_decision(profile: Profile, registers: Any) -> tuple[bool, str]:
@@ -889,23 +942,30 @@ def _write_workbook(book: _Book, profile: Profile, summary: pd.DataFrame, with_r
     summary_ws, note_row = _write_summary_sheet(book, profile, summary, register_note)
     commands = profile.commands
     positions = commands.groupby("sheet", observed=True, sort=False).indices
-    notes: list[str] = []
-    cut = 0
-    for name in profile.sheets():
-        frame = commands.iloc[positions[name]]
-        frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
-        engine = str(frame["engine"].iloc[0])
-        regs = profile.registers.get(engine) if with_registers else None
-        cols = command_columns(frame, engine, regs)
-        cut += _count_cut(cols)
-        names = _write_table_sheets(book, name, cols, len(frame), TAB_COLORS.get(engine),
-                                    quiet, FREEZE_COLS)
-        if names[0] != name:
-            notes.append(f"Sheet {name!r} is written as {names[0]!r} (Excel sheet names have at "
-                         "most 31 characters and none of []:*?/\\).")
-        if len(names) > 1:
-            notes.append(f"{name} continues on {', '.join(names[1:])} "
-                         f"(a sheet holds at most {SHEET_MAX_ROWS - 1:,} rows).")
+    sheets = [(name, positions[name]) for name in profile.sheets()]
+    if with_registers:
+        list(profile.registers.values())      # assembled once, before a helper forks
+    columns = lambda name, pos: _sheet_columns(profile, pos, with_registers)  # noqa: E731
+    with _SheetHelper(book, sheets, columns) as helper:
+        notes: list[str] = []
+        cut = 0
+        for i, (name, pos) in enumerate(sheets):
+            engine = str(commands["engine"].iloc[pos[0]])
+            done = helper.write(i, name, TAB_COLORS.get(engine))
+            if done is not None:
+                names, sheet_cut = done
+            else:
+                cols = columns(name, pos)
+                sheet_cut = _count_cut(cols)
+                names = _write_table_sheets(book, name, cols, len(pos), TAB_COLORS.get(engine),
+                                            quiet, FREEZE_COLS)
+            cut += sheet_cut
+            if names[0] != name:
+                notes.append(f"Sheet {name!r} is written as {names[0]!r} (Excel sheet names have at "
+                             "most 31 characters and none of []:*?/\\).")
+            if len(names) > 1:
+                notes.append(f"{name} continues on {', '.join(names[1:])} "
+                             f"(a sheet holds at most {SHEET_MAX_ROWS - 1:,} rows).")
     for name, table in profile.tables.items():
         cols = table_columns(table)
         cut += _count_cut(cols)
@@ -920,6 +980,120 @@ def _write_workbook(book: _Book, profile: Profile, summary: pd.DataFrame, with_r
         summary_ws.write_string(note_row, 1, note)
         note_row += 1
     summary_ws.activate()
+
+
+def _sheet_columns(profile: Profile, pos: np.ndarray, with_registers: bool) -> list[Column]:
+    """The columns of the command sheet holding the commands at rows ``pos``."""
+    frame = profile.commands.iloc[pos]
+    frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+    engine = str(frame["engine"].iloc[0])
+    regs = profile.registers.get(engine) if with_registers else None
+    return command_columns(frame, engine, regs)
+
+
+#: from this many command rows on, a helper process builds the XML of the last sheets while
+#: this one writes the first (below, the fork costs more than it saves)
+HELPER_MIN_ROWS = 150_000
+#: share of the rows the helper takes: this process also zips the workbook at the end
+HELPER_SHARE = 0.45
+
+
+class _SheetHelper:
+    """A forked process that builds the row XML of the last command sheets into files while
+    this process writes the first ones; ``write(i, ...)`` then moves sheet ``i``'s rows into
+    the workbook from the file (or returns None: the caller writes the sheet itself).
+
+    The workbook is the longest output and xlsxwriter is single-threaded; this puts its
+    biggest part (building ~20 XML cells per command) on a second core. Anything unusual (no
+    fork, a sheet past Excel's row limit, a column the direct XML path cannot write, a failed
+    helper) means the sheets are simply written here, as without a helper.
+    """
+
+    def __init__(self, book: _Book, sheets: list[tuple[str, np.ndarray]],
+                 columns: Callable[[str, np.ndarray], list[Column]]):
+        self.book, self.pid, self.heads, self.workdir = book, None, None, None
+        sizes = [len(pos) for _, pos in sheets]
+        self.first = len(sheets)
+        internals = all(hasattr(xlsxwriter.worksheet.Worksheet, m)
+                        for m in ("_write_single_row", "_check_dimensions"))
+        if (not hasattr(os, "fork") or not DIRECT_XML or not internals
+                or sum(sizes) < HELPER_MIN_ROWS or max(sizes, default=0) > SHEET_MAX_ROWS - 1):
+            return
+        taken = 0
+        while self.first > 1 and taken < HELPER_SHARE * sum(sizes):
+            self.first -= 1
+            taken += sizes[self.first]
+        self.workdir = Path(tempfile.mkdtemp(prefix="reportgen-xlsx-"))
+        # the helper needs every cell style now: formats created after the fork would be
+        # unknown here
+        styles = {fmt: book.style(fmt) for fmt in _COMMAND_FORMATS}
+        self.pid = os.fork()
+        if self.pid == 0:                                   # the helper
+            status = 1
+            try:
+                heads = [_sheet_xml(columns(name, pos), styles, self.workdir / f"{i}.xml")
+                         for i, (name, pos) in enumerate(sheets) if i >= self.first]
+                with open(self.workdir / "heads.pkl", "wb") as fh:
+                    pickle.dump(heads, fh)
+                status = 0
+            except BaseException:      # noqa: BLE001 - any failure: the parent writes the sheets
+                pass
+            finally:
+                os._exit(status)
+
+    def write(self, i: int, name: str, tab: str | None) -> tuple[list[str], int] | None:
+        if self.pid is None or i < self.first or not self._joined():
+            return None
+        heads, rows, cut = self.heads[i - self.first]
+        ws, sheet = _sheet_head(self.book, name, heads, rows, tab, FREEZE_COLS)
+        _start_rows(ws, 1)
+        if rows:
+            ws.row_data_fh.flush()
+            with open(self.workdir / f"{i}.xml", "rb") as src:     # bytes: nothing to re-encode
+                shutil.copyfileobj(src, ws.row_data_fh.buffer, 1 << 20)
+            _rows_written(ws, sheet, 1, rows, len(heads))
+        return [sheet], cut
+
+    def _joined(self) -> bool:
+        """Wait for the helper once; True if it succeeded."""
+        if self.heads is None:
+            _, status = os.waitpid(self.pid, 0)
+            self.heads = []
+            if status == 0:
+                with open(self.workdir / "heads.pkl", "rb") as fh:
+                    self.heads = pickle.load(fh)
+            if not self.heads:
+                self.pid = None                 # failed: write the remaining sheets here
+        return bool(self.heads)
+
+    def __enter__(self) -> "_SheetHelper":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.pid is not None and self.heads is None:     # an error before the helper's sheets
+            with contextlib.suppress(OSError):
+                os.kill(self.pid, signal.SIGKILL)
+                os.waitpid(self.pid, 0)
+        if self.workdir is not None:
+            shutil.rmtree(self.workdir, ignore_errors=True)
+
+
+#: every number format a command sheet can use (specs, integers, register fields, none)
+_COMMAND_FORMATS = sorted({fmt for spec in (COMMON_SPEC, TIU_SPEC, DMA_SPEC, OPTIONAL_SPEC)
+                           for _, _, fmt, _ in spec if fmt} | {"0", "#,##0"}) + [None]
+
+
+def _sheet_xml(cols: list[Column], styles: dict[str | None, int], path: Path):
+    """Write a command sheet's row XML (rows from sheet row 1 on) to ``path``; returns what the
+    sheet head needs: ([(header, note, width)], rows, cut texts)."""
+    if any(c.kind == "mixed" or c.num_format not in styles for c in cols):
+        raise ValueError("a column the helper cannot write")
+    n = len(cols[0]) if cols else 0
+    chunk = max(1, CHUNK_CELLS // max(len(cols), 1))
+    with open(path, "w", encoding="utf-8") as fh:
+        for _, _, xml in xml_row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols], chunk):
+            fh.write(xml)
+    return [(c.header, c.note, c.width()) for c in cols], n, _count_cut(cols)
 
 
 def _count_cut(columns: list[Column]) -> int:
