@@ -204,7 +204,8 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: 
         warn("multiple-dyn-data", f"{len(dyn)} DYN_DATA blocks: they are read as one stream")
     nodes = None
     if dyn:
-        nodes = parse_dyn_data(np.concatenate([w for _, w in dyn]), chip, path, dyn[0][0])
+        words = dyn[0][1] if len(dyn) == 1 else np.concatenate([w for _, w in dyn])
+        nodes = parse_dyn_data(words, chip, path, dyn[0][0])
         core.commands = nodes.lists
         core.has_nodes = True
     if extra_blocks:
@@ -213,8 +214,8 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: 
                      if nodes is not None and len(extra_blocks) == 1 else None)
         parts = [_dyn_extra_entries(b.payload, path, b.offset + 8, warn, predicted)
                  for b in extra_blocks]
-        core.extra_off = np.concatenate([o for o, _ in parts])
-        core.extra_len = np.concatenate([n for _, n in parts])
+        core.extra_off, core.extra_len = parts[0] if len(parts) == 1 else (
+            np.concatenate([o for o, _ in parts]), np.concatenate([n for _, n in parts]))
     for engine in CORE_ENGINES:
         s = core.streams.get(engine)
         if s is None:

@@ -20,8 +20,8 @@ def rotate_ring(start: np.ndarray, end: np.ndarray) -> int | None:
     """Rotation that makes a lapped ring buffer monotone, or None if not a clean lap."""
     if len(start) < 2:
         return None
-    running = np.maximum.accumulate(end.astype(np.int64))
-    if not (start[1:].astype(np.int64) < running[:-1]).any():
+    running = np.maximum.accumulate(end.astype(np.int64, copy=False))
+    if not (start[1:] < running[:-1]).any():
         return None
     k = int(np.argmin(start))
     s = np.roll(start.astype(np.int64), -k)
