@@ -187,8 +187,7 @@ def to_ns(values: Iterable[Any]) -> tuple[np.ndarray, np.ndarray, int]:
     valid = np.zeros(n, bool)
     if n == 0:
         return out, valid, 0
-    kind = np.fromiter((0 if v is None else 1 if type(v) is int else 2 if type(v) is float
-                        else 3 if type(v) is str else 4 for v in vals), np.int8, n)
+    kind = _kinds(vals)
     m = kind == 1
     if m.any():
         out[m] = vals[m].astype(np.int64) * 1000
@@ -228,6 +227,21 @@ def to_ns(values: Iterable[Any]) -> tuple[np.ndarray, np.ndarray, int]:
         out[np.flatnonzero(m)[ok]] = np.rint(f[ok]).astype(np.int64)
         valid[np.flatnonzero(m)[ok]] = True
     return out, valid, nstr
+
+
+#: pandas' inferred type of a column that holds one kind of value -> that kind's code
+_HOMOGENEOUS = {"integer": 1, "floating": 2, "string": 3, "empty": 0}
+
+
+def _kinds(vals: np.ndarray) -> np.ndarray:
+    """Per value: 0 None/NaN, 1 int, 2 float, 3 str, 4 anything else. A column of one kind (the
+    usual case: every timestamp a float, or every one a string) is classified in C; only a
+    mixed one is visited value by value."""
+    common = _HOMOGENEOUS.get(pd.api.types.infer_dtype(vals, skipna=True))
+    if common is not None:
+        return np.where(pd.isna(vals), 0, common).astype(np.int8)
+    return np.fromiter((0 if v is None else 1 if type(v) is int else 2 if type(v) is float
+                        else 3 if type(v) is str else 4 for v in vals), np.int8, len(vals))
 
 
 def _key(v: Any) -> str:
