@@ -16,11 +16,11 @@ def test_codes_are_positions_and_none_is_minus_one():
     assert (t.name(1), t.name(-1)) == ("sAR", None)
 
 
-def test_categorical_keeps_only_the_labels_that_occur():
+def test_categorical_keeps_only_the_labels_that_occur_sorted():
     t = LabelTable()
-    t.codes(["a", "b", "c", "d"])
-    cat = t.categorical(np.array([3, -1, 1, 3], np.int32))
-    assert list(cat.categories) == ["b", "d"]                 # code order, unused a and c gone
+    t.codes(["d", "c", "b", "a"])                             # codes 0..3 in this order
+    cat = t.categorical(np.array([0, -1, 2, 0], np.int32))
+    assert list(cat.categories) == ["b", "d"]                 # by text; unused a and c gone
     assert cat.codes.dtype == np.int8
     assert cat.astype(object).tolist()[0] == "d" and pd.isna(cat[1])
     assert [cat[0], cat[2], cat[3]] == ["d", "b", "d"]

@@ -42,16 +42,21 @@ class LabelTable:
         return self._names[code] if code >= 0 else None
 
     def categorical(self, codes: np.ndarray) -> pd.Categorical:
-        """A categorical of these codes holding only the labels that occur, in code order."""
+        """A categorical of these codes holding only the labels that occur, sorted by text.
+
+        Sorted, not in code order: codes are handed out as worker threads meet new labels, so
+        their order may differ from run to run, and the outputs must not."""
         codes = np.asarray(codes)
         known = codes >= 0
         used = np.flatnonzero(np.bincount(codes[known], minlength=len(self._names)))
+        names = np.array([self._names[i] for i in used], dtype=object)
+        order = np.argsort(names, kind="stable")
         remap = np.full(len(self._names), -1, CODE)
-        remap[used] = np.arange(len(used), dtype=CODE)
+        remap[used[order]] = np.arange(len(used), dtype=CODE)
         dense = np.where(known, remap[np.where(known, codes, 0)], -1)
         small = np.int8 if len(used) < 127 else np.int16 if len(used) < 32767 else CODE
-        categories = pd.Index(np.array([self._names[i] for i in used], dtype=object), dtype=object)
-        return pd.Categorical.from_codes(dense.astype(small), categories=categories)
+        return pd.Categorical.from_codes(dense.astype(small),
+                                         categories=pd.Index(names[order], dtype=object))
 
 
 #: the one table every part of every dump shares, so codes can be concatenated freely
