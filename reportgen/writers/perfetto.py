@@ -186,17 +186,26 @@ class _Rows:
         return total
 
     def tobytes(self) -> bytes:
-        # lay the parts side by side, then keep each row's valid bytes in row-major order
-        width = sum(m.shape[1] for m, _ in self.parts)
-        big = np.empty((self.n, width), np.uint8)
-        keep = np.empty((self.n, width), bool)
-        col = 0
-        for mat, ln in self.parts:
-            w = mat.shape[1]
-            big[:, col:col + w] = mat
-            keep[:, col:col + w] = np.arange(w)[None, :] < ln[:, None]
-            col += w
-        return big[keep].tobytes()
+        """Every row's message, rows in order. Each part's byte columns are scattered straight
+        to their places in the output (row start + bytes of the row's earlier parts), so no
+        padded (rows x width) copy of the parts is ever made."""
+        lengths = [np.asarray(ln, np.int64) for _, ln in self.parts]
+        pos = np.zeros(self.n, np.int64)              # where the next part of each row goes
+        if self.n:
+            pos[1:] = np.cumsum(sum(lengths))[:-1]
+        out = np.empty(int(sum(int(ln.sum()) for ln in lengths)), np.uint8)
+        at = np.empty(self.n, np.int64)
+        for (mat, _), ln in zip(self.parts, lengths):
+            same = mat.strides[0] == 0                # a constant field: one row broadcast
+            for k in range(mat.shape[1]):
+                has = ln > k
+                if has.all():
+                    np.add(pos, k, out=at)
+                    out[at] = mat[0, k] if same else mat[:, k]
+                elif has.any():
+                    out[pos[has] + k] = mat[0, k] if same else mat[has, k]
+            pos += ln
+        return out.tobytes()
 
 
 def _fixed64_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
