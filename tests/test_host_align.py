@@ -70,12 +70,16 @@ def test_nest_matches_stack_oracle(events):
     assert (lanes(g, s, e) == 0).all()
 
 
+def _intervals(raw: list[tuple[int, int, int]]) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(group, start, end) arrays from hypothesis' (group, start, length) tuples."""
+    g, start, length = (np.array(col, np.int64) for col in zip(*raw))
+    return g, start, start + length
+
+
 @settings(max_examples=100, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 50), st.integers(0, 20)), min_size=1, max_size=40))
 def test_lanes_are_properly_nested(raw):
-    g = np.array([r[0] for r in raw], np.int64)
-    s = np.array([r[1] for r in raw], np.int64)
-    e = s + np.array([r[2] for r in raw], np.int64)
+    g, s, e = _intervals(raw)
     lane = lanes(g, s, e)
     key = g * 1000 + lane
     depth, parent = nest(key, s, e)
@@ -102,9 +106,7 @@ def sequential_first_fit(group, start, end):
 @settings(max_examples=150, deadline=None)
 @given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 15)), min_size=1, max_size=60))
 def test_first_fit_lanes_match_sequential_oracle(raw):
-    g = np.array([r[0] for r in raw], np.int64)
-    s = np.array([r[1] for r in raw], np.int64)
-    e = s + np.array([r[2] for r in raw], np.int64)
+    g, s, e = _intervals(raw)
     assert first_fit_lanes(g, s, e).tolist() == sequential_first_fit(g.tolist(), s.tolist(), e.tolist())
 
 
