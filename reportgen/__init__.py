@@ -5,11 +5,18 @@ __version__ = "0.1.0"
 
 
 def load(path: str, **options):
-    """Load any supported input (PMU dump directory, chrome trace, Ascend/MindSpore folder).
+    """Load any supported input (PMU dump directory, chrome trace, Ascend/MindSpore folder) with
+    every analysis attached, as the report would show it.
 
-    Returns a :class:`reportgen.model.Profile`: ``.commands`` (pandas), ``.host``,
-    ``.meta`` and ``.metrics()`` (the engine summary table).
+    ``options`` are fields of :class:`reportgen.options.Options` (``tiu_freq``, ``trace_file``,
+    ``min_depth``, ``max_depth``, ...). Returns a :class:`reportgen.model.Profile`:
+    ``.commands`` (pandas), ``.host``, ``.tables``, ``.meta`` and ``.metrics()`` (the engine
+    summary table).
     """
-    from reportgen.parsers.detect import load_profile
+    from reportgen import pipeline
+    from reportgen.options import Options
 
-    return load_profile(path, **options)
+    run = Options(input=str(path), **{"quiet": True, **options})
+    profile = pipeline.load(run)
+    pipeline.analyse(profile, run)
+    return profile

@@ -1,20 +1,20 @@
 """Several dumps at once: ``bigTpuProfile RUN_DIR OUT`` where RUN_DIR holds one dump directory
 per device (``cdm_profile_data_dev0-0``, ``cdm_profile_data_dev1-0``, ...).
 
-Each dump gets its own complete report in ``OUT/<dump name>/``; the dumps are processed in
-parallel processes, and ``OUT/index.html`` compares them (one row per dump: the Overall row of
-its engine summary) and links to each report.
+Each dump gets its own complete report in ``OUT/<dump name>/`` from the same pipeline as a single
+dump; the dumps are processed in parallel processes (each writing its outputs one after another),
+and ``OUT/index.html`` compares them (one row per dump: the Overall row of its engine summary) and
+links to each report.
 """
 from __future__ import annotations
 
-import argparse
-import copy
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-from reportgen import parallel
+from reportgen import parallel, pipeline
 from reportgen.errors import ReportgenError
+from reportgen.options import Options
 
 _NUMBERS = re.compile(r"\d+")
 
@@ -27,43 +27,31 @@ def dump_dirs(path: Path) -> list[Path]:
     return sorted(found, key=lambda p: ([int(n) for n in _NUMBERS.findall(p.name)], p.name))
 
 
-def _one(args: argparse.Namespace) -> dict:
+def _one(options: Options) -> dict:
     """Child process: one dump's full report; returns what the index page shows."""
-    import os
-
-    from reportgen.cli import run_one
-
-    os.environ["REPORTGEN_JOBS"] = "1"      # dumps already run in parallel: writers in series
+    from reportgen.writers.text import summary_document
 
     try:
-        written, seconds, _ = run_one(args)
+        done = pipeline.report(options)
     except ReportgenError as exc:
-        return {"input": args.input, "output": args.output, "error": str(exc)}
-    import json
-
-    summary = json.loads((Path(args.output) / "summary.json").read_text()) \
-        if (Path(args.output) / "summary.json").exists() else {}
-    return {"input": args.input, "output": args.output, "seconds": seconds,
-            "files": [str(p) for p in written], "summary": summary}
+        return {"input": options.input, "output": options.output, "error": str(exc)}
+    return {"input": options.input, "output": options.output, "seconds": done.seconds,
+            "files": [str(p) for p in done.files],
+            "summary": summary_document(done.profile, done.summary)}
 
 
-def run_many(dumps: list[Path], args: argparse.Namespace) -> int:
+def run_many(dumps: list[Path], options: Options) -> int:
     from reportgen.writers.index import write_index
 
-    out = Path(args.output)
-    jobs = []
-    for d in dumps:
-        a = copy.copy(args)
-        a.input, a.output, a.quiet = str(d), str(out / d.name), True
-        jobs.append(a)
-    # each dump uses one process; its own writers then run one after another
-    with ProcessPoolExecutor(max_workers=min(parallel.workers(), len(jobs))) as pool:
-        results = list(pool.map(_one, jobs))
+    out = options.out_path
+    # one process per dump, its writers one after another (jobs=1)
+    runs = [options.replace(input=str(d), output=str(out / d.name), quiet=True, jobs=1) for d in dumps]
+    with ProcessPoolExecutor(max_workers=min(parallel.workers(options.jobs), len(runs))) as pool:
+        results = list(pool.map(_one, runs))
     index = write_index(out, results)
-    failed = [r for r in results if "error" in r]
-    if not args.quiet:
+    if not options.quiet:
         for r in results:
             state = f"error: {r['error']}" if "error" in r else f"{len(r['files'])} files, {r['seconds']:.1f} s"
             print(f"{r['input']} -> {r['output']}: {state}")
         print(f"Index of {len(results)} dump(s): {index}")
-    return 1 if failed else 0
+    return 1 if any("error" in r for r in results) else 0

@@ -14,15 +14,12 @@ exits 3 and leaves no half-written file (every output is written under a tempora
 from __future__ import annotations
 
 import argparse
-import importlib
 import os
 import sys
-import time
 from pathlib import Path
 
-from reportgen import parallel
-from reportgen.errors import OutputError, ReportgenError
-from reportgen.writers.atomic import staged_dir
+from reportgen.errors import ReportgenError
+from reportgen.options import REGINFO_AUTO_LIMIT, OptionError, Options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -56,117 +53,45 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-#: --reginfo auto writes the RegInfo text up to this many commands (about 1.2 KB of text each)
-REGINFO_AUTO_LIMIT = 200_000
+def options_from_args(args: argparse.Namespace) -> Options:
+    """The run the command line asks for (vendor spellings: --enable_doc and --perfetto are on
+    by default and accepted; --num_core is accepted and ignored)."""
+    return Options(
+        input=args.input, output=args.output,
+        summary=not args.disable_summary, workbook=not args.disable_doc,
+        web=not args.disable_web, perfetto=not args.no_perfetto,
+        registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
+        tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
+        quiet=args.quiet)
 
-#: (option that disables it, module, label) in the order outputs are written
-#: writers by how long they usually take on a large dump, longest first
-LONGEST_FIRST = {"workbook": 0, "RegInfo files": 1, "perfetto trace": 2, "web report": 3}
-WRITERS = [
-    ("disable_doc", "reportgen.writers.xlsx", "workbook"),
-    ("disable_web", "reportgen.writers.html", "web report"),
-    ("no_perfetto", "reportgen.writers.perfetto", "perfetto trace"),
-]
 
+def run(options: Options) -> int:
+    # imported here: `--help` and usage errors answer without loading numpy and pandas
+    from reportgen import batch, pipeline
+    from reportgen.writers.text import summary_text
 
-def run(args: argparse.Namespace) -> int:
-    from reportgen import batch
-
-    dumps = batch.dump_dirs(Path(args.input))
+    dumps = batch.dump_dirs(Path(options.input))
     if dumps:
-        return batch.run_many(dumps, args)
-    written, elapsed, text_summary = run_one(args)
-    if not args.quiet:
-        if text_summary:
-            print(text_summary)
-        print(f"Wrote {len(written)} file(s) to {Path(args.output).resolve()} in {elapsed:.1f} s:")
-        for p in written:
+        return batch.run_many(dumps, options)
+    done = pipeline.report(options)
+    if not options.quiet:
+        if options.summary:
+            print(summary_text(done.profile, done.summary))
+        print(f"Wrote {len(done.files)} file(s) to {options.out_path.resolve()} in {done.seconds:.1f} s:")
+        for p in done.files:
             print(f"  {p}")
     return 0
-
-
-def _want_reginfo(args, profile) -> bool:
-    if args.reginfo == "off" or not profile.meta.is_pmu:
-        return False
-    if args.reginfo == "on":
-        return True
-    if args.disable_doc:
-        return False
-    if len(profile.commands) > REGINFO_AUTO_LIMIT:
-        profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: {len(profile.commands)} "
-                          f"commands would make about {len(profile.commands) * 1.2e-3:.0f} MB of text "
-                          "(--reginfo on writes them; the workbook and perfetto trace hold the same data)")
-        return False
-    return True
-
-
-def _jobs(args, profile, summary, out: Path) -> list[tuple[str, object]]:
-    """The writers this run asks for, as (label, callable) pairs writing into ``out``."""
-    from reportgen.writers import text
-
-    jobs: list[tuple[str, object]] = []
-    if not args.disable_summary:
-        jobs.append(("summary", lambda: text.write_summary(profile, summary, out)))
-    if _want_reginfo(args, profile):
-        # RegInfo reads every register table: assemble them before the writers fork, so a
-        # workbook that shows them too shares these tables instead of building its own
-        list(profile.registers.values())
-        jobs.append(("RegInfo files", lambda: text.write_reginfo(profile, out)))
-    if profile.tables and not args.disable_doc:
-        from reportgen.writers import csv_tables
-        jobs.append(("CSV tables", lambda: csv_tables.write_tables(profile, out)))
-        if profile.meta.source == "chrome" and len(profile.host):
-            jobs.append(("seed CSV", lambda: csv_tables.write_seed_csv(
-                profile, out / "host_device.csv", min_depth=args.min_depth, max_depth=args.max_depth)))
-    for flag, module, label in WRITERS:
-        if getattr(args, flag):
-            continue
-        kwargs = {"quiet": args.quiet}
-        if module.endswith("xlsx"):
-            kwargs["registers"] = {"auto": "auto", "on": True, "off": False}[args.registers]
-        jobs.append((label, lambda module=module, kwargs=kwargs:
-                     importlib.import_module(module).write(profile, summary, out, **kwargs)))
-    # longest first: the workers then finish close together
-    return sorted(jobs, key=lambda job: LONGEST_FIRST.get(job[0], len(LONGEST_FIRST)))
-
-
-def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
-    """Decode one input and write every requested output; returns (files, seconds, summary)."""
-    from reportgen.analysis.metrics import engine_summary, lane_summary
-    from reportgen.parsers.detect import load_profile
-    from reportgen.writers import text
-
-    t0 = time.perf_counter()
-    options = {"tiu_freq": args.tiu_freq, "quiet": args.quiet}
-    if args.min_depth is not None:
-        options["min_depth"] = args.min_depth
-    if args.max_depth is not None:
-        options["max_depth"] = args.max_depth
-    profile = load_profile(args.input, **options)
-    if args.trace_file:
-        from reportgen.analysis.host_align import attach_host_trace
-        attach_host_trace(profile, args.trace_file)
-    summary = engine_summary(profile)
-    if not profile.meta.is_pmu:
-        profile.tables["Device lanes"] = lane_summary(profile)
-    final = Path(args.output)
-    try:
-        with staged_dir(final, replace_glob=("*RegInfo_*.txt",)) as out:
-            written = parallel.run_jobs(_jobs(args, profile, summary, out))
-    except OSError as exc:
-        raise OutputError(f"{final}: cannot write the reports ({exc.strerror or exc})") from None
-    written = [final / p.relative_to(out) for p in written]
-    summary_txt = text.summary_text(profile, summary) if not args.disable_summary else ""
-    return written, time.perf_counter() - t0, summary_txt
 
 
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
-    if args.tiu_freq is not None and not args.tiu_freq > 0:
-        parser.error(f"--tiu_freq must be a clock in MHz above 0, not {args.tiu_freq:g}")
     try:
-        return run(args)
+        options = options_from_args(args)
+    except OptionError as exc:
+        parser.error(str(exc))
+    try:
+        return run(options)
     except ReportgenError as exc:
         if os.environ.get("REPORTGEN_DEBUG"):
             raise

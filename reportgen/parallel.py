@@ -50,19 +50,19 @@ def _child(label, fn, conn) -> None:
         conn.close()
 
 
-def workers() -> int:
-    env = os.environ.get("REPORTGEN_JOBS")
-    if env:
-        return max(1, int(env))
+def workers(requested: int | None = None) -> int:
+    """``requested`` processes, else as many as the CPUs this process may use."""
+    if requested:
+        return requested
     try:
         return max(1, len(os.sched_getaffinity(0)))
     except AttributeError:  # pragma: no cover - not Linux
         return max(1, os.cpu_count() or 1)
 
 
-def run_jobs(jobs: list[tuple[str, Callable]]) -> list[Path]:
-    """Run ``(label, fn)`` jobs, up to ``workers()`` at a time; returns the files written."""
-    n = workers()
+def run_jobs(jobs: list[tuple[str, Callable]], max_workers: int | None = None) -> list[Path]:
+    """Run ``(label, fn)`` jobs, up to ``workers(max_workers)`` at a time; returns the files written."""
+    n = workers(max_workers)
     if n == 1 or len(jobs) < 2 or "fork" not in mp.get_all_start_methods():
         return [p for label, fn in jobs for p in _guarded(label, fn)]
     ctx = mp.get_context("fork")

@@ -162,9 +162,9 @@ def test_notebook_api():
 
 
 def test_reginfo_auto_limit(tmp_path, monkeypatch):
-    from reportgen import cli
+    from reportgen import cli, pipeline
 
-    monkeypatch.setattr(cli, "REGINFO_AUTO_LIMIT", 100)      # the sample has 1802 commands
+    monkeypatch.setattr(pipeline, "REGINFO_AUTO_LIMIT", 100)  # the sample has 1802 commands
     out = tmp_path / "out"
     assert cli.main([str(SAMPLE), str(out), "--quiet", "--disable_web", "--no_perfetto"]) == 0
     assert not list(out.glob("*RegInfo_*.txt"))

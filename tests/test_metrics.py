@@ -105,3 +105,39 @@ def test_pmu_kind_is_one_rule_everywhere():
     assert profile.meta.is_pmu and not Meta(source="chrome").is_pmu
     text = summary_text(profile, engine_summary(profile))
     assert "Summary" in text and "Busy = union of non-system command intervals" in text
+
+
+def test_catalogue_covers_the_summary_and_the_docs():
+    """Every engine-summary column has one catalogue entry, and docs/metrics.md (written by hand,
+    the long form) defines every catalogue column."""
+    import re
+    from pathlib import Path
+
+    from reportgen.analysis import catalogue
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.testing.profiles import make_profile
+
+    columns = list(engine_summary(make_profile(cores=2, per_engine=50)).columns)
+    assert sorted(columns) == sorted(m.column for m in catalogue.summary_metrics())
+    docs = (Path(__file__).parents[1] / "docs" / "metrics.md").read_text()
+    documented = set(re.findall(r"`([a-z0-9_<>]+)`", docs))
+    for entry in catalogue.summary_metrics():
+        generic = re.sub(r"^(tiu|gdma|sdma|cdma)_", "<e>_", entry.column)
+        dma = re.sub(r"^(gdma|sdma|cdma)_", "<dma>_", entry.column)
+        assert {entry.column, generic, dma} & documented, entry.column
+
+
+def test_summary_json_carries_the_catalogue(tmp_path):
+    import json
+
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.testing.profiles import make_profile
+    from reportgen.writers.text import write_summary
+
+    profile = make_profile(cores=2, per_engine=50)
+    _, js = write_summary(profile, engine_summary(profile), tmp_path)
+    doc = json.loads(js.read_text())
+    assert doc["metrics"]["gdma_ddr_bw_busy"] == {
+        "label": "GDMA DDR BW", "unit": "GB/s",
+        "definition": "DDR bytes / DDR time: bandwidth while transferring."}
+    assert set(doc["metrics"]) == set(doc["summary"][0])

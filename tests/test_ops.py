@@ -26,6 +26,7 @@ import pytest
 
 from reportgen.analysis import ops
 from reportgen.parsers import chrome_trace as ct
+from reportgen import profile_parser
 from reportgen.writers import csv_tables
 
 DATA = Path(__file__).parent / "data" / "framework"
@@ -112,12 +113,12 @@ def test_seed_csv_columns_and_lists(prof, tmp_path):
 def test_profile_parser_main_cli(tmp_path):
     dst = tmp_path / "out"
     dst.mkdir()
-    rc = csv_tables.profile_parser_main(["-s", str(DATA / "handmade_kineto.json"), "-d", str(dst),
+    rc = profile_parser.main(["-s", str(DATA / "handmade_kineto.json"), "-d", str(dst),
                                          "-mc", "cpu_op", "--max_depth", "1"])
     assert rc == 0
     df = pd.read_csv(dst / "handmade_kineto.csv")
     assert len(df) == 4 and (df["depth"] == 1).all()
-    rc = csv_tables.profile_parser_main(["-s", str(tmp_path / "missing.json"), "-d", str(dst)])
+    rc = profile_parser.main(["-s", str(tmp_path / "missing.json"), "-d", str(dst)])
     assert rc != 0
 
 

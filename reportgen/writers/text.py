@@ -15,26 +15,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis import catalogue
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
 
-#: (header, summary column, kind) of the printed table; kind: pct, us, gbs, num
-SUMMARY_COLUMNS = [
-    ("CoreId", "core", "id"),
-    ("Parallelism(%)", "parallelism", "pct"),
-    ("totalTime(us)", "span_ns", "us"),
-    ("TIU busy(us)", "tiu_busy_ns", "us"),
-    ("TIU util(%)", "tiu_util", "pct"),
-    ("uArch rate(%)", "tiu_uarch_rate", "pct"),
-    ("GDMA busy(us)", "gdma_busy_ns", "us"),
-    ("GDMA util(%)", "gdma_util", "pct"),
-    ("GDMA DDR BW(GB/s)", "gdma_ddr_bw_busy", "gbs"),
-    ("GDMA L2M BW(GB/s)", "gdma_l2m_bw_busy", "gbs"),
-    ("SDMA busy(us)", "sdma_busy_ns", "us"),
-    ("SDMA util(%)", "sdma_util", "pct"),
-    ("SDMA DDR BW(GB/s)", "sdma_ddr_bw_busy", "gbs"),
-    ("CDMA DDR BW(GB/s)", "cdma_ddr_bw_busy", "gbs"),
-]
+#: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
+SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
+                   "gdma_busy_ns", "gdma_util", "gdma_ddr_bw_busy", "gdma_l2m_bw_busy",
+                   "sdma_busy_ns", "sdma_util", "sdma_ddr_bw_busy", "cdma_ddr_bw_busy"]
+
+#: metric kind -> (unit shown in the header, value -> text); times are printed in µs
+TEXT_FORMATS = {
+    "id": ("", lambda v: str(int(v))),
+    "ns": ("us", lambda v: f"{v / 1000.0:.3f}"),
+    "fraction": ("%", lambda v: f"{100.0 * v:.2f}%"),
+    "gbps": ("GB/s", lambda v: f"{v:.2f}"),
+    "ratio": ("", lambda v: f"{v:.3f}"),
+    "count": ("", lambda v: str(int(v))),
+}
 
 
 def _fmt(value, kind: str) -> str:
@@ -42,41 +40,38 @@ def _fmt(value, kind: str) -> str:
         return value
     if value is None or (isinstance(value, float) and math.isnan(value)):
         return "n/a"
-    if kind == "id":
-        return str(int(value))
-    if kind == "pct":
-        return f"{100.0 * value:.2f}%"
-    if kind == "us":
-        return f"{value / 1000.0:.3f}"
-    return f"{value:.2f}"
+    return TEXT_FORMATS[kind][1](value)
+
+
+def _header(entry: catalogue.SummaryMetric) -> str:
+    unit = TEXT_FORMATS[entry.metric.kind][0]
+    return f"{entry.label}({unit})" if unit else entry.label
+
+
+def _fixed_width(title: str, headers: list[str], rows: list[list[str]], total: list[str] | None) -> str:
+    widths = [max(len(h), *(len(r[i]) for r in rows + [total or []] if r)) if rows or total else len(h)
+              for i, h in enumerate(headers)]
+    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
+    width = len(line(headers))
+    out = ["=" * width, title, "=" * width, line(headers), "-" * width] + [line(r) for r in rows]
+    if total is not None:
+        out += ["-" * width, line(total)]
+    return "\n".join(out + ["=" * width])
 
 
 def summary_table(summary: pd.DataFrame) -> str:
-    headers = [h for h, _, _ in SUMMARY_COLUMNS]
-    rows = [[_fmt(r[c], k) for _, c, k in SUMMARY_COLUMNS] for r in summary.to_dict("records")]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) for i, h in enumerate(headers)]
-    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    width = len(line(headers))
-    out = ["=" * width, "Summary", "=" * width, line(headers), "-" * width]
-    out += [line(r) for r in rows[:-1]] + ["-" * width, line(rows[-1]), "=" * width]
-    return "\n".join(out)
+    entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
+    rows = [[_fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
+    return _fixed_width("Summary", [_header(e) for e in entries], rows[:-1], rows[-1])
 
 
 def lanes_table(profile: Profile) -> str:
-    """Framework traces: the device lanes table (metrics.lane_summary) instead of TIU/DMA columns."""
-    from reportgen.analysis.metrics import lane_summary
-
-    t = profile.tables.get("Device lanes")
-    if t is None:
-        t = lane_summary(profile)
+    """Framework traces: the device lanes table (analysis.derive) instead of TIU/DMA columns."""
+    t = profile.tables["Device lanes"]
     headers = ["Core", "Engine", "Commands", "busy(us)", "util(%)"]
-    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "us"),
-             _fmt(r["util"], "pct")] for r in t.to_dict("records")]
-    widths = [max(len(h), *(len(r[i]) for r in rows)) if rows else len(h) for i, h in enumerate(headers)]
-    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    width = len(line(headers))
-    return "\n".join(["=" * width, "Device lanes", "=" * width, line(headers), "-" * width]
-                     + [line(r) for r in rows] + ["=" * width])
+    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "ns"),
+             _fmt(r["util"], "fraction")] for r in t.to_dict("records")]
+    return _fixed_width("Device lanes", headers, rows, None)
 
 
 def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
@@ -122,23 +117,29 @@ def _jsonable(v):
     return v
 
 
-def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:
-    out_dir = Path(out_dir)
-    txt = out_dir / "summary.txt"
-    with atomic_open(txt, "w", encoding="utf-8") as fh:
-        fh.write(summary_text(profile, summary))
-    js = out_dir / "summary.json"
+def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
+    """summary.json's content: the run's facts and the engine summary, unformatted."""
     m = profile.meta
-    doc = {
+    return {
         "input": m.input_path, "chip": m.chip, "cores": m.num_cores, "mode": m.mode,
         "tiu_freq_mhz": m.tiu_freq_mhz, "dma_freq_mhz": m.dma_freq_mhz, "cdma_ports": m.cdma_ports,
         "commands": int(len(profile.commands)),
         "warnings": [{"code": w.code, "message": w.message, "where": w.where} for w in m.warnings],
         "records": m.accounting,
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
+        "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
+                    for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
     }
+
+
+def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:
+    out_dir = Path(out_dir)
+    txt = out_dir / "summary.txt"
+    with atomic_open(txt, "w", encoding="utf-8") as fh:
+        fh.write(summary_text(profile, summary))
+    js = out_dir / "summary.json"
     with atomic_open(js, "w", encoding="utf-8") as fh:
-        json.dump(doc, fh, indent=1)
+        json.dump(summary_document(profile, summary), fh, indent=1)
     return txt, js
 
 

@@ -1,0 +1,25 @@
+"""The one analysis entry point: everything derived from a parsed Profile, computed once.
+
+The pipeline calls :func:`derive` once per run, after parsing and before any writer. It places a
+host trace on the device time axis, attaches the framework tables, adds the device-lanes table of
+framework traces, and returns the engine summary that every output shows.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import pandas as pd
+
+from reportgen.analysis.metrics import engine_summary, lane_summary
+from reportgen.model import Profile
+
+
+def derive(profile: Profile, *, host_trace: str | Path | None = None) -> pd.DataFrame:
+    """Attach every derived table to ``profile`` and return its engine summary."""
+    if host_trace is not None:
+        from reportgen.analysis.host_align import attach_host_trace
+        attach_host_trace(profile, host_trace)
+    summary = engine_summary(profile)
+    if not profile.meta.is_pmu:
+        profile.tables["Device lanes"] = lane_summary(profile)
+    return summary

@@ -1,0 +1,154 @@
+"""The one way to produce a report: parse, derive, write every requested output, commit.
+
+``report(options)`` is what the command line, the several-dump runner and tests call:
+
+    parse (parsers.detect) -> derive (analysis.derive) -> writers, side by side -> commit OUT
+
+Which outputs exist, when each is wanted and how it is written is the :data:`OUTPUTS` table. A
+run writes into a private staging folder inside OUT that is moved into place only when every
+writer succeeded (writers/atomic.py).
+"""
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import pandas as pd
+
+from reportgen import parallel
+from reportgen.errors import OutputError
+from reportgen.model import Profile
+from reportgen.options import REGINFO_AUTO_LIMIT, Options
+
+
+def load(options: Options) -> Profile:
+    """Parse the input into a Profile (no analysis)."""
+    from reportgen.parsers.detect import load_profile
+
+    loader_options = {"tiu_freq": options.tiu_freq, "quiet": options.quiet}
+    if options.min_depth is not None:
+        loader_options["min_depth"] = options.min_depth
+    if options.max_depth is not None:
+        loader_options["max_depth"] = options.max_depth
+    return load_profile(options.input, **loader_options)
+
+
+def analyse(profile: Profile, options: Options) -> pd.DataFrame:
+    """Every derived table, attached once; returns the engine summary."""
+    from reportgen.analysis.derive import derive
+
+    return derive(profile, host_trace=options.trace_file)
+
+
+# -- the outputs -----------------------------------------------------------------------------
+
+def _want_reginfo(options: Options, profile: Profile) -> bool:
+    if options.reginfo == "off" or not profile.meta.is_pmu:
+        return False
+    if options.reginfo == "on":
+        return True
+    if not options.workbook:
+        return False
+    if len(profile.commands) > REGINFO_AUTO_LIMIT:
+        profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: {len(profile.commands)} "
+                          f"commands would make about {len(profile.commands) * 1.2e-3:.0f} MB of text "
+                          "(--reginfo on writes them; the workbook and perfetto trace hold the same data)")
+        return False
+    return True
+
+
+def _workbook(profile, summary, out, options):
+    from reportgen.writers import xlsx
+    return xlsx.write(profile, summary, out, quiet=options.quiet, registers=options.registers_wanted)
+
+
+def _reginfo(profile, summary, out, options):
+    from reportgen.writers import text
+    return text.write_reginfo(profile, out)
+
+
+def _perfetto(profile, summary, out, options):
+    from reportgen.writers import perfetto
+    return perfetto.write(profile, summary, out, quiet=options.quiet)
+
+
+def _web(profile, summary, out, options):
+    from reportgen.writers import html
+    return html.write(profile, summary, out, quiet=options.quiet)
+
+
+def _summary(profile, summary, out, options):
+    from reportgen.writers import text
+    return text.write_summary(profile, summary, out)
+
+
+def _csv_tables(profile, summary, out, options):
+    from reportgen.writers import csv_tables
+    return csv_tables.write_tables(profile, out)
+
+
+def _seed_csv(profile, summary, out, options):
+    from reportgen.writers import csv_tables
+    return csv_tables.write_seed_csv(profile, out / "host_device.csv",
+                                     min_depth=options.min_depth, max_depth=options.max_depth)
+
+
+@dataclass(frozen=True)
+class Output:
+    label: str
+    wanted: Callable[[Options, Profile], bool]
+    write: Callable[[Profile, pd.DataFrame, Path, Options], object]
+
+
+#: every output, longest to write first (the writer processes then finish close together)
+OUTPUTS = (
+    Output("workbook", lambda o, p: o.workbook, _workbook),
+    Output("RegInfo files", _want_reginfo, _reginfo),
+    Output("perfetto trace", lambda o, p: o.perfetto, _perfetto),
+    Output("web report", lambda o, p: o.web, _web),
+    Output("summary", lambda o, p: o.summary, _summary),
+    Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
+    Output("seed CSV", lambda o, p: o.workbook and p.meta.source == "chrome" and len(p.host) > 0,
+           _seed_csv),
+)
+
+
+def writer_jobs(options: Options, profile: Profile, summary: pd.DataFrame, out: Path
+                ) -> list[tuple[str, Callable[[], object]]]:
+    """The (label, writer) jobs this run asks for, writing into ``out``."""
+    wanted = [o for o in OUTPUTS if o.wanted(options, profile)]
+    if any(o.write is _reginfo for o in wanted):
+        # RegInfo reads every register table: assemble them before the writers fork, so a
+        # workbook that shows them too shares these tables instead of building its own
+        list(profile.registers.values())
+    return [(o.label, lambda o=o: o.write(profile, summary, out, options)) for o in wanted]
+
+
+# -- one run -----------------------------------------------------------------------------------
+
+@dataclass
+class Report:
+    """What a run produced: the files (at their final place), its time, the profile and summary."""
+    files: list[Path]
+    seconds: float
+    profile: Profile
+    summary: pd.DataFrame
+
+
+def report(options: Options) -> Report:
+    """Parse, derive and write every requested output of one input into ``options.output``."""
+    from reportgen.writers.atomic import staged_dir
+
+    t0 = time.perf_counter()
+    profile = load(options)
+    summary = analyse(profile, options)
+    final = options.out_path
+    try:
+        with staged_dir(final, replace_glob=("*RegInfo_*.txt",)) as out:
+            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
+    except OSError as exc:
+        raise OutputError(f"{final}: cannot write the reports ({exc.strerror or exc})") from None
+    files = [final / p.relative_to(out) for p in written]
+    return Report(files, time.perf_counter() - t0, profile, summary)

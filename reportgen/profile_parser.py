@@ -1,0 +1,56 @@
+"""``profile_parser_main``: the seed tool's command line, kept for its users.
+
+``profile_parser_main -s SRC -d DST [-hc HOST_CAT] [-dc DEVICE_CAT] [-mc MONITOR_CAT]
+[--max_depth N] [--min_depth N] [--self]`` writes the seed CSV of a framework trace
+(:func:`reportgen.writers.csv_tables.write_seed_csv`): one row per monitored host event with
+its launches and device kernels.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from reportgen.errors import ReportgenError
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="profile_parser_main",
+        description="Chrome/PyTorch trace -> CSV of monitored host events with their launches "
+                    "and device kernels ($$-joined call paths).")
+    p.add_argument("-s", "--src", required=True, help="trace file (JSON, .gz, .zip) or profiler folder")
+    p.add_argument("-d", "--dst", required=True, help="output CSV file (or folder: <src name>.csv inside)")
+    p.add_argument("-hc", "--host_cat", default="cuda_runtime", help="launch (host runtime) category")
+    p.add_argument("-dc", "--device_cat", default="kernel", help="device category ('all' for every device slice)")
+    p.add_argument("-mc", "--monitor_cat", default="python_function", help="monitored host category")
+    p.add_argument("--max_depth", type=int, default=None, help="deepest call depth kept (inclusive)")
+    p.add_argument("--min_depth", type=int, default=None, help="shallowest call depth kept (inclusive)")
+    p.add_argument("--self", action="store_true", help="self attribution (exclude deeper monitored events)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    try:
+        from reportgen import pipeline
+        from reportgen.options import Options
+        from reportgen.writers.csv_tables import write_seed_csv
+
+        profile = pipeline.load(Options(input=args.src, quiet=True))
+        dst = Path(args.dst)
+        if dst.is_dir() or args.dst.endswith(("/", "\\")):
+            stem = Path(args.src).name.split(".")[0] or "trace"
+            dst = dst / f"{stem}.csv"
+        device = None if args.device_cat.lower() in ("all", "any", "*") else args.device_cat
+        write_seed_csv(profile, dst, monitor=args.monitor_cat, launch=args.host_cat, device=device,
+                       min_depth=args.min_depth, max_depth=args.max_depth, self_only=args.self)
+    except ReportgenError as exc:
+        print(f"profile_parser_main: {exc}", file=sys.stderr)
+        return exc.exit_code
+    print(f"wrote {dst}")
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())
