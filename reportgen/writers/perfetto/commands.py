@@ -19,7 +19,7 @@ CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
 
 
 def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (module doc)."""
+    """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (package doc)."""
     if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
