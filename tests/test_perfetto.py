@@ -18,10 +18,13 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from reportgen.analysis.host_align import attach_host_trace
 from reportgen.model import Meta, Profile, finalize_commands
+from reportgen.parsers.pmu import load_dump
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import perfetto
+from shared_data import PMU, needs
 
-CASE = Path("/work/shared/data/pmu/aks-m2-trace")
+CASE = PMU / "aks-m2-trace"
+C8 = PMU / "aks-m2-c8"
 B, E, I, C = 1, 2, 3, 4
 
 
@@ -232,6 +235,7 @@ def test_deterministic_bytes(tmp_path):
     assert a == b
 
 
+@needs(CASE)
 def test_host_tracks_nested_and_aligned(tmp_path):
     prof = make_profile(cores=1, per_engine=50, seed=2)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
@@ -337,6 +341,7 @@ def test_readme_queries_trace_processor(tmp_path):
     tp.close()
 
 
+@needs(CASE)
 def test_golden_host_placement_matches_reference(tmp_path):
     """aks-m2-trace: host events relative to the first/last TPU command, as the reference put them."""
     ref = pb.Trace.FromString((CASE / "reference-0.3.7" / "perfetto.pftrace").read_bytes())
@@ -356,14 +361,7 @@ def test_golden_host_placement_matches_reference(tmp_path):
                 ref_host.append((name, ts - ref_first, p.timestamp - ref_first))
     expected = pd.read_csv(CASE / "expected_commands.csv")
     assert ref_last - ref_first == expected["end_ns"].max() - expected["start_ns"].min()
-    try:
-        from reportgen.parsers.pmu import load_dump
-        prof = load_dump(CASE / "input")
-    except (ImportError, AttributeError):
-        # the decoder has not landed: the alignment only needs the dump's tail numbers
-        prof = make_profile(cores=1, per_engine=10)
-        prof.meta.tail_offset_ns = 850_000                       # global.profile
-        prof.meta.pmu_tail_ns = int(expected["end_ns"].max())   # last PMU end, device frame
+    prof = load_dump(CASE / "input")
     attach_host_trace(prof, CASE / "trace.json")
     assert prof.meta.host_alignment["rule"] == "tail_offset"
     ours = sorted(zip(prof.host["name"], prof.host["start_ns"], prof.host["end_ns"]))
@@ -387,14 +385,6 @@ def test_empty_profile_and_output_errors(tmp_path):
     # nothing half-written is left beside a previous good file
     perfetto.write(small_profile(), None, tmp_path, quiet=True)
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file", "perfetto.pftrace"]
-
-
-def _load_case(case: Path) -> Profile:
-    try:
-        from reportgen.parsers.pmu import load_dump
-    except ImportError:
-        pytest.skip("PMU decoder not available")
-    return load_dump(case / "input")
 
 
 def _reference_slices(path: Path) -> pd.DataFrame:
@@ -421,11 +411,12 @@ def _reference_slices(path: Path) -> pd.DataFrame:
     return pd.DataFrame(rows, columns=["owner", "engine", "ts", "dur", "name"])
 
 
-@pytest.mark.parametrize("case", sorted(p.parent.name for p in CASE.parent.glob("*/input")))
+@needs(PMU)
+@pytest.mark.parametrize("case", sorted(p.parent.name for p in PMU.glob("*/input")))
 def test_golden_dump_matches_reference_slices(case, tmp_path):
     """Every command of a golden dump at the reference's place and length; flows resolve."""
-    folder = CASE.parent / case
-    prof = _load_case(folder)
+    folder = PMU / case
+    prof = load_dump(folder / "input")
     dec = write_and_decode(prof, tmp_path)
     ours = command_slices(dec)
     ref = _reference_slices(folder / "reference-0.3.7" / "perfetto.pftrace")
@@ -539,11 +530,12 @@ def test_framework_like_engine_names(tmp_path):
                      "TPU/Core 1/Kernel Function", "TPU/Core 1/stream 7"]
 
 
+@needs(C8)
 def test_golden_args_match_reference(tmp_path):
     """aks-m2-c8: per command, the typed args carry the reference's values (its uArch Rate is
     text rounded to 0.1 %, ours a number)."""
-    folder = CASE.parent / "aks-m2-c8"
-    prof = _load_case(folder)
+    folder = C8
+    prof = load_dump(folder / "input")
     dec = write_and_decode(prof, tmp_path)
     ours = command_slices(dec)
     ref = pb.Trace.FromString((folder / "reference-0.3.7" / "perfetto.pftrace").read_bytes())

@@ -9,25 +9,23 @@ Where we deliberately differ from the reference, the test says so (see docs/metr
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import numpy as np
 import pandas as pd
 import pytest
 
 from reginfo import reference_sheets
+from shared_data import PMU
 from truth import truth_pairs
 from reportgen.parsers.pmu import load_dump
 
-SHARED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "pmu"
-CASES = sorted(p.name for p in SHARED.iterdir() if (p / "input").is_dir()) if SHARED.is_dir() else []
+CASES = sorted(p.name for p in PMU.iterdir() if (p / "input").is_dir()) if PMU.is_dir() else []
 
-pytestmark = pytest.mark.skipif(not CASES, reason=f"shared golden data not found at {SHARED}")
+pytestmark = pytest.mark.skipif(not CASES, reason=f"shared golden data not found at {PMU}")
 
 
 @pytest.fixture(scope="module", params=CASES)
 def case(request):
-    base = SHARED / request.param
+    base = PMU / request.param
     return request.param, load_dump(base / "input"), base
 
 

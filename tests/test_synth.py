@@ -30,12 +30,13 @@ import pytest
 from reportgen.parsers.pmu.records import (BLOCK_HEADER, CDMA_RECORD, DMA_RECORD, TIU_RECORD,
                                            Block)
 from reportgen.testing import dumpformat as df
+from shared_data import PMU, needs
 from truth import truth_pairs
 from reportgen.testing.synth import (SynthConfig, main, pack_descriptors, register_layouts,
                                      unpack_descriptors, write_dump)
 
 DATA = Path(__file__).resolve().parents[1] / "reportgen" / "parsers" / "pmu" / "data"
-GOLDEN = Path("/work/shared/data/pmu")
+GOLDEN_C8 = PMU / "aks-m2-c8" / "input"    # golden dump written by another generator
 U32 = 1 << 32
 # spec §1: engine field codes, CORE_NUM, arch codes
 ENGINE_CODES = {"AKS": {"TIU": 0, "GDMA": 1, "SDMA": 3, "CDMA": 4, "VSDMA": 5},
@@ -609,17 +610,17 @@ def aks2(tmp_path_factory):
 
 # ---------------------------------------------------------------------------- bit packer
 
-def _golden_extra(case: str, core: int) -> list[bytes]:
-    path = GOLDEN / case / "input" / f"cdmlib0_{core}.profile"
+def _golden_extra(core: int) -> list[bytes]:
+    path = GOLDEN_C8 / f"cdmlib0_{core}.profile"
     (payload,) = [p for t, p in read_blocks(path) if t == df.BlockType.DYN_EXTRA]
     return extra_entries(payload)
 
 
-@pytest.mark.skipif(not GOLDEN.exists(), reason="golden dumps not available")
+@needs(GOLDEN_C8)
 def test_packer_reproduces_golden_descriptors():
     """Golden descriptors (written by another generator) re-packed from their field values."""
     lay = register_layouts("AKS")
-    ex = _golden_extra("aks-m2-c8", 0)
+    ex = _golden_extra(0)
     # entry 0: GDMA init send; entry 1: TIU init wait; entry 5: SDMA init wait (spec §8.1-8.3)
     assert pack_descriptors(lay["sDMA_sys"], 1, {"cmd_short": 1, "cmd_type": 6,
                             "cmd_special_function": 3, "constant_value": 1022}).tobytes() == ex[0]
@@ -638,7 +639,7 @@ def test_packer_reproduces_golden_descriptors():
         vals = unpack_descriptors(lay[name], arr)
         assert pack_descriptors(lay[name], 1, vals).tobytes() == raw
     # CDMA init descriptor of the anchor core (sCDMA_sys tx_wait)
-    ex7 = _golden_extra("aks-m2-c8", 7)
+    ex7 = _golden_extra(7)
     assert pack_descriptors(lay["sCDMA_sys"], 1, {"cmd_type": 7, "cmd_special_function": 4,
                             "constant_value_l32": 0x10001}).tobytes() == ex7[8]
 
@@ -668,18 +669,18 @@ def test_sync_point_is_one_physical_instant(aks2):
     assert len(set(base.values())) == 8
 
 
-@pytest.mark.skipif(not GOLDEN.exists(), reason="golden dumps not available")
+@needs(GOLDEN_C8)
 def test_init_preamble_mirrors_golden(aks2):
     """Profile-init nodes, anchor VSDMA/CDMA nodes and their descriptors equal the golden's."""
     out, res = aks2
     for core, n in ((0, 6), (7, 12)):
         mine = [p for t, p in read_blocks(res.dump_dir / f"cdmlib0_{core}.profile") if t == 5][0]
-        gold = [p for t, p in read_blocks(GOLDEN / "aks-m2-c8/input" / f"cdmlib0_{core}.profile")
+        gold = [p for t, p in read_blocks(GOLDEN_C8 / f"cdmlib0_{core}.profile")
                 if t == 5][0]
         assert mine[:4 * n] == gold[:4 * n]
         mine_ex = extra_entries([p for t, p in read_blocks(
             res.dump_dir / f"cdmlib0_{core}.profile") if t == 6][0])
-        assert mine_ex[:n] == _golden_extra("aks-m2-c8", core)[:n]
+        assert mine_ex[:n] == _golden_extra(core)[:n]
 
 
 def test_dyn_nodes_and_extra_match_truth(aks2):
@@ -793,14 +794,34 @@ def test_cli(tmp_path, capsys):
 
 
 def test_size_and_speed_report(tmp_path):
-    """Printed, not asserted (run with -s): time and size of a mid-size mode-2 dump."""
+    """A mid-size mode-2 dump: its time and size are printed (run with -s), not asserted. Asserted:
+    the reported sizes are the files' sizes, every file is its blocks and nothing else, and each
+    monitor block holds as many records as global.profile says and the truth implies."""
     t0 = time.perf_counter()
     res = write_dump(tmp_path, SynthConfig(cmds_per_core=5000, mode=2, seed=1))
     dt = time.perf_counter() - t0
     size = sum(res.files.values())
     print(f"\nsynth AKS 8 cores x 5000 cmds mode 2: {dt:.2f} s, {size / 1e6:.2f} MB, "
           f"{len(res.truth)} truth rows")
-    assert size > 0
+    ddir, truth, meta = res.dump_dir, res.truth, res.meta
+    assert res.files == {f.name: f.stat().st_size for f in ddir.iterdir()}
+    gp = global_profile(ddir)
+    for core, f in enumerate(core_files(ddir)):
+        blocks = read_blocks(f)
+        assert sum(BLOCK_HEADER.itemsize + len(p) for _, p in blocks) == f.stat().st_size
+        mine = truth[truth.core == core]
+        for name, btype, dtype in (("tiu", 3, TIU_RECORD), ("gdma", 4, DMA_RECORD),
+                                   ("sdma", 11, DMA_RECORD)):
+            (payload,) = [p for t, p in blocks if t == btype]
+            count = gp[f"core{core}_{name}_record"]
+            assert len(payload) == count * dtype.itemsize
+            # 2 profile-init records per engine; the anchor's SDMA adds a VSDMA send per port
+            extra = len(meta["cdma_ports"]) if (name, core) == ("sdma", meta["anchor"]) else 0
+            assert count == 2 + extra + int((mine.engine == name.upper()).sum())
+    for port, f in port_files(ddir).items():
+        (payload,) = [p for t, p in read_blocks(f) if t == Block.MONITOR_CDMA]
+        assert len(payload) == gp[f"cdma_port{port}_record"] * CDMA_RECORD.itemsize
+        assert gp[f"cdma_port{port}_record"] == 2 + int((truth.port == port).sum())
 
 
 def test_des_chains_and_batch(tmp_path):

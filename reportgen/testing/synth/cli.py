@@ -1,0 +1,60 @@
+"""``reportgen-synth`` / ``python -m reportgen.testing.synth``: write one dump from the command
+line."""
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from reportgen.testing import dumpformat as df
+from reportgen.testing.synth.config import SynthConfig
+from reportgen.testing.synth.writer import write_dump
+
+
+def _parse_ints(text: str) -> tuple[int, ...]:
+    return tuple(int(x) for x in text.split(",") if x.strip()) if text else ()
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(
+        prog="reportgen-synth",
+        description="Write a synthetic TPU PMU dump (AKS/AKSV, modes 0/1/2) and its truth.")
+    ap.add_argument("outdir", help="output folder: <outdir>/<dump-name>/ + expected_commands.csv"
+                                   " + generator_meta.json")
+    ap.add_argument("--arch", default="AKS", choices=sorted(df.CHIPS))
+    ap.add_argument("--cores", type=int, default=None)
+    ap.add_argument("--cmds-per-core", type=int, default=1000)
+    ap.add_argument("--mode", type=int, default=2, choices=(0, 1, 2))
+    ap.add_argument("--seed", type=int, default=1)
+    ap.add_argument("--tiu-freq", type=int, default=1000)
+    ap.add_argument("--ports", default=None, help="CDMA ports, e.g. 0,1 ('' for none)")
+    ap.add_argument("--idle-cores", default="", help="e.g. 3,5")
+    ap.add_argument("--id-wrap", action="store_true", help="core 0 ends with > 65536 TIU cmds")
+    ap.add_argument("--time-wrap", action="store_true", help="core 0 counter starts near 2^32")
+    ap.add_argument("--ring-core", type=int, default=None, help="lap this core's GDMA ring")
+    ap.add_argument("--rvt-ratio", type=float, default=0.0, help="AKSV: share of RVT kernels")
+    ap.add_argument("--des-ratio", type=float, default=0.0,
+                    help="share of kernels dispatched as DES chains (BLOCK_DES_KV)")
+    ap.add_argument("--batch-idx", action="store_true", help="BATCH_IDX node in every kernel")
+    ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
+    ap.add_argument("--no-truth", action="store_true",
+                    help="skip expected_commands.csv (faster for big benchmark dumps)")
+    a = ap.parse_args(argv)
+    cfg = SynthConfig(arch=a.arch, cores=a.cores, cmds_per_core=a.cmds_per_core, mode=a.mode,
+                      seed=a.seed, tiu_freq=a.tiu_freq,
+                      cdma_ports=None if a.ports is None else _parse_ints(a.ports),
+                      idle_cores=_parse_ints(a.idle_cores), id_wrap=a.id_wrap,
+                      time_wrap=a.time_wrap, ring_core=a.ring_core, rvt_ratio=a.rvt_ratio,
+                      des_ratio=a.des_ratio, batch_idx=a.batch_idx,
+                      dump_name=a.dump_name, write_truth=not a.no_truth)
+    t0 = time.perf_counter()
+    try:
+        res = write_dump(a.outdir, cfg)
+    except (ValueError, OSError) as exc:
+        print(f"reportgen-synth: {exc}", file=sys.stderr)
+        return 2
+    dt = time.perf_counter() - t0
+    size = sum(res.files.values())
+    print(f"wrote {res.dump_dir} ({len(res.files)} files, {size / 1e6:.2f} MB, "
+          f"{len(res.truth)} commands) in {dt:.2f} s")
+    return 0

@@ -1,0 +1,61 @@
+"""``perfetto.pftrace``: every command as a Perfetto slice, with typed args, flows and counters.
+
+Layout (track tree; every track is declared once, uuids are derived from the track's path so
+two runs write identical bytes)::
+
+    <chip> TPU                                   device root
+      Core N                                     explicit order by core number
+        Kernel Function                          one slice per func_scope (or kernel run)
+        TIU, TIU #2...                           commands; "#k" lanes only when commands overlap
+        TIU uArch Rate (%)          [counter]    uArch rate of the running modelled TIU command
+        GDMA, GDMA Bandwidth (GB/s) [counter]    summed DDR/L2M bandwidth of the running commands
+        SDMA, SDMA Bandwidth (GB/s) [counter]
+      CDMA
+        CDMA port P                              other CDMA ops (write, general, ...)
+          CDMA port P TX, RX (, #2...)           send/tcp_send/tx_* and receive/read/rx_* ops
+    host process (pid) -> thread (tid) (, "#k" lanes)   from profile.host (--trace_file)
+
+Slices: name = Function Name, category = Function Type, debug args as typed values (int /
+double / interned string; an unknown value is left out, never written as text or 0):
+``Global Idx``, ``Sheet``, ``Cmd Id``, ``Cycles``, ``DMA data size(B)``, ``DDR Bandwidth(GB/s)``,
+``L2M Bandwidth(GB/s)``, ``uArch Rate`` (a number in %), ``Direction``, ``Data Type``,
+``Kernel Function``, ``Mode``, ``Stall Cycles``, ``Dep Cmd Id``, ``Batch``, ``Port`` and ``Core`` (CDMA:
+the submitting core).  So SQL such as
+``EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50`` works without CAST.
+
+Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits
+for, and a GDMA descriptor's names the TIU command it waits for (the two engines synchronise
+through each other's command ids; SDMA/CDMA have no such field we model).  Ids restart with every
+kernel launch, so the source of a dependency is the *latest* command of the other engine on the
+same core with ``cmd_id == dep_cmd_id`` that started no later than the dependent command
+(``dep_cmd_id`` 0 means "none").  On the golden dumps this resolves every dependency and the
+source always ends before the dependent starts.  One flow per dependency, id = dependent row + 1,
+starting on the source slice and terminating on the dependent one.  send_msg/wait_msg pairs are
+not linked: their message ids exist only in the TIU registers (``des_imm``) and the captures pair
+a send on one id with a wait on another across all cores, a rule we cannot confirm, and a
+wrong arrow is worse than none.
+
+Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.attach_host_trace`): real
+process/thread tracks (numeric pid/tid; otherwise stand-in ids named after the originals),
+slices nested as in the model; events that overlap without nesting go to "thread T #k" lanes.
+
+Timestamps are device ns; when a host trace was attached (``meta.host_alignment``) they
+are on the host clock (device ns + offset, as the reference does), so the host slices keep their
+own times.  Anything that would still be negative is shifted to start at 0.
+
+Encoding.  Each track is its own packet sequence.  The sequence's first packet clears its
+incremental state, makes the track the sequence's default ``track_uuid`` (so events do not repeat
+it) and interns the event names, categories, arg names and string values the sequence uses; the
+sequence's packets follow in timestamp order.  Event packets are encoded by a small vectorised protobuf wire encoder
+(:class:`~reportgen.writers.perfetto.wire.Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
+loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
+stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
+``perfetto_trace_pb2``.  The file is a concatenation of ``Trace`` messages, which is one trace.
+
+Modules: ``wire`` (protobuf encoder), ``trace`` (file, tracks, interning, sequences), ``device``
+(root and core tracks, time base), ``columns`` (command columns), ``commands``, ``kernels``,
+``counters``, ``host`` (the event groups), ``writer`` (:func:`write`).
+"""
+from reportgen.writers.perfetto.writer import FILE_NAME, write
+
+__all__ = ["FILE_NAME", "write"]

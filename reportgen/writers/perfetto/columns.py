@@ -1,0 +1,29 @@
+"""Command-frame columns as the encoders need them: integer codes, engine masks, typed values."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+
+def column_values(c: pd.DataFrame, name: str, kind: str):
+    """(values, present) of a command column for an annotation of ``kind``."""
+    s = c[name]
+    present = s.notna().to_numpy(bool)
+    if kind == "double":
+        return s.astype("float64").fillna(0).to_numpy(np.float64), present
+    return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
+
+
+def category_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
+    """Integer codes and their labels; a categorical column's own codes (no copy of strings)."""
+    if isinstance(column.dtype, pd.CategoricalDtype):
+        return column.cat.codes.to_numpy(), column.cat.categories
+    codes, uniques = pd.factorize(column.astype(object))
+    return codes, pd.Index(uniques)
+
+
+def engine_is(c: pd.DataFrame, engine: str) -> np.ndarray:
+    """Per row: is the command's engine ``engine``."""
+    codes, names = category_codes(c["engine"])
+    hit = np.append(np.asarray(names.astype(str) == engine, bool), False)   # code -1: missing
+    return hit[codes]

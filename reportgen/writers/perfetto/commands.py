@@ -1,0 +1,156 @@
+"""Command slices: one track per engine and core (CDMA: per port, TX and RX), "#k" lanes where
+commands overlap, typed args and TIU/GDMA dependency flows (see the package docstring)."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.host_align import first_fit_lanes
+from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
+from reportgen.writers.perfetto.device import ENGINE_RANK, Device
+from reportgen.writers.perfetto.trace import Plan, pairs
+from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
+                                             packet)
+
+
+#: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
+CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
+                **dict.fromkeys(("receive", "read", "tcp_receive", "rx_send", "rx_wait"), 2)}
+
+
+def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (package doc)."""
+    if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
+                          "engine": category_codes(c["engine"])[0], "start": c["start_ns"].to_numpy(np.int64),
+                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
+                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
+    src_rows, dst_rows = [], []
+    for target, source in (("TIU", "GDMA"), ("GDMA", "TIU")):
+        dst = frame[engine_is(c, target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
+        # stable: of two candidates starting together, the later row (in sheet order) wins
+        src = frame[engine_is(c, source)].sort_values("start", kind="stable")
+        if dst.empty or src.empty:
+            continue
+        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
+                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
+                          direction="backward", suffixes=("", "_src"))
+        m = m[m["row_src"].notna()]
+        src_rows.append(m["row_src"].to_numpy(np.int64))
+        dst_rows.append(m["row"].to_numpy(np.int64))
+    if not src_rows:
+        return np.zeros(0, np.int64), np.zeros(0, np.int64)
+    return np.concatenate(src_rows), np.concatenate(dst_rows)
+
+
+def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
+    """Every command as a slice on its engine lane, with args and dependency flows."""
+    t = device.t
+    eng_code, eng_names = category_codes(c["engine"])
+    core = c["core"].to_numpy(np.int64)
+    port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
+    is_cdma = engine_is(c, "CDMA")
+    owner = np.where(is_cdma, port, core) + 1                # >= 0
+    # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
+    # port track itself); a transfer's two sides overlap, so they never share a track
+    names, name_table = category_codes(c["func_name"])
+    channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
+    channel = np.where(is_cdma, channel_of[names], 0)
+    group = (eng_code.astype(np.int64) * 4 + channel) * (1 << 32) + owner
+    base_code, base_keys = pd.factorize(group)
+    start = c["start_ns"].to_numpy(np.int64)
+    end = c["end_ns"].to_numpy(np.int64)
+    lane = first_fit_lanes(base_code, start, end)
+    track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+    # declare the tracks
+    cdma_root, port_tracks = None, {}
+    uuid_of = np.zeros(len(track_keys), np.int64)
+    for k, key in enumerate(track_keys.to_numpy()):
+        b, ln = divmod(int(key), 1024)
+        e4, own = divmod(int(base_keys[b]), 1 << 32)
+        (e, ch), own = divmod(e4, 4), own - 1
+        eng = str(eng_names[e])
+        label = eng if ln == 0 else f"{eng} #{ln + 1}"
+        if eng == "CDMA":
+            if cdma_root is None:
+                cdma_root = t.track("device/cdma", "CDMA", device.root, rank=1 << 20, explicit=True)
+            if own not in port_tracks:
+                port_tracks[own] = t.track(f"device/cdma/{own}", f"CDMA port{own}", cdma_root,
+                                           rank=own, explicit=True)
+            if ch == 0 and ln == 0:
+                uuid_of[k] = port_tracks[own]
+                continue
+            label = f"CDMA port{own}" + ("", " TX", " RX")[ch] + ("" if ln == 0 else f" #{ln + 1}")
+            uuid_of[k] = t.track(f"device/cdma/{own}/{ch}/{ln}", label, port_tracks[own],
+                                 rank=ch * 64 + ln)
+        else:
+            rank = ENGINE_RANK.get(eng, 7) * 64 + ln
+            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label,
+                                 device.core_track(int(own)), rank=rank)
+    seq_ids = t.sequences(len(track_keys))
+    order = np.lexsort((end, start, track_code))
+    track_code = track_code.astype(np.int32)
+    seq = seq_ids[track_code]                                # transient: for the iids used
+    # strings: small per-column iid tables; args: read per chunk from the frame, so what
+    # stays allocated for the whole write is order, track_code and the flow lists
+    names, cats = t.names.lookup(c["func_name"]), t.cats.lookup(c["func_type"])
+    str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
+                "Kernel Function": "kernel", "Mode": "mode"}
+    strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+    int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
+                "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
+                "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
+    dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
+    used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
+            "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, tab[codes])
+                                                              for codes, tab in strings.values()]))}
+    arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
+                   **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma}
+    used["args"] = tuple(np.concatenate(x) for x in zip(*[pairs(seq, np.where(ok, t.arg_iid[a], 0))
+                                                         for a, ok in arg_present.items()]))
+    first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
+    np.minimum.at(first_ts, track_code, start + device.base)
+    del seq, arg_present
+    # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
+    src, dst = _command_dependencies(c)
+    position = np.empty(len(c), np.int64)
+    position[order] = np.arange(len(c))
+    src_pos, dst_pos = position[src], position[dst]
+    del position
+    so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
+    src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
+    dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
+    base = device.base
+
+    def encode(lo: int, hi: int) -> bytes:
+        rows = order[lo:hi]
+        n = len(rows)
+        part = c.take(rows)
+        seq_rows = seq_ids[track_code[rows]]
+        te = Rows(n).const(9, SLICE_BEGIN)
+        iid = names[1][names[0][rows]]
+        te.varint(10, iid, iid > 0)
+        iid = cats[1][cats[0][rows]]
+        te.varint(3, iid, iid > 0)
+        args = [(a, "int", *column_values(part, col, "int")) for a, col in int_cols.items()]
+        args.append(("Core", "int", part["core"].to_numpy(np.int64), is_cdma[rows]))
+        for a, col in dbl_cols.items():
+            v, ok = column_values(part, col, "double")
+            args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
+        for a, (codes, tab) in strings.items():
+            iid = tab[codes[rows]]
+            args.append((a, "string", iid, iid > 0))
+        annotations(te, t.arg_iid, args)
+        i, j = np.searchsorted(src_pos, [lo, hi])
+        te.dense(*fixed64_repeated(src_pos[i:j] - lo, src_flow[i:j], 47, n))
+        i, j = np.searchsorted(dst_pos, [lo, hi])
+        terminating = np.zeros(n, np.uint64)
+        terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
+        te.fixed64(48, terminating, terminating > 0)
+        rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
+        end_ev = Rows(n).const(9, SLICE_END)
+        rec.message(1, packet(n, end[rows] + base, seq_rows, end_ev))
+        return rec.tobytes()
+
+    return Plan(len(c), seq_ids, uuid_of, first_ts, encode, used)

@@ -1,0 +1,77 @@
+"""Per-core counter tracks: TIU uArch rate and GDMA/SDMA bandwidth."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.writers.perfetto.columns import engine_is
+from reportgen.writers.perfetto.device import ENGINE_RANK, Device
+from reportgen.writers.perfetto.trace import Plan
+from reportgen.writers.perfetto.wire import COUNTER, Rows, packet
+
+
+def counters_plan(device: Device, c: pd.DataFrame) -> list[Plan]:
+    """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
+    bandwidth (sum over the running commands) per core, as double counters."""
+    series = []                                    # (core, track name, ts, value)
+    tiu = c.loc[engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool),
+                ["core", "start_ns", "end_ns", "uarch_rate"]]
+    if len(tiu):
+        tiu = tiu.sort_values(["core", "start_ns", "end_ns"], kind="stable")
+        core = tiu["core"].to_numpy(np.int64)
+        s, e = tiu["start_ns"].to_numpy(np.int64), tiu["end_ns"].to_numpy(np.int64)
+        run_end = pd.Series(e).groupby(core).cummax().to_numpy(np.int64)
+        next_start = np.full(len(s), np.iinfo(np.int64).max)
+        same = core[1:] == core[:-1]
+        next_start[:-1][same] = s[1:][same]
+        idle = next_start > run_end
+        rate = np.round(tiu["uarch_rate"].to_numpy(np.float64) * 100.0, 6)
+        ts = np.concatenate([s, run_end[idle]])
+        val = np.concatenate([rate, np.zeros(idle.sum())])
+        cores = np.concatenate([core, core[idle]])
+        kind = np.concatenate([np.arange(len(s)) * 2, np.flatnonzero(idle) * 2 + 1])
+        o = np.lexsort((kind, ts, cores))
+        series.append(("TIU uArch Rate (%)", "%", cores[o], ts[o], val[o]))
+    for eng in ("GDMA", "SDMA"):
+        d = c.loc[engine_is(c, eng) & ~c["is_sys"].to_numpy(bool),
+                  ["core", "start_ns", "end_ns", "ddr_bw", "l2m_bw"]]
+        bw = d["ddr_bw"].astype("float64").fillna(d["l2m_bw"].astype("float64"))
+        d = d[bw.notna().to_numpy(bool)]
+        bw = bw[bw.notna()]
+        if d.empty:
+            continue
+        # integer 1e-4 GB/s steps keep the running sum exact
+        units = np.round(bw.to_numpy(np.float64) * 1e4).astype(np.int64)
+        core = d["core"].to_numpy(np.int64)
+        ts = np.concatenate([d["start_ns"].to_numpy(np.int64), d["end_ns"].to_numpy(np.int64)])
+        delta = np.concatenate([units, -units])
+        cores = np.concatenate([core, core])
+        o = np.lexsort((delta, ts, cores))          # ends (negative) first at equal times
+        ts, delta, cores = ts[o], delta[o], cores[o]
+        level = pd.Series(delta).groupby(cores).cumsum().to_numpy(np.int64)
+        last = np.ones(len(ts), bool)              # one point per (core, time)
+        last[:-1] = (ts[1:] != ts[:-1]) | (cores[1:] != cores[:-1])
+        series.append((f"{eng} Bandwidth (GB/s)", "GB/s", cores[last], ts[last], level[last] / 1e4))
+    return [_counter_plan(device, *s) for s in series]
+
+
+def _counter_plan(device: Device, name: str, unit: str, core: np.ndarray, ts: np.ndarray,
+                  value: np.ndarray) -> Plan:
+    """One counter track per core for the points (core, ts, value), sorted by core and time."""
+    t = device.t
+    cores, track_code = np.unique(core, return_inverse=True)
+    uuid_of = np.array([t.track(f"device/core/{k}/counter/{name}", name, device.core_track(int(k)),
+                                rank=ENGINE_RANK[name] * 64, counter_unit=unit) for k in cores], np.int64)
+    seq_ids = t.sequences(len(cores))
+    seq = seq_ids[track_code]
+    base = device.base
+
+    def encode(lo: int, hi: int) -> bytes:
+        n = hi - lo
+        te = Rows(n).const(9, COUNTER)
+        te.fixed64(44, value[lo:hi].astype(np.float64))
+        return Rows(n).message(1, packet(n, ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+
+    first_ts = np.full(len(cores), np.iinfo(np.int64).max)
+    np.minimum.at(first_ts, track_code, ts + base)
+    return Plan(len(ts), seq_ids, uuid_of, first_ts, encode, {})
