@@ -86,7 +86,7 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _want_reginfo(args, profile) -> bool:
-    if args.reginfo == "off" or profile.meta.source != "pmu":
+    if args.reginfo == "off" or not profile.meta.is_pmu:
         return False
     if args.reginfo == "on":
         return True
@@ -147,7 +147,7 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
         from reportgen.analysis.host_align import attach_host_trace
         attach_host_trace(profile, args.trace_file)
     summary = engine_summary(profile)
-    if profile.meta.source != "pmu":
+    if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
     final = Path(args.output)
     try:

@@ -102,9 +102,14 @@ class Warning_:
         return f"{self.where}: {self.message}" if self.where else self.message
 
 
+#: sources whose profile is a device PMU capture (engine summary, RegInfo, register columns);
+#: every other source is a framework trace (device lanes, framework tables)
+PMU_SOURCES = frozenset({"pmu", "synthetic"})
+
+
 @dataclass
 class Meta:
-    source: str = "pmu"                 # pmu | chrome | ascend | mindspore
+    source: str = "pmu"                 # pmu | synthetic (tests) | chrome | ascend | mindspore
     input_path: str = ""
     chip: str = ""                      # AKS / AKSV / ...
     chip_alias: str = ""                # SG2260 / SG2260E
@@ -119,7 +124,17 @@ class Meta:
     warnings: list[Warning_] = field(default_factory=list)
     #: records read / shown / dropped with a reason, per sheet: {sheet: {"read": n, ...}}
     accounting: dict[str, dict[str, int]] = field(default_factory=dict)
-    extra: dict[str, Any] = field(default_factory=dict)
+    #: register fields of each engine in the descriptor tables' order (RegInfo text)
+    register_field_order: dict[str, list[str]] = field(default_factory=dict)
+    #: how a ``--trace_file`` host trace was placed on the device time axis (rule, offset_ns, ...)
+    host_alignment: dict[str, Any] | None = None
+    #: framework traces: the rank the trace file says it is
+    rank: int | None = None
+
+    @property
+    def is_pmu(self) -> bool:
+        """Whether the profile is a device PMU capture rather than a framework trace."""
+        return self.source in PMU_SOURCES
 
     def warn(self, code: str, message: str, where: str = "") -> None:
         self.warnings.append(Warning_(code, message, where))
@@ -194,6 +209,8 @@ class Profile:
     meta: Meta = field(default_factory=Meta)
     #: extra named tables (framework analyses, etc.) that writers show as they are
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: framework traces: allocator events (memory curves and peaks are derived from them)
+    memory_events: pd.DataFrame | None = None
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

@@ -173,7 +173,7 @@ def kineto():
 def test_kineto_model_mapping(kineto):
     c = kineto.commands
     assert kineto.meta.source == "chrome"
-    assert kineto.meta.extra["rank"] == 3
+    assert kineto.meta.rank == 3
     assert len(c) == 5 and set(c["engine"]) == {"stream 7"} and set(c["core"]) == {0}
     k = c.set_index("func_name")
     # baseTimeNanoseconds + ts * 1000

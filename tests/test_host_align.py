@@ -121,7 +121,7 @@ def test_tail_offset_rule_matches_reference_numbers():
     prof = make_profile(cores=1, per_engine=10)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
     attach_host_trace(prof, TRACE)
-    info = prof.meta.extra["host_alignment"]
+    info = prof.meta.host_alignment
     # disable_profile ends at 1700000003801 + 700 us; minus tail offset and PMU tail
     assert info["rule"] == "tail_offset" and info["disable_end_ns"] == 1_700_000_004_501_000
     assert info["offset_ns"] == 1_700_000_004_501_000 - 850_000 - 3_579_809 == 1_700_000_000_071_191
@@ -140,7 +140,7 @@ def test_tail_offset_rule_matches_reference_numbers():
 def test_estimated_start_fallback_warns():
     prof = make_profile(cores=1, per_engine=10)       # no tail_offset_ns / pmu_tail_ns
     attach_host_trace(prof, TRACE)
-    info = prof.meta.extra["host_alignment"]
+    info = prof.meta.host_alignment
     # end of the first tpudnn event after the markers: launchKernel (ts 51 us, dur 15 us)
     assert info["rule"] == "estimated_start" and info["offset_ns"] == 1_700_000_000_066_000
     launch = prof.host[prof.host["name"] == "launchKernel:tpu_matmul_bf16_multi_core"].iloc[0]
@@ -158,7 +158,7 @@ def test_host_start_rule_without_tpudnn(tmp_path):
     f.write_bytes(gzip.compress(json.dumps(events).encode()))      # bare array, gzip
     prof = make_profile(cores=1, per_engine=10)
     attach_host_trace(prof, f)
-    assert prof.meta.extra["host_alignment"]["rule"] == "host_start"
+    assert prof.meta.host_alignment["rule"] == "host_start"
     assert prof.host[["name", "start_ns", "end_ns"]].values.tolist() == [["aten::mm", 0, 2250],
                                                                           ["aten::add", 4500, 5500]]
     assert any(w.code == "host-align-unknown" for w in prof.meta.warnings)
@@ -171,7 +171,7 @@ def test_golden_alignment_with_decoder():
     except ImportError:
         pytest.skip("PMU decoder not available")
     attach_host_trace(prof, TRACE)
-    info = prof.meta.extra["host_alignment"]
+    info = prof.meta.host_alignment
     assert info["rule"] == "tail_offset" and info["offset_ns"] == 1_700_000_000_071_191
     # the reference put aten::matmul 25.191 us before the first TPU command and aten::quant's end
     # on the last one
@@ -212,4 +212,4 @@ def test_rounding_keeps_children_inside(tmp_path):
     attach_host_trace(prof, f)
     h = prof.host.set_index("name")
     assert (h.loc["child", "end_ns"], h.loc["parent", "end_ns"]) == (5000, 5000)
-    assert h.loc["child", "depth"] == 1 and prof.meta.extra["host_alignment"]["improper"] == 0
+    assert h.loc["child", "depth"] == 1 and prof.meta.host_alignment["improper"] == 0

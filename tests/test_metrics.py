@@ -91,3 +91,17 @@ def test_lane_summary(profile):
     overall = t.iloc[-1]
     assert overall["core"] == "Overall" and overall["commands"] == 9
     assert overall["busy_ns"] == 150 + 160 + 200 + 400 + 400
+
+
+def test_pmu_kind_is_one_rule_everywhere():
+    """A synthetic PMU-like profile is a PMU profile for every output (the summary text used to
+    test ``source == "pmu"`` and show it as framework lanes while the page showed engines)."""
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.model import Meta
+    from reportgen.testing.profiles import make_profile
+    from reportgen.writers.text import summary_text
+
+    profile = make_profile(cores=2, per_engine=50)
+    assert profile.meta.is_pmu and not Meta(source="chrome").is_pmu
+    text = summary_text(profile, engine_summary(profile))
+    assert "Summary" in text and "Busy = union of non-system command intervals" in text

@@ -236,7 +236,7 @@ def test_host_tracks_nested_and_aligned(tmp_path):
     prof = make_profile(cores=1, per_engine=50, seed=2)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
     attach_host_trace(prof, CASE / "trace.json")
-    offset = prof.meta.extra["host_alignment"]["offset_ns"]
+    offset = prof.meta.host_alignment["offset_ns"]
     dec = write_and_decode(prof, tmp_path)
     tracks = dec["tracks"]
     host = [s for s in dec["slices"] if not track_path(tracks, s["track"]).startswith("AKS TPU")]
@@ -365,7 +365,7 @@ def test_golden_host_placement_matches_reference(tmp_path):
         prof.meta.tail_offset_ns = 850_000                       # global.profile
         prof.meta.pmu_tail_ns = int(expected["end_ns"].max())   # last PMU end, device frame
     attach_host_trace(prof, CASE / "trace.json")
-    assert prof.meta.extra["host_alignment"]["rule"] == "tail_offset"
+    assert prof.meta.host_alignment["rule"] == "tail_offset"
     ours = sorted(zip(prof.host["name"], prof.host["start_ns"], prof.host["end_ns"]))
     assert ours == sorted(ref_host)
     dec = write_and_decode(prof, tmp_path)

@@ -28,7 +28,7 @@ Alignment, i.e. the host time ``offset_ns`` of device time 0 (device = host − 
 3. ``host_start`` (no tpudnn event at all; the reference then drops the host trace): device time
    0 = start of the earliest host event, with a warning that the placement is unknown.
 
-The rule, the offset and the event counts are recorded in ``profile.meta.extra["host_alignment"]``.
+The rule, the offset and the event counts are recorded in ``profile.meta.host_alignment``.
 
 Nesting: per (pid, tid), events are sorted by (start, longest first); ``depth`` is the number of
 earlier events still open at an event's start and ``parent`` the row of the innermost one
@@ -307,4 +307,4 @@ def attach_host_trace(profile: Profile, trace_path: str | os.PathLike) -> None:
         if dtype != "category":
             frame[col] = frame[col].astype(dtype)
     profile.host = frame[list(HOST_COLUMNS)].reset_index(drop=True)
-    meta.extra["host_alignment"] = info
+    meta.host_alignment = info

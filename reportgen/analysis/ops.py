@@ -702,7 +702,7 @@ def attach_tables(profile: Profile, monitor: str | None = None, launch: str | li
         stat = op_statistic(profile)
         if len(stat):
             tables["Op Statistic"] = stat   # a vendor op_statistic.csv, when present, replaces it
-    mem = profile.meta.extra.pop("memory_events", None)
+    mem = profile.memory_events
     if mem is not None and len(mem):
         tables.update(memory_tables(mem, host))
     ncores = profile.commands["core"].nunique() if len(profile.commands) else 0

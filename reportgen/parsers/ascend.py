@@ -190,8 +190,9 @@ def _finish_commands(rows: pd.DataFrame, links: pd.DataFrame | None) -> pd.DataF
     return out
 
 
-def load_rank(rank_dir: Path, rank: int, meta: Meta) -> tuple[pd.DataFrame, pd.DataFrame, dict]:
-    """One rank folder -> (commands, host, tables)."""
+def load_rank(rank_dir: Path, rank: int, meta: Meta
+              ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame | None]:
+    """One rank folder -> (commands, host, tables, memory events)."""
     apo = rank_dir / APO if (rank_dir / APO).is_dir() else rank_dir
     known = ("trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
              "step_trace_time.csv", "memory_record.csv", "operator_memory.csv", "npu_module_mem.csv",
@@ -203,6 +204,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta) -> tuple[pd.DataFrame, pd.D
     tables: dict[str, pd.DataFrame] = {}
     host = None
     trace_cmds = None
+    memory = None
     tv = apo / "trace_view.json"
     if tv.is_file():
         data = ct.read_trace(tv)
@@ -210,8 +212,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta) -> tuple[pd.DataFrame, pd.D
         meta.warnings.extend(prof.meta.warnings)
         host = prof.host
         trace_cmds = prof.commands
-        if "memory_events" in prof.meta.extra:
-            meta.extra.setdefault("memory_events", []).append(prof.meta.extra["memory_events"])
+        memory = prof.memory_events
     kd = apo / "kernel_details.csv"
     summaries = sorted(apo.glob("op_summary_*.csv"))
     src = kd if kd.is_file() else (summaries[0] if summaries else None)
@@ -240,7 +241,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta) -> tuple[pd.DataFrame, pd.D
             tables[tname] = numeric_table(read_csv(f))
     tables.update(_memory_tables(apo))
     tables.update(_communication_tables(apo))
-    return cmds, host, tables
+    return cmds, host, tables, memory
 
 
 def _operator_calls(df: pd.DataFrame) -> pd.DataFrame:
@@ -473,10 +474,12 @@ def load_ascend(path: str | Path, **options) -> Profile:
     if len(set(ranks)) != len(ranks):
         meta.warn("rank-ids", "rank ids repeat across rank folders; numbered by folder order", str(path))
         ranks = list(range(len(rank_dirs)))
-    cmd_parts, host_parts, tables_by_rank = [], [], {}
+    cmd_parts, host_parts, memory_parts, tables_by_rank = [], [], [], {}
     offset = 0
     for d, r in zip(rank_dirs, ranks):
-        cmds, host, tables = load_rank(d, r, meta)
+        cmds, host, tables, memory = load_rank(d, r, meta)
+        if memory is not None:
+            memory_parts.append(memory)
         if host is not None and len(host):
             host = _shift_rows(host, offset)
             cmds = cmds.copy()
@@ -494,6 +497,8 @@ def load_ascend(path: str | Path, **options) -> Profile:
         commands = _renumber(commands)
     host = pd.concat(host_parts, ignore_index=True) if host_parts else Profile().host
     profile = Profile(commands=commands, host=host, meta=meta)
+    if memory_parts:
+        profile.memory_events = pd.concat(memory_parts, ignore_index=True)
     cl = next((c for c in (path / "cluster_step_trace_time.csv",
                            path / "cluster_analysis_output" / "cluster_step_trace_time.csv") if c.is_file()), None)
     if cl is not None:
@@ -523,9 +528,6 @@ def _finish(profile: Profile, tables_by_rank: dict, **options) -> None:
     when there are several)."""
     from reportgen.analysis.ops import attach_tables, key_averages_from_calls
 
-    mem = profile.meta.extra.pop("memory_events", None)
-    if isinstance(mem, list) and mem:
-        profile.meta.extra["memory_events"] = pd.concat(mem, ignore_index=True)
     attach_tables(profile, **options)
     multi = len(tables_by_rank) > 1
     merged: dict[str, list] = {}

@@ -711,14 +711,7 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     host_out = host.drop(columns=["_track", "_file"])
     profile = Profile(commands=commands, host=host_out, meta=meta)
     if len(mem):
-        profile.meta.extra["memory_events"] = _memory(mem, host, forest)
-    md = [t.metadata for t in traces]
-    meta.extra["trace_metadata"] = [{k: v for k, v in m.items()
-                                     if not isinstance(v, (list, dict)) or k in ("distributedInfo",)}
-                                    for m in md]
-    devs = [m.get("deviceProperties") for m in md if m.get("deviceProperties")]
-    if devs:
-        meta.extra["device_properties"] = devs[0]
+        profile.memory_events = _memory(mem, host, forest)
     steps = _step_trace(traces)
     if len(steps):
         profile.tables["Step Trace"] = steps
@@ -1073,7 +1066,7 @@ def load_chrome_trace(path: str | Path, **options) -> Profile:
     profile = build_profile([data], None, "ascend" if ascend else "chrome", str(path))
     rank = rank_of(data)
     if rank is not None:
-        profile.meta.extra["rank"] = rank
+        profile.meta.rank = rank
     from reportgen.analysis.ops import attach_tables
     attach_tables(profile, **options)
     return profile
@@ -1115,7 +1108,6 @@ def load_chrome_traces(paths: list[Path], input_path: str, **options) -> Profile
         profile.meta.warn("rank-ids", warn, input_path)
     for r in rejected:
         profile.meta.warn("skipped-file", "not a timeline trace, skipped: " + r, input_path)
-    profile.meta.extra["rank_files"] = {int(r): d.path for r, d in zip(ranks, datas)}
     from reportgen.analysis.ops import attach_tables
     attach_tables(profile, **options)
     return profile

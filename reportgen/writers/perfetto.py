@@ -39,7 +39,7 @@ Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.attach_ho
 process/thread tracks (numeric pid/tid; otherwise stand-in ids named after the originals),
 slices nested as in the model; events that overlap without nesting go to "thread T #k" lanes.
 
-Timestamps are device ns; when a host trace was attached (``meta.extra["host_alignment"]``) they
+Timestamps are device ns; when a host trace was attached (``meta.host_alignment``) they
 are on the host clock (device ns + offset, as the reference does), so the host slices keep their
 own times.  Anything that would still be negative is shifted to start at 0.
 
@@ -395,7 +395,7 @@ def _packet(n: int, ts: np.ndarray, seq: np.ndarray, event: _Rows) -> _Rows:
 
 
 def _time_base(profile: Profile) -> int:
-    align = profile.meta.extra.get("host_alignment") or {}
+    align = profile.meta.host_alignment or {}
     base = int(align.get("offset_ns", 0)) if len(profile.host) else 0
     lows = [profile.commands["start_ns"].min() if len(profile.commands) else 0,
             profile.host["start_ns"].min() if len(profile.host) else 0]

@@ -85,11 +85,11 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
             f"Chip: {m.chip} ({m.chip_alias})  cores: {m.num_cores}  capture mode: {m.mode}  "
             f"TIU clock: {m.tiu_freq_mhz:g} MHz  DMA clock: {m.dma_freq_mhz:g} MHz",
             f"Commands: {len(profile.commands)}  CDMA ports: {m.cdma_ports or 'none'}"]
-    body = summary_table(summary) if m.source == "pmu" else lanes_table(profile)
+    body = summary_table(summary) if m.is_pmu else lanes_table(profile)
     acct = records_line(m.accounting)
     notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
              "util = busy / totalTime; BW = bytes / busy time of the commands that moved them; "
-             "uArch rate n/a = no command with a modelled op (modes 0/1)." if m.source == "pmu" else
+             "uArch rate n/a = no command with a modelled op (modes 0/1)." if m.is_pmu else
              "Definitions: docs/metrics.md. Busy = union of a lane's command intervals; util = busy "
              "/ span of all device commands; operator and kernel tables: tables/*.csv and the workbook."]
     warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
@@ -255,7 +255,7 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     for old in out_dir.glob("*RegInfo_*.txt"):
         old.unlink()
     c = profile.commands
-    if c.empty or profile.meta.source != "pmu":
+    if c.empty or not profile.meta.is_pmu:
         return []
     arch = "__CHIP_ARCH_ARGS__\n" + "".join(f"\t{k}: {v}\n" for k, v in profile.meta.arch.items())
     frame = c.copy()
@@ -275,7 +275,7 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     tail = [("Global Idx", "global_idx"), ("Core Id", "core"), ("mode", "mode"),
             ("kernel_func", "kernel"), ("func_scope_id", "func_scope"), ("batch_launch", "batch")]
     written = []
-    orders = profile.meta.extra.get("register_field_order", {})
+    orders = profile.meta.register_field_order
     groups: dict[Path, list[tuple[str, pd.DataFrame]]] = {}
     for sheet in profile.sheets():
         eng, _, n = sheet.partition("_")

@@ -345,7 +345,7 @@ def assemble(bindings: list[Binding], meta: Meta):
     orders: dict[str, dict[str, list[str]]] = {}
     for p in parts:
         orders.setdefault(p.engine, {}).update(p.field_order)
-    meta.extra["register_field_order"] = orders
+    meta.register_field_order = orders
     regs = [(p.engine, p.regs) for p in parts]
     names = list(dict.fromkeys(engine for engine, chunks in regs if any(len(pos) for pos, _ in chunks)))
     return commands, LazyTables(partial(_register_tables, regs, [len(p) for p in parts]), names)
