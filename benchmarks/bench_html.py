@@ -24,6 +24,7 @@ from pathlib import Path
 from reportgen.analysis.metrics import engine_summary
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
+from reportgen.writers.html.page import plotly_bundle_b64
 
 FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--disable-background-networking",
          "--disable-component-update", "--disable-sync", "--no-first-run"]
@@ -102,7 +103,7 @@ def main(argv=None) -> int:
     path = html_writer.write(profile, summary, out, quiet=True)
     warm = time.perf_counter() - t
     size = path.stat().st_size
-    plotly = len(html_writer.plotly_bundle_b64())
+    plotly = len(plotly_bundle_b64())
     print(f"commands           {n:,}")
     print(f"html size          {size / 1e6:.2f} MB (plotly.js {plotly / 1e6:.2f} MB, "
           f"{(size - plotly) / n:.2f} B/command for the rest)  budget {SIZE_BUDGET / 1e6:.0f} MB: "

@@ -18,8 +18,12 @@ from reportgen.analysis import timeline
 from reportgen.analysis.metrics import engine_summary
 from reportgen.errors import OutputError
 from reportgen.model import HOST_COLUMNS, Meta, Profile, finalize_commands
+from reportgen.testing.html_page import read_page, read_tables
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
+from reportgen.writers.html import page as page_writer, palette, payload, tables as table_writer
+
+from shared_data import FRAMEWORK, PMU, needs
 
 XSS_KERNEL = "<script>alert(1)</script>"   # one of make_profile's kernel names
 
@@ -28,7 +32,7 @@ def write_page(profile: Profile, tmp_path) -> tuple[str, dict, pd.DataFrame]:
     path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
     assert path == tmp_path / "PerfWeb" / "result.html"
     text = path.read_text(encoding="utf-8")
-    data, items = html_writer.read_page(text)
+    data, items = read_page(text)
     return text, data, items
 
 
@@ -81,10 +85,10 @@ def assert_items_equal_model(items: pd.DataFrame, profile: Profile) -> None:
     np.testing.assert_array_equal(got["bytes"].to_numpy(float), want["bytes"].to_numpy(float))
     # bandwidth: stored as bytes/duration when that agrees with the model within BW_TOLERANCE
     np.testing.assert_allclose(got["bw"].to_numpy(float), want["bw"].to_numpy(float),
-                               atol=html_writer.BW_TOLERANCE, rtol=0, equal_nan=True)
+                               atol=payload.BW_TOLERANCE, rtol=0, equal_nan=True)
     # uArch rate: 1e-4 resolution (the page prints 0.01 %)
     np.testing.assert_allclose(got["uarch_rate"].to_numpy(float), want["uarch_rate"].to_numpy(float),
-                               atol=0.5 / html_writer.URATE_SCALE + 1e-12, rtol=0, equal_nan=True)
+                               atol=0.5 / payload.URATE_SCALE + 1e-12, rtol=0, equal_nan=True)
 
 
 class TestPayloadRoundTrip:
@@ -151,7 +155,7 @@ class TestPayloadRoundTrip:
     def test_page_is_deterministic(self, tmp_path):
         profile = make_profile(cores=1, per_engine=50, seed=1)
         summary = engine_summary(profile)
-        assert html_writer.render(profile, summary) == html_writer.render(profile, summary)
+        assert page_writer.render(profile, summary) == page_writer.render(profile, summary)
 
     def test_empty_profile_still_writes_a_page(self, tmp_path):
         profile = Profile(meta=Meta(source="pmu", chip="AKS"))
@@ -217,13 +221,20 @@ class TestStaticPage:
         assert "cdn." not in text.lower()
         assert len(text.encode()) < 2.5e6          # plotly.js (2 MB gzip+base64) + a little data
 
-    def test_plotly_bundle_is_the_installed_one(self):
+    def test_plotly_bundle_is_the_installed_one(self, tmp_path):
+        """The plotly.js inlined in a written page is the one the installed plotly.py ships: its
+        banner names the version plotly.py reports."""
         import base64
         import gzip
-        from importlib import resources
 
-        raw = resources.files("plotly").joinpath("package_data", "plotly.min.js").read_bytes()
-        assert gzip.decompress(base64.b64decode(html_writer.plotly_bundle_b64())) == raw
+        from plotly.offline import get_plotlyjs_version
+
+        text, _, _ = write_page(hand_profile(), tmp_path)
+        block = re.search(r'<script id="rg-plotly" type="[^"]+">(.*?)</script>', text, re.DOTALL)
+        js = gzip.decompress(base64.b64decode(block.group(1))).decode("utf-8")
+        banner = re.match(r"/\*\*\s*\* plotly\.js v(\S+)\n", js)
+        assert banner, js[:200]
+        assert banner.group(1) == get_plotlyjs_version()
 
     def test_unwritable_target_is_an_output_error(self, tmp_path):
         blocker = tmp_path / "out"
@@ -233,10 +244,10 @@ class TestStaticPage:
             html_writer.write(profile, engine_summary(profile), blocker, quiet=True)
 
     def test_stable_colours(self):
-        assert html_writer.type_color("sMM2") == html_writer.type_color("sMM2") == html_writer.PALETTE[0]
-        assert html_writer.type_color("sys") == html_writer.SYSTEM_COLOR
-        taken = {html_writer.type_color("xyz")}
-        assert html_writer.type_color("xyz", taken=taken) != html_writer.type_color("xyz")
+        assert palette.type_color("sMM2") == palette.type_color("sMM2") == palette.PALETTE[0]
+        assert palette.type_color("sys") == palette.SYSTEM_COLOR
+        taken = {palette.type_color("xyz")}
+        assert palette.type_color("xyz", taken=taken) != palette.type_color("xyz")
 
 
 class TestTimelineAnalysis:
@@ -286,14 +297,13 @@ class TestTimelineAnalysis:
                                       profile.commands["sheet"].astype(str).to_numpy())
 
 
+REAL_DUMP = PMU / "aks-m2-ports5" / "input"
+
+
+@needs(REAL_DUMP)
 def test_real_dump_round_trip(tmp_path):
     pmu = pytest.importorskip("reportgen.parsers.pmu")
-    from pathlib import Path
-
-    case = Path("/work/shared/data/pmu/aks-m2-ports5/input")
-    if not case.exists():
-        pytest.skip(f"golden dump {case} not present")
-    profile = pmu.load_dump(case)
+    profile = pmu.load_dump(REAL_DUMP)
     text, data, items = write_page(profile, tmp_path)
     assert_items_equal_model(items, profile)
     assert len(text.encode()) < 3e6
@@ -323,9 +333,8 @@ from pathlib import Path  # noqa: E402
 from reportgen.analysis.metrics import lane_summary  # noqa: E402
 
 HANDMADE = Path(__file__).parent / "data" / "framework" / "handmade_kineto.json"
-SHARED = Path("/work/shared/data/framework")
-KINETO = SHARED / "kineto-tb-plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
-TWO_RANKS = SHARED / "hta/trace_filter"
+KINETO = FRAMEWORK / "kineto-tb-plugin/samples/resnet50_num_workers_0/worker0.1623143089861.pt.trace.json.gz"
+TWO_RANKS = FRAMEWORK / "hta/trace_filter"
 
 
 def framework_profile(path: Path) -> Profile:
@@ -345,7 +354,7 @@ def assert_tables_equal(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFra
     for name, df in want.items():
         page = got[name]
         assert list(page.columns) == [str(c) for c in df.columns], name
-        assert len(page) == min(len(df), html_writer.TABLE_ROWS_EMBEDDED), name
+        assert len(page) == min(len(df), table_writer.TABLE_ROWS_EMBEDDED), name
         for col in df.columns:
             mine, theirs = page[str(col)], df[col].iloc[:len(page)]
             if pd.api.types.is_integer_dtype(theirs):                      # exact, also past 2**53
@@ -362,7 +371,7 @@ class TestFrameworkViews:
     def test_real_kineto_tables_decode_to_the_profile_tables(self, tmp_path):
         profile = framework_profile(KINETO)
         text, data, _ = write_page(profile, tmp_path)
-        got = html_writer.read_tables(text)
+        got = read_tables(text)
         assert_tables_equal(got, profile.tables)
         heads = {h["name"]: h for h in data["tables"]}
         assert heads["Operators by Shape"]["rows"] == 594 and heads["Memory Timeline"]["rows"] == 4000
@@ -376,7 +385,7 @@ class TestFrameworkViews:
         assert len(text.encode()) < 2.6e6
 
     def test_column_formats(self):
-        fmt = html_writer.column_format
+        fmt = table_writer.column_format
         assert fmt("# of Calls", pd.Series([1, 2])) == {"kind": "int", "decimals": 0}
         assert fmt("Self CPU (us)", pd.Series([3217.0, 1.0])) == {"kind": "int", "decimals": 0}
         assert fmt("Avg (us)", pd.Series([286.129, np.nan])) == {"kind": "float", "decimals": 3}
@@ -385,7 +394,7 @@ class TestFrameworkViews:
         assert fmt("core", pd.Series([0, "Overall"], dtype=object))["kind"] == "text"
         assert fmt("Time (ns)", pd.Series([1_623_143_089_861_000_123]))["kind"] == "bigint"
         assert fmt("Time (ns)", pd.Series([2**53, None], dtype="Int64"))["kind"] == "int"
-        cell = html_writer.format_cell
+        cell = table_writer.format_cell
         assert cell(0.149068, {"kind": "frac", "decimals": 2}) == "14.91%"
         assert cell(603558000, {"kind": "int", "decimals": 0}) == "603,558,000"
         assert cell(1234.5678, {"kind": "float", "decimals": 3}) == "1,234.568"
@@ -460,13 +469,13 @@ class TestFrameworkViews:
             "Name": [evil, "</script><img src=x onerror=alert(2)>", None] * 10, "Value": np.arange(30.0) + 0.5,
             "Start (ns)": pd.array([1_700_000_000_123_456_789 + i if i != 2 else None for i in range(30)],
                                    dtype="Int64")})
-        monkeypatch.setattr(html_writer, "TABLE_ROWS_EMBEDDED", 25)
+        monkeypatch.setattr(table_writer, "TABLE_ROWS_EMBEDDED", 25)
         text, data, _ = write_page(profile, tmp_path)
         assert len(re.findall(r"<script", text, re.IGNORECASE)) == 5     # ours: + rg-tables
         soup = BeautifulSoup(text, "html.parser")
         assert soup.find("img") is None and len(soup.find_all("script")) == 5
         assert "Vendor <b>table</b>" in [h.get_text() for h in soup.select(".toc a")]
-        got = html_writer.read_tables(text)["Vendor <b>table</b>"]
+        got = read_tables(text)["Vendor <b>table</b>"]
         assert len(got) == 25 and names(got["Name"][:3]) == [evil, "</script><img src=x onerror=alert(2)>", None]
         assert got["Value"].tolist() == [i + 0.5 for i in range(25)]
         assert [None if pd.isna(v) else v for v in got["Start (ns)"][:4]] == [1_700_000_000_123_456_789, 1_700_000_000_123_456_790,
@@ -483,7 +492,7 @@ class TestFrameworkViews:
         assert data["charts"] == {} and data["tabs"][0]["charts"] == []
         assert "No device slices in this profile." in text
         assert "nothing to chart. Its tables are in the Tables tab." in text
-        got = html_writer.read_tables(text)
+        got = read_tables(text)
         assert got["Cluster Steps"]["Computing"].tolist() == [10.5, 11.25] and len(got["Device lanes"]) == 0
 
     def test_pmu_page_has_no_framework_parts(self, tmp_path):

@@ -20,8 +20,12 @@ import pytest
 
 from reportgen.analysis import timeline
 from reportgen.analysis.metrics import engine_summary
+from reportgen.testing.html_page import decode_items, read_page
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
+from reportgen.writers.html import page as page_writer, payload, tables as table_writer
+
+from shared_data import FRAMEWORK, PMU, needs
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 try:
@@ -47,7 +51,7 @@ def report(tmp_path_factory):
     profile = make_profile(cores=3, per_engine=4000, seed=11)
     out = tmp_path_factory.mktemp("html")
     path = html_writer.write(profile, engine_summary(profile), out, quiet=True)
-    data, _ = html_writer.read_page(path.read_text(encoding="utf-8"))
+    data, _ = read_page(path.read_text(encoding="utf-8"))
     return {"profile": profile, "path": path, "data": data, "t0": int(data["t0_ns"])}
 
 
@@ -136,6 +140,13 @@ def test_ready_offline_without_errors(page, report):
     page.check()
 
 
+def test_plotly_is_the_installed_one(page):
+    """The page runs the plotly.js of the installed plotly.py."""
+    from plotly.offline import get_plotlyjs_version
+
+    assert page.page.evaluate("Plotly.version") == get_plotlyjs_version()
+
+
 def test_overview_renders(page, report):
     p = page.page
     for chart in ("util", "functype"):
@@ -193,7 +204,7 @@ def test_zoom_to_a_known_window_draws_each_command(page, report):
     a = float(anchor["start_ns"] - t0)
     b = a + 40_000.0
     expected = count_in_window(profile, sheets, t0, a, b)
-    assert 10 < expected < html_writer.BAR_LIMIT
+    assert 10 < expected < page_writer.BAR_LIMIT
     result = page.page.evaluate(f"__report.zoom('core-1', {a}, {b})")
     assert (result["tier"], result["visible"], result["bars"]) == ("bars", expected, expected)
     # SVG bars in the main plot area (the range slider draws its own small copy)
@@ -450,12 +461,12 @@ def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_pat
         "depth": [0, 0, 0], "parent": [-1, -1, -1], "args": [None] * 3,
     }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
     path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
-    data, _ = html_writer.read_page(path.read_text(encoding="utf-8"))
+    data, _ = read_page(path.read_text(encoding="utf-8"))
     dtypes = {col["name"]: col["dtype"] for col in data["payload"]["columns"]}
     assert dtypes["gap"] == "f8" and dtypes["cmd"] == "f8" and dtypes["bwx_pos"] != "u1"
     blob = base64.b64decode(re.search(r'<script id="rg-items" type="[^"]+">(.*?)</script>',
                                       path.read_text(encoding="utf-8"), re.DOTALL).group(1))
-    want = html_writer.decode_items(dict(data["payload"], ops=data["ops"]), blob)
+    want = decode_items(dict(data["payload"], ops=data["ops"], urate_scale=data["urate_scale"]), blob)
 
     watch = PageWatch(browser, path.as_uri())
     p = watch.page
@@ -474,7 +485,7 @@ def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_pat
     for key in ("start", "end", "gidx", "cmd", "op", "kernel"):
         np.testing.assert_array_equal(np.array(got[key], np.float64), want[key].astype(np.float64), err_msg=key)
     np.testing.assert_array_equal(np.array(got["bytes"], float), want["bytes"])
-    np.testing.assert_allclose(np.array(got["urate"], float) / html_writer.URATE_SCALE, want["urate"])
+    np.testing.assert_allclose(np.array(got["urate"], float) / payload.URATE_SCALE, want["urate"])
     explicit = np.array(got["explicit"], float)
     has = ~np.isnan(explicit)
     assert has.sum() >= 10
@@ -486,14 +497,15 @@ def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_pat
     p.close()
 
 
+REAL_DUMP = PMU / "aks-m2-ports5" / "input"
+
+
+@needs(REAL_DUMP)
 def test_real_dump_page(browser, tmp_path):
     """A golden PMU dump: every core renders without errors and the hover shows the model's
     bandwidth (which the payload predicts as bytes / (duration + one DMA cycle))."""
     pmu = pytest.importorskip("reportgen.parsers.pmu")
-    case = Path("/work/shared/data/pmu/aks-m2-ports5/input")
-    if not case.exists():
-        pytest.skip(f"golden dump {case} not present")
-    profile = pmu.load_dump(case)
+    profile = pmu.load_dump(REAL_DUMP)
     path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
     watch = PageWatch(browser, path.as_uri())
     p = watch.page
@@ -515,8 +527,7 @@ def test_real_dump_page(browser, tmp_path):
 
 
 # ------------------------------------------------------------------------------ framework views
-FRAMEWORK = Path(__file__).parent / "data" / "framework" / "handmade_kineto.json"
-SHARED = Path("/work/shared/data/framework")
+HANDMADE = Path(__file__).parent / "data" / "framework" / "handmade_kineto.json"
 BIG_ROWS = 1200          # more than TABLE_ROWS_SHOWN: the page draws 500 and sorts all 1200
 
 
@@ -537,7 +548,7 @@ def framework(browser, tmp_path_factory):
     row 900 (beyond the first 500 drawn) and whose names include markup."""
     import pandas as pd
 
-    profile = _framework_profile(FRAMEWORK)
+    profile = _framework_profile(HANDMADE)
     values = (np.arange(BIG_ROWS) * 7919 % 1000).astype(float) + 0.25
     values[900] = 5000.125
     names = np.array([f"op{i:04d}" for i in range(BIG_ROWS)], object)
@@ -552,7 +563,7 @@ def framework(browser, tmp_path_factory):
     watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
     watch.page.evaluate("__report.ready")
     yield {"profile": profile, "watch": watch, "p": watch.page,
-           "heads": {h["name"]: h for h in html_writer.read_page(path.read_text(encoding="utf-8"), items=False)[0]["tables"]}}
+           "heads": {h["name"]: h for h in read_page(path.read_text(encoding="utf-8"), items=False)[0]["tables"]}}
     watch.page.close()
 
 
@@ -587,16 +598,16 @@ def test_tables_tab_renders_every_table(framework):
     p.evaluate("__report.show('tables')")
     for name, df in profile.tables.items():
         tid = heads[name]["id"]
-        shown = min(len(df), html_writer.TABLE_ROWS_SHOWN)
+        shown = min(len(df), table_writer.TABLE_ROWS_SHOWN)
         assert p.locator(f"#table-{tid} tbody tr").count() == shown, name
         assert p.locator(f"#table-{tid} thead th").all_inner_texts() == [str(c) for c in df.columns]
         assert f"Showing {shown:,} of {len(df):,} rows" in p.locator(f"#table-{tid} .table-status").inner_text()
         # every numeric column shows the table's value at the column's decimals
         for j, col in enumerate(df.columns):
-            fmt = html_writer.column_format(str(col), df[col])
+            fmt = table_writer.column_format(str(col), df[col])
             cells = _column(p, tid, j)
             if fmt["kind"] in ("text", "bigint"):
-                want = [html_writer.format_cell(None if pd_isna(v) else v, fmt) for v in df[col].iloc[:shown]]
+                want = [table_writer.format_cell(None if pd_isna(v) else v, fmt) for v in df[col].iloc[:shown]]
                 assert cells == want, (name, col)
                 continue
             got = np.array([_number(c) for c in cells])
@@ -626,7 +637,7 @@ def test_sorting_covers_every_row_and_markup_stays_text(framework):
     header.nth(1).click()                                             # Value (us): largest first
     assert header.nth(1).get_attribute("aria-sort") == "descending"
     values = [_number(c) for c in _column(p, tid, 1)]
-    want = np.sort(vendor["Value (us)"].to_numpy())[::-1][:html_writer.TABLE_ROWS_SHOWN]
+    want = np.sort(vendor["Value (us)"].to_numpy())[::-1][:table_writer.TABLE_ROWS_SHOWN]
     np.testing.assert_allclose(values, want, atol=5e-4, rtol=0)
     assert values[0] == 5000.125 and _column(p, tid, 0)[0] == "op0900"   # row 900: beyond the first 500
     header.nth(1).click()                                             # again: smallest first
@@ -652,13 +663,13 @@ def test_sorting_covers_every_row_and_markup_stays_text(framework):
     box.fill("<script>")
     assert _column(p, tid, 0) == [XSS_KERNEL]
     box.fill("")
-    assert len(_column(p, tid, 0)) == html_writer.TABLE_ROWS_SHOWN
+    assert len(_column(p, tid, 0)) == table_writer.TABLE_ROWS_SHOWN
     framework["watch"].check()
 
 
 def test_real_two_rank_trace_page(browser, tmp_path):
     """A real two-rank trace: the Ranks chart, every table and both device timelines render."""
-    profile = _framework_profile(SHARED / "hta" / "trace_filter")
+    profile = _framework_profile(FRAMEWORK / "hta" / "trace_filter")
     path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
     watch = PageWatch(browser, path.as_uri())
     p = watch.page
@@ -669,7 +680,7 @@ def test_real_two_rank_trace_page(browser, tmp_path):
     np.testing.assert_array_equal(busy, profile.tables["Ranks"]["Device busy (us)"].to_numpy(float))
     shot(p, "html_framework_ranks.png")
     p.evaluate("__report.show('tables')")
-    assert p.locator(".data-table tbody tr").count() == sum(min(len(df), html_writer.TABLE_ROWS_SHOWN)
+    assert p.locator(".data-table tbody tr").count() == sum(min(len(df), table_writer.TABLE_ROWS_SHOWN)
                                                             for df in profile.tables.values())
     for core in (0, 1):
         result = p.evaluate(f"__report.show('core-{core}')")[0]

@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from reportgen.writers.atomic import atomic_open
-from reportgen.writers.html import _environment   # the one Jinja environment of the package
+from reportgen.writers.html.page import environment   # the one Jinja environment of the package
 
 
 def _pct(v) -> str:
@@ -40,7 +40,7 @@ def _row(out: Path, r: dict) -> dict:
 
 
 def write_index(out: Path, results: list[dict]) -> Path:
-    page = _environment().get_template("index.html.j2").render(results=[_row(Path(out), r) for r in results])
+    page = environment().get_template("index.html.j2").render(results=[_row(Path(out), r) for r in results])
     target = Path(out) / "index.html"
     with atomic_open(target, "w", encoding="utf-8") as fh:
         fh.write(page)

@@ -1,0 +1,129 @@
+"""Reading a written result.html back, the way the page's own script does: the Python twin of
+``decodeItems`` (the timeline payload) and of the Tables tab's reader in ``templates/report.js``.
+Tests use it to check the page against the model without a browser.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import re
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+
+def _script(text: str, ident: str) -> str | None:
+    """The text of the page's ``<script id=ident>`` block (None when the page has none)."""
+    m = re.search(rf'<script id="{ident}" type="[^"]+">(.*?)</script>', text, re.DOTALL)
+    return m.group(1) if m else None
+
+
+def _unshuffle(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
+    k = dtype.itemsize
+    planes = np.frombuffer(raw, np.uint8).reshape(k, n)
+    return np.ascontiguousarray(planes.T).view(dtype).reshape(n)
+
+
+def _lane_undelta(deltas: np.ndarray, lane_off: np.ndarray) -> np.ndarray:
+    """Inverse of ``payload._lane_delta``: prefix sums restarting at each lane."""
+    out = np.cumsum(deltas.astype(np.float64 if deltas.dtype.kind == "f" else np.int64))
+    lane_of = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
+    before = np.concatenate([[0], out])[lane_off[:-1]]     # running sum before each lane
+    return out - before[lane_of]
+
+
+def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
+    """Python twin of ``decodeItems`` in report.js: the arrays the page works with.
+
+    ``header`` is the page's ``payload`` header with the page's ``ops`` and ``urate_scale``.
+    Returns ``lane, start, end`` (ns relative to t0), ``op, kernel`` (0 = unknown), ``gidx``,
+    ``cmd``, ``bytes`` (NaN = unknown), ``bw`` (GB/s, NaN = none) and ``urate`` (0..1, NaN).
+    """
+    raw = gzip.decompress(blob)
+    cols = {}
+    for spec in header["columns"]:
+        dt = np.dtype("<" + spec["dtype"])
+        size = spec["n"] * dt.itemsize
+        cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
+    lane_off = np.asarray(header["lane_off"], np.int64)
+    n = header["n"]
+    lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
+    gap = cols["gap"].astype(np.int64) if cols["gap"].dtype.kind != "f" else cols["gap"]
+    dur = cols["dur"].astype(np.int64) if cols["dur"].dtype.kind != "f" else cols["dur"]
+    # start = previous end + gap, end = start + dur: per lane, start_i = sum(gap) + sum(dur before i)
+    step = gap + dur
+    end = _lane_undelta(step, lane_off)
+    start = end - dur
+    nbytes = cols["bytes"].astype(np.float64)
+    nbytes = np.where(nbytes > 0, nbytes - 1, np.nan)
+    urate = cols["urate"].astype(np.float64)
+    urate = np.where(urate > 0, (urate - 1) / header["urate_scale"], np.nan)
+    ops_kind = np.array([op[3] for op in header["ops"]], object) if n else np.zeros(0, object)
+    op = cols["op"].astype(np.int64)
+    has_bw = ops_kind[op] != "" if n else np.zeros(0, bool)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        bw = np.where(has_bw, nbytes / (dur + header["bw_pad_ns"]), np.nan)
+    pos = np.cumsum(cols["bwx_pos"].astype(np.int64))
+    bw[pos] = cols["bwx_val"]
+    return {"lane": lane, "start": start, "end": end, "op": op,
+            "kernel": cols["kernel"].astype(np.int64),
+            "gidx": _lane_undelta(cols["gidx"], lane_off), "cmd": _lane_undelta(cols["cmd"], lane_off),
+            "bytes": nbytes, "bw": bw, "urate": urate}
+
+
+def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
+    """The page's JSON data and its items as a DataFrame, decoded the way report.js does.
+
+    Columns: ``sheet`` (lane name), ``host``, ``global_idx`` (host: row of profile.host),
+    ``cmd_id``, ``start_ns``/``end_ns`` (absolute), ``func_type`` (host: category),
+    ``func_name`` (host: event name), ``direction``, ``bw_kind``, ``kernel``, ``bytes``, ``bw``,
+    ``uarch_rate``.
+    """
+    def block(ident: str) -> str:
+        found = _script(text, ident)
+        if found is None:
+            raise ValueError(f"no <script id={ident}> block in the page")
+        return found
+
+    data = json.loads(block("rg-data"))
+    if not items:
+        return data, None
+    blob = base64.b64decode(block("rg-items"))
+    header = dict(data["payload"], ops=data["ops"], urate_scale=data["urate_scale"])
+    arr = decode_items(header, blob)
+    ops, types, lanes = data["ops"], data["types"], data["lanes"]
+    op = arr["op"]
+    t0 = int(data["t0_ns"])
+    kernels = np.array([None] + data["kernels"], object)
+    frame = pd.DataFrame({
+        "sheet": np.array([l["name"] for l in lanes], object)[arr["lane"]] if len(op) else [],
+        "host": np.array([l["host"] for l in lanes], bool)[arr["lane"]] if len(op) else [],
+        "global_idx": arr["gidx"], "cmd_id": arr["cmd"],
+        "start_ns": arr["start"] + t0, "end_ns": arr["end"] + t0,
+        "func_type": np.array([types[o[0]]["name"] for o in ops], object)[op] if len(op) else [],
+        "func_name": np.array([o[1] for o in ops], object)[op] if len(op) else [],
+        "direction": np.array([o[2] for o in ops], object)[op] if len(op) else [],
+        "bw_kind": np.array([o[3] for o in ops], object)[op] if len(op) else [],
+        "kernel": kernels[arr["kernel"]], "bytes": arr["bytes"], "bw": arr["bw"],
+        "uarch_rate": arr["urate"],
+    })
+    return data, frame
+
+
+def read_tables(text: str) -> dict[str, pd.DataFrame]:
+    """The tables embedded in a written page, as the page decodes them (Python twin)."""
+    data, _ = read_page(text, items=False)
+    block = _script(text, "rg-tables")
+    if block is None:
+        return {}
+    bodies = json.loads(gzip.decompress(base64.b64decode(block)))
+    out = {}
+    for head, body in zip(data["tables"], bodies):
+        out[head["name"]] = pd.DataFrame({
+            c["name"]: pd.array([None if x is None else int(x) for x in v], dtype="Int64")
+            if c["kind"] in ("int", "bigint") else v
+            for c, v in zip(head["columns"], body["columns"])})
+    return out
+

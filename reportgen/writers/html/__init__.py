@@ -1,0 +1,52 @@
+"""``PerfWeb/result.html``: one self-contained, mailable report page.
+
+The page is rendered from the Jinja2 templates of ``reportgen.templates`` (``result.html.j2``
+with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
+
+* plotly.js, inlined once from the installed ``plotly`` package, gzip+base64 (the browser
+  inflates it with ``DecompressionStream``; 2 MB instead of 4.8 MB);
+* every command and host event as one compact binary payload (:mod:`.payload`), decoded by
+  ``decodeItems`` in ``report.js``;
+* small JSON for the rest: names tables, lanes, views, the engine summary table
+  (:mod:`.summary`) and the overview charts (Plotly figure dicts, :mod:`.charts`);
+* every analysis table of ``profile.tables`` (framework traces) as one gzip+base64 JSON block
+  (:mod:`.tables`), drawn by the Tables tab as sortable tables.
+
+:mod:`.page` assembles the page. The browser draws timelines with the level-of-detail rule of
+``analysis.timeline``: an occupancy heatmap while many commands are visible, real bars with
+hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
+
+Modules: palette (colours), payload (timeline codec), summary (engine summary table), charts,
+tables, jsonsafe (strict JSON in <script>), page (templates, assembly).
+"""
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pandas as pd
+
+from reportgen.errors import OutputError
+from reportgen.model import Profile
+from reportgen.writers.atomic import atomic_open
+from reportgen.writers.html.page import render
+
+
+def write(profile: Profile, summary: pd.DataFrame, out_dir, *, quiet: bool = False) -> Path:
+    """Write ``out_dir/PerfWeb/result.html`` atomically and return its path."""
+    from tqdm import tqdm
+
+    target = Path(out_dir) / "PerfWeb" / "result.html"
+    with tqdm(total=4, desc="html", unit="stage", file=sys.stderr, disable=quiet, leave=False) as bar:
+        def progress(stage: str) -> None:      # called as each of the 4 stages starts
+            bar.set_postfix_str(stage, refresh=False)
+            bar.update(1)
+
+        text = render(profile, summary, progress)
+        progress("write")
+        try:
+            with atomic_open(target, "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+        except OSError as err:
+            raise OutputError(f"{target}: cannot write the HTML report ({err.strerror or err})") from err
+    return target

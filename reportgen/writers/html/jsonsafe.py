@@ -1,0 +1,29 @@
+"""Strict JSON for the page's <script> blocks."""
+from __future__ import annotations
+
+import json
+import math
+from typing import Any
+
+import numpy as np
+
+
+def clean(obj: Any) -> Any:
+    """NaN/inf -> None and numpy scalars -> Python, recursively (for strict JSON)."""
+    if isinstance(obj, dict):
+        return {k: clean(v) for k, v in obj.items()}
+    if isinstance(obj, (list, tuple)):
+        return [clean(v) for v in obj]
+    if isinstance(obj, np.generic):
+        obj = obj.item()
+    if isinstance(obj, float) and not math.isfinite(obj):
+        return None
+    return obj
+
+
+def json_for_script(obj: Any) -> str:
+    """JSON safe inside <script>: '<', '>' and '&' as \\u escapes, so no input text can end the
+    block, and no NaN (not JSON)."""
+    text = json.dumps(obj, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))

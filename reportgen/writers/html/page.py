@@ -1,0 +1,186 @@
+"""Assembling result.html: the template environment, the inlined assets (report.js,
+report.css, plotly.js), the tabs and views, and :func:`render` that puts the parts together.
+
+Templates and assets load through ``jinja2.PackageLoader`` from the ``reportgen.templates``
+package (the top-level ``templates/`` folder, see setup.cfg), so an editable and a regular
+install read them the same way.
+"""
+from __future__ import annotations
+
+import base64
+import functools
+import gzip
+import re
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+import pandas as pd
+
+from reportgen import __version__
+from reportgen.analysis import timeline
+from reportgen.model import Profile
+from reportgen.writers.html import charts, tables
+from reportgen.writers.html.jsonsafe import clean, json_for_script
+from reportgen.writers.html.palette import engine_color
+from reportgen.writers.html.payload import URATE_SCALE, collect_items, encode_items
+from reportgen.writers.html.summary import summary_table
+
+#: Commands visible at once below which the timeline draws real bars with hover.
+BAR_LIMIT = 3000
+#: Buckets of the full-span occupancy strip in each timeline's range slider.
+OVERVIEW_BUCKETS = 600
+
+
+@functools.lru_cache(maxsize=1)
+def environment() -> jinja2.Environment:
+    """The one Jinja environment of the package (result.html and the batch index.html)."""
+    return jinja2.Environment(loader=jinja2.PackageLoader("reportgen.templates", "."),
+                              autoescape=True, trim_blocks=False, keep_trailing_newline=True)
+
+
+def _asset(name: str) -> str:
+    text, _, _ = environment().loader.get_source(environment(), name)
+    if re.search(r"<script|</script|</style|<!--", text, re.IGNORECASE):
+        raise RuntimeError(f"templates/{name} is inlined: it must not contain '<script', '</script', "
+                           "'</style' or '<!--'")
+    return text
+
+
+@functools.lru_cache(maxsize=1)
+def plotly_bundle_b64() -> str:
+    """plotly.js of the installed plotly.py (``plotly.offline.get_plotlyjs``), gzip+base64
+    (computed once per process)."""
+    from plotly.offline import get_plotlyjs
+
+    raw = get_plotlyjs().encode("utf-8")
+    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+
+def meta_rows(profile: Profile, span_ns: int) -> list[tuple[str, str]]:
+    """The capture facts at the top of the page."""
+    m = profile.meta
+    c = profile.commands
+    chip = m.chip + (f" ({m.chip_alias})" if m.chip_alias else "")
+    rows = [("Chip", chip or "unknown"), ("Source", m.source), ("Input", m.input_path or "-"),
+            ("Cores", str(m.num_cores)),
+            ("CDMA ports", ", ".join(str(p) for p in m.cdma_ports) or "none"),
+            ("TIU clock", f"{m.tiu_freq_mhz:g} MHz"), ("DMA clock", f"{m.dma_freq_mhz:g} MHz"),
+            ("Capture mode", m.mode or "unknown"),
+            ("Commands", f"{len(c):,}"),
+            ("Span", f"{span_ns / 1e3:,.3f} µs")]
+    if len(profile.host):
+        rows[-1] = ("Timeline span", f"{span_ns / 1e3:,.3f} µs (commands and host events)")
+        rows.append(("Host events", f"{len(profile.host):,}"))
+    return rows
+
+
+def accounting_table(profile: Profile) -> dict[str, Any] | None:
+    """Records read / shown / dropped per sheet, when the parser counted them."""
+    acc = profile.meta.accounting
+    if not acc:
+        return None
+    columns: list[str] = []
+    for counts in acc.values():
+        columns += [k for k in counts if k not in columns]
+    return {"columns": columns,
+            "rows": [(sheet, [f"{counts.get(k, 0):,}" for k in columns]) for sheet, counts in acc.items()]}
+
+
+def _lane_specs(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.HostLanes) -> list[dict[str, Any]]:
+    specs = []
+    for name, engine, cores in zip(lanes.names, lanes.engines, lanes.cores):
+        group = "cdma" if engine == "CDMA" else f"core{cores[0] if cores else ''}"
+        specs.append({"name": name, "engine": engine, "color": engine_color(engine), "host": False,
+                      "group": group, "cores": cores})
+    for name in hlanes.names:
+        specs.append({"name": name, "engine": "host", "color": engine_color("host"), "host": True,
+                      "group": "host", "cores": []})
+    return specs
+
+
+def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]], overview_charts: list[str]):
+    """Tabs: Overview, Tables (when the profile has analysis tables), one per core, all cores.
+
+    A PMU profile keeps its engine charts; other sources call a core a device and leave out the
+    PMU-only charts (DMA bandwidth, engine busy/idle).
+    """
+    pmu = profile.meta.is_pmu
+    unit = "Core" if pmu else "Device"
+    host = [i for i, s in enumerate(lane_specs) if s["host"]]
+    device = [i for i, s in enumerate(lane_specs) if not s["host"]]
+    cores = sorted({k for i in device for k in lane_specs[i]["cores"]})
+    views, tabs = [], [{"id": "overview", "title": "Overview", "charts": overview_charts, "views": []}]
+    if profile.tables:
+        tabs.append({"id": "tables", "title": "Tables", "charts": [], "views": [], "tables": True})
+    for k in cores:
+        mine = [i for i in device if k in lane_specs[i]["cores"]]
+        own = [i for i in mine if lane_specs[i]["engine"] != "CDMA"]
+        ports = [i for i in mine if lane_specs[i]["engine"] == "CDMA"]
+        views.append({"id": f"core-{k}", "lanes": host + own + ports})
+        tabs.append({"id": f"core-{k}", "title": f"{unit} {k}", "charts": [], "views": [f"core-{k}"],
+                     "heading": f"{unit} {k}: one lane per " + ("engine" if pmu else "stream") +
+                                (" (plus the CDMA ports it submitted commands to)" if ports else "")})
+    views.append({"id": "all", "lanes": host + device})
+    tabs.append({"id": "compare", "title": "All cores" if pmu else "All devices",
+                 "charts": ["bandwidth", "busyidle"] if pmu else [], "views": ["all"]})
+    return views, tabs
+
+
+def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
+    """The complete result.html text. ``progress(stage)`` is called as each stage starts.
+
+    PMU profiles get the engine overview (summary table and engine charts). Other sources have
+    streams instead of TIU/GDMA/SDMA: their overview shows the Device lanes table and the charts
+    drawn from their analysis tables.
+    """
+    step = progress or (lambda stage: None)
+    step("encode commands")
+    lanes = timeline.device_lanes(profile)
+    hlanes = timeline.host_lanes(profile)
+    n_lanes = len(lanes.names) + len(hlanes.names)
+    items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
+    # bandwidth predictors: bytes / duration, or bytes / (duration + one DMA clock period)
+    dma_period = 1e3 / profile.meta.dma_freq_mhz if profile.meta.dma_freq_mhz else 0.0
+    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period))
+    span = int(items.end.max()) if len(items.end) else 0
+    overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
+                                  OVERVIEW_BUCKETS)
+    overview_u1 = np.round(overview * 255).astype(np.uint8)
+    lane_specs = _lane_specs(profile, lanes, hlanes)
+    pmu = profile.meta.is_pmu
+    step("charts")
+    if pmu:
+        figures = charts.engine_charts(profile, summary, types)
+        overview_charts = ["util", "functype"]
+    else:
+        figures = charts.framework_charts(profile, t0)
+        overview_charts = list(figures)
+    views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
+    data = {
+        "version": __version__, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
+        "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
+        "lanes": lane_specs, "views": views, "tabs": tabs, "charts": figures,
+        "payload": header,
+        "overview": {"buckets": OVERVIEW_BUCKETS, "b64": base64.b64encode(overview_u1.tobytes()).decode("ascii")},
+    }
+    if table_heads:
+        data["tables"] = table_heads
+        data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
+    step("page")
+    m = profile.meta
+    # the last two path parts name a capture better than "input" alone
+    where = "/".join(Path(m.input_path).parts[-2:]) if m.input_path else None
+    title = " · ".join(x for x in [m.chip or None, where, f"{len(profile.commands):,} commands"] if x)
+    return environment().get_template("result.html.j2").render(
+        title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
+        meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
+        summary=summary_table(summary), tabs=tabs, input_name=m.input_path or "memory",
+        pmu=pmu, lanes_table=None if pmu else tables.static_table(profile, "Device lanes"),
+        chart_titles={k: charts.FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
+        chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
+        tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
+        data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
+        plotly_b64=plotly_bundle_b64())
