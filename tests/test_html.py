@@ -182,9 +182,9 @@ class TestStaticPage:
         assert cell[("TIU", "util")] == "66.67%"
         assert cell[("TIU", "uArch rate")] == "57.14%"             # (50 + 30) / (100 + 40)
         assert cell[("GDMA", "util")] == "100.00%"
-        assert cell[("GDMA", "DDR GB/s")] == "10.00"              # 3000 B / 300 ns
+        assert cell[("GDMA", "DDR BW (GB/s)")] == "10.00"          # 3000 B / 300 ns
         assert cell[("", "Parallelism")] == "166.67%"             # (200 + 300 + 0) / 300
-        assert cell[("SDMA", "L2M GB/s")] == "n/a"
+        assert cell[("SDMA", "L2M BW (GB/s)")] == "n/a"
 
     def test_works_without_scripts(self, tmp_path):
         text, _, _ = write_page(hand_profile(), tmp_path)

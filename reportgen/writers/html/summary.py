@@ -1,6 +1,6 @@
-"""The engine summary table of a PMU profile's overview: which columns, their labels, units and
-definitions (all in :func:`summary_columns`), and how each value is printed. The numbers are
-``engine_summary``'s, only formatted here."""
+"""The engine summary table of a PMU profile's overview: which columns it shows and how each
+value is printed. The numbers are ``engine_summary``'s, their names, units and definitions the
+metric catalogue's (analysis/catalogue.py); only the layout is decided here."""
 from __future__ import annotations
 
 import math
@@ -9,6 +9,7 @@ from typing import Any
 
 import pandas as pd
 
+from reportgen.analysis import catalogue
 from reportgen.model import ENGINES
 from reportgen.writers.html.palette import engine_color
 
@@ -22,38 +23,47 @@ def engines_with_commands(summary: pd.DataFrame) -> list[tuple[str, str]]:
             if f"{key}_cmds" in summary and summary[f"{key}_cmds"].fillna(0).sum() > 0]
 
 
+#: engine-summary columns the table shows, per engine group (names, units and definitions come
+#: from analysis/catalogue.py)
+CORE_COLUMNS = ["core", "span_ns", "parallelism", "compute_ratio"]
+ENGINE_COLUMNS = {"tiu": ["cmds", "busy_ns", "util", "uarch_rate"],
+                  "dma": ["cmds", "busy_ns", "util", "ddr_bw_busy", "l2m_bw_busy"]}
+
+#: metric kind -> (unit in the header, value -> text); times are shown in µs
+HTML_FORMATS = {
+    "id": ("", str),
+    "count": ("", lambda v: f"{int(v):,}"),
+    "ns": ("µs", lambda v: f"{float(v) / 1e3:,.3f}"),
+    "fraction": ("", lambda v: f"{float(v) * 100:.2f}%"),
+    "gbps": ("GB/s", lambda v: f"{float(v):.2f}"),
+    "ratio": ("", lambda v: f"{float(v):.3f}"),
+}
+
+
 @dataclass
 class SummaryColumn:
     group: str       # engine header above the column ("" for core-wide columns)
     label: str
     column: str      # engine_summary column
-    fmt: str         # int | us | pct | gbps | ratio | text
+    kind: str        # metric kind (HTML_FORMATS)
     help: str
+
+
+def _column(entry: catalogue.SummaryMetric) -> SummaryColumn:
+    m = entry.metric
+    unit = HTML_FORMATS[m.kind][0]
+    return SummaryColumn(entry.group, f"{m.name} ({unit})" if unit else m.name, entry.column, m.kind,
+                         m.definition)
 
 
 def summary_columns(summary: pd.DataFrame) -> list[SummaryColumn]:
     """The columns of ``summary`` the table shows; TIU, GDMA and SDMA always, CDMA when it has
     commands."""
-    cols = [SummaryColumn("", "Core", "core", "text", "core id; Overall = all cores"),
-            SummaryColumn("", "Span (µs)", "span_ns", "us", "first command start to last command end, whole profile"),
-            SummaryColumn("", "Parallelism", "parallelism", "pct",
-                          "(TIU + GDMA + SDMA busy) / span; above 100% when engines overlap"),
-            SummaryColumn("", "Compute ratio", "compute_ratio", "ratio", "TIU busy / (GDMA + SDMA busy)")]
+    names = list(CORE_COLUMNS)
     engines = ENGINE_KEYS[:3] + [k for k in engines_with_commands(summary) if k[1] == "cdma"]
-    for label, key in engines:
-        cols += [SummaryColumn(label, "cmds", f"{key}_cmds", "int", "commands shown, system commands included"),
-                 SummaryColumn(label, "busy (µs)", f"{key}_busy_ns", "us",
-                               "union of the non-system commands' intervals"),
-                 SummaryColumn(label, "util", f"{key}_util", "pct", "busy / span")]
-        if key == "tiu":
-            cols.append(SummaryColumn(label, "uArch rate", "tiu_uarch_rate", "pct",
-                                      "sum of algorithmic ops / sum of uArch ops (n/a when not modelled)"))
-        else:
-            cols += [SummaryColumn(label, "DDR GB/s", f"{key}_ddr_bw_busy", "gbps",
-                                   "DDR bytes / summed duration of the DDR commands"),
-                     SummaryColumn(label, "L2M GB/s", f"{key}_l2m_bw_busy", "gbps",
-                                   "L2M bytes / summed duration of the L2M commands (DDR<->L2M counts as DDR)")]
-    return [c for c in cols if c.column in summary.columns]
+    for _, key in engines:
+        names += [f"{key}_{c}" for c in ENGINE_COLUMNS["tiu" if key == "tiu" else "dma"]]
+    return [_column(catalogue.lookup(c)) for c in names if c in summary.columns]
 
 
 #: Printed under the table.
@@ -62,22 +72,10 @@ SUMMARY_NOTE = ("Busy = union of the non-system commands of an engine; util = bu
                 "Same numbers as summary.txt and the Engine Summary sheet.")
 
 
-def format_value(value: Any, fmt: str) -> str:
+def format_value(value: Any, kind: str) -> str:
     if value is None or (isinstance(value, float) and math.isnan(value)) or value is pd.NA:
         return "n/a"
-    if fmt == "text":
-        return str(value)
-    if fmt == "int":
-        return f"{int(value):,}"
-    if fmt == "us":
-        return f"{float(value) / 1e3:,.3f}"
-    if fmt == "pct":
-        return f"{float(value) * 100:.2f}%"
-    if fmt == "gbps":
-        return f"{float(value):.2f}"
-    if fmt == "ratio":
-        return f"{float(value):.3f}"
-    raise ValueError(fmt)
+    return HTML_FORMATS[kind][1](value)
 
 
 def summary_table(summary: pd.DataFrame) -> dict[str, Any]:
@@ -92,6 +90,6 @@ def summary_table(summary: pd.DataFrame) -> dict[str, Any]:
     rows = []
     for rec in summary.to_dict("records"):
         rows.append({"overall": str(rec.get("core")) == "Overall",
-                     "cells": [format_value(rec.get(c.column), c.fmt) for c in cols]})
+                     "cells": [format_value(rec.get(c.column), c.kind) for c in cols]})
     return {"columns": [{"label": c.label, "help": c.help} for c in cols], "groups": groups,
             "group_colors": {e: engine_color(e) for e in ENGINES}, "rows": rows, "note": SUMMARY_NOTE}
