@@ -137,12 +137,10 @@ def run_one(args: argparse.Namespace) -> tuple[list[Path], float, str]:
     from reportgen.writers import text
 
     t0 = time.perf_counter()
-    options = {"tiu_freq": args.tiu_freq, "quiet": args.quiet}
-    if args.min_depth is not None:
-        options["min_depth"] = args.min_depth
-    if args.max_depth is not None:
-        options["max_depth"] = args.max_depth
-    profile = load_profile(args.input, **options)
+    profile = load_profile(args.input, tiu_freq=args.tiu_freq, quiet=args.quiet)
+    if not profile.meta.is_pmu:
+        from reportgen.analysis.framework import attach_framework_tables
+        attach_framework_tables(profile, min_depth=args.min_depth, max_depth=args.max_depth)
     if args.trace_file:
         from reportgen.analysis.host_align import attach_host_trace
         attach_host_trace(profile, args.trace_file)

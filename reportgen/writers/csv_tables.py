@@ -9,7 +9,7 @@
   (``profile_parser_main -s SRC -d DST [-hc HOST_CAT] [-dc DEVICE_CAT] [-mc MONITOR_CAT]
   [--max_depth N] [--min_depth N]``), for the console script of the same name.
 
-Numbers come from :mod:`reportgen.analysis.ops` unchanged; this module only lays them out.
+Numbers come from :mod:`reportgen.analysis.host_device` unchanged; this module only lays them out.
 """
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reportgen.analysis.ops import host_device_table
+from reportgen.analysis.host_device import host_device_table
 from reportgen.errors import OutputError, ReportgenError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open

@@ -600,7 +600,7 @@ TABLE_ROWS_SHOWN = 500
 #: Rows embedded per table: sorting a column sorts all of them. Longer tables keep their first
 #: rows in the page (the workbook and tables/*.csv have every row) and the page says so.
 TABLE_ROWS_EMBEDDED = 20_000
-#: Definitions of tables that are not framework analyses (analysis.ops has the others).
+#: Definitions of tables that are not framework analyses (analysis.framework has the others).
 EXTRA_DEFINITIONS = {
     "Device lanes": "One row per (device, stream/lane): commands, busy = union of the lane's "
                     "slice intervals (ns), util = busy / span of the whole profile; Overall sums "
@@ -616,7 +616,7 @@ def is_pmu(profile: Profile) -> bool:
 
 
 def table_definition(name: str) -> str:
-    from reportgen.analysis.ops import TABLE_DEFINITIONS
+    from reportgen.analysis.framework import TABLE_DEFINITIONS
 
     return TABLE_DEFINITIONS.get(name) or EXTRA_DEFINITIONS.get(name, "")
 

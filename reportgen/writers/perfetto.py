@@ -64,7 +64,7 @@ import pandas as pd
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from tqdm import tqdm
 
-from reportgen.analysis.host_align import first_fit_lanes, lanes as nesting_lanes, nest
+from reportgen.intervals import first_fit_lanes, lanes as nesting_lanes, nest
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
