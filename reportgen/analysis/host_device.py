@@ -160,6 +160,7 @@ def default_monitor(profile: Profile) -> str | None:
 
 
 def default_launch(profile: Profile) -> list[str] | None:
+    """The seed table's launch categories: those of the profile's runtime calls."""
     if profile.host.empty or "role" not in profile.host.columns:
         return None
     cats = first_category(profile.host["category"][profile.host["role"] == "runtime"])
