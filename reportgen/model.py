@@ -198,6 +198,29 @@ class LazyTables(MutableMapping):
 
 
 @dataclass
+class VendorOutput:
+    """The summary files a vendor profiler wrote for one rank (Ascend ``ASCEND_PROFILER_OUTPUT``,
+    a legacy MindSpore profiler folder), as read: header names stripped, ``N/A`` missing."""
+
+    #: tables shown as they are (numbers cleaned), in reading order: "Op Statistic", "Steps",
+    #: "API Statistic", "AI CPU", "Communication Matrix", "Communication"
+    tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: operator_details.csv, one row per call: Name, Input Shapes, host_self_us, host_total_us,
+    #: device_self_us, device_total_us (+ the AI Core variants)
+    operator_calls: pd.DataFrame | None = None
+    #: memory_record.csv: Device, Component, Time (ns), Total Allocated (MB), Total Reserved (MB)
+    memory_record: pd.DataFrame | None = None
+    #: operator_memory.csv: Device, Name, Size (KB), Duration (us), Total Allocated (MB)
+    operator_memory: pd.DataFrame | None = None
+    #: npu_module_mem.csv: Device, Component, Total Reserved (MB)
+    module_memory: pd.DataFrame | None = None
+
+    def is_empty(self) -> bool:
+        return not self.tables and all(t is None for t in (
+            self.operator_calls, self.memory_record, self.operator_memory, self.module_memory))
+
+
+@dataclass
 class Profile:
     """Everything a report shows. Build with a parser, read with analysis and writers."""
 
@@ -207,10 +230,16 @@ class Profile:
     registers: MutableMapping[str, pd.DataFrame] = field(default_factory=dict)
     host: pd.DataFrame = field(default_factory=lambda: empty_frame(HOST_COLUMNS))
     meta: Meta = field(default_factory=Meta)
-    #: extra named tables (framework analyses, etc.) that writers show as they are
+    #: named tables that writers show as they are, in order (framework analyses: derived from
+    #: the fields below by ``analysis.framework.attach_framework_tables``)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: framework traces: allocator events (memory curves and peaks are derived from them)
     memory_events: pd.DataFrame | None = None
+    #: tables the source itself holds, shown as they are (CANN "Step Trace" lanes, Ascend
+    #: cluster_step_trace_time.csv)
+    source_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: vendor summary files per rank, as read (Ascend / MindSpore folders)
+    vendor_outputs: dict[int, VendorOutput] = field(default_factory=dict)
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

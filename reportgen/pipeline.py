@@ -27,19 +27,15 @@ def load(options: Options) -> Profile:
     """Parse the input into a Profile (no analysis)."""
     from reportgen.parsers.detect import load_profile
 
-    loader_options = {"tiu_freq": options.tiu_freq, "quiet": options.quiet}
-    if options.min_depth is not None:
-        loader_options["min_depth"] = options.min_depth
-    if options.max_depth is not None:
-        loader_options["max_depth"] = options.max_depth
-    return load_profile(options.input, **loader_options)
+    return load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet)
 
 
 def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     """Every derived table, attached once; returns the engine summary."""
     from reportgen.analysis.derive import derive
 
-    return derive(profile, host_trace=options.trace_file)
+    return derive(profile, host_trace=options.trace_file,
+                  min_depth=options.min_depth, max_depth=options.max_depth)
 
 
 # -- the outputs -----------------------------------------------------------------------------

@@ -9,12 +9,20 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.analysis.framework import attach_framework_tables
 from reportgen.errors import InputError
 from reportgen.parsers import ascend
 
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
 RANK0 = SHARED / "ascend-msinsight/test_data/test_rank_0"
+
+
+def load_ascend(path):
+    """An Ascend folder as a report sees it: read, then its framework tables derived."""
+    prof = ascend.load_ascend(path)
+    attach_framework_tables(prof)
+    return prof
 
 
 def csv_rows(path: Path) -> list[dict]:
@@ -30,7 +38,7 @@ def test_csv_quirks(tmp_path):
                   b'Wait Time(us),Block Num,Input Shapes\r\n'
                   b'1,2,16,MatMul,MatMulV2,AI_CORE,"1736413971558972.912\t",10.5,0,24,"""2,8193;4"""\r\n'
                   b'1,N/A,N/A,hcom_allReduce_1,hcom_allReduce_,HCCL,1736413971558990,4,N/A,0,N/A\r\n')
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     c = prof.commands.set_index("func_name")
     assert c.loc["MatMul", "start_ns"] == 1736413971558972912
     assert c.loc["MatMul", "end_ns"] - c.loc["MatMul", "start_ns"] == 10500
@@ -44,7 +52,7 @@ def test_csv_quirks(tmp_path):
 
 @needs_shared
 def test_msinsight_rank_folder_values():
-    prof = ascend.load_ascend(RANK0)
+    prof = load_ascend(RANK0)
     kd = csv_rows(RANK0 / ascend.APO / "kernel_details.csv")
     c = prof.commands
     assert len(c) == len(kd) == 21 and set(c["core"]) == {0}
@@ -90,7 +98,7 @@ def test_two_rank_folder(tmp_path):
         data["rank_id"] = r
         info.unlink()
         (d / f"profiler_info_{r}.json").write_text(json.dumps(data))
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     assert sorted(set(prof.commands["core"])) == [0, 1]
     assert len(prof.commands) == 42
     ranks = prof.tables["Ranks"].set_index("Rank")
@@ -104,7 +112,7 @@ def test_two_rank_folder(tmp_path):
 @needs_shared
 def test_kernel_details_591_rows_core_types():
     d = SHARED / "ascend-msprof-analyze/ut/advisor/advisor_backend/compute_advice"
-    prof = ascend.load_ascend(d)
+    prof = load_ascend(d)
     c = prof.commands
     assert len(c) == 591
     counts = c["core_type"].value_counts().to_dict()
@@ -114,7 +122,7 @@ def test_kernel_details_591_rows_core_types():
 
 @needs_shared
 def test_op_summary_folder():
-    prof = ascend.load_ascend(SHARED / "ascend-msinsight/test_data/test_kernel_parse")
+    prof = load_ascend(SHARED / "ascend-msinsight/test_data/test_kernel_parse")
     rows = csv_rows(SHARED / "ascend-msinsight/test_data/test_kernel_parse/op_summary_1.csv")
     assert len(prof.commands) == len(rows)
     assert set(prof.commands["func_type"].astype(str)) == {r["Task Type"] for r in rows}
@@ -122,7 +130,7 @@ def test_op_summary_folder():
 
 @needs_shared
 def test_trace_view_folder_links_kernels_to_ops():
-    prof = ascend.load_ascend(SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice")
+    prof = load_ascend(SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice")
     assert len(prof.commands) == 276 and len(prof.host) == 1389
     # self attribution counts every linked task exactly once (its nearest cpu_op)
     hd = prof.tables["Host-Device Self"]
@@ -137,7 +145,7 @@ def test_trace_view_folder_links_kernels_to_ops():
 @needs_shared
 def test_cann_prof_folder():
     prof_dir = SHARED / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC"
-    prof = ascend.load_ascend(prof_dir)
+    prof = load_ascend(prof_dir)
     ev = json.loads((prof_dir / "device_0/timeline/msprof_0_2_1.json").read_text())
     names = {e["pid"]: e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "process_name"}
     lanes = {(e["pid"], e["tid"]): e["args"]["name"] for e in ev if e.get("ph") == "M" and e["name"] == "thread_name"}
@@ -152,7 +160,7 @@ def test_cann_prof_folder():
 @needs_shared
 def test_mindspore_legacy_folder():
     d = SHARED / "mindinsight/run_2/normal_run/profiler"
-    prof = ascend.load_ascend(d)
+    prof = load_ascend(d)
     ev = json.loads((d / "ascend_timeline_display_1.json").read_text())
     assert len(prof.commands) == len(ev) == 112
     assert set(prof.commands["core"]) == {1}            # file suffix _1 = device 1
@@ -165,14 +173,14 @@ def test_mindspore_legacy_folder():
 
 @needs_shared
 def test_cluster_step_trace():
-    prof = ascend.load_ascend(SHARED / "ascend-msprof-analyze/resource/advisor/cluster_analysis_output")
+    prof = load_ascend(SHARED / "ascend-msprof-analyze/resource/advisor/cluster_analysis_output")
     t = prof.tables["Cluster Steps"]
     assert len(t) == 9 and (t["Type"] == "rank").sum() == 8
 
 
 def test_not_ascend(tmp_path):
     with pytest.raises(InputError, match="no ASCEND_PROFILER_OUTPUT"):
-        ascend.load_ascend(tmp_path)
+        load_ascend(tmp_path)
 
 
 @needs_shared
@@ -180,7 +188,7 @@ def test_mindspore_multi_rank_folders(tmp_path):
     src = SHARED / "mindinsight/run_2/normal_run/profiler"
     for r in (0, 1):
         shutil.copytree(src, tmp_path / "profiler_data" / f"rank_{r}" / "profiler")
-    prof = ascend.load_ascend(tmp_path / "profiler_data")
+    prof = load_ascend(tmp_path / "profiler_data")
     assert sorted(set(prof.commands["core"])) == [0, 1]       # rank from the rank_N folder
     assert len(prof.commands) == 224
     assert set(prof.tables["Op Statistic"]["Rank"]) == {0, 1}
@@ -204,7 +212,7 @@ def test_trace_view_plus_kernel_details_links(tmp_path):
                     "Duration(us)", "Block Dim"])
         for e in tasks:
             w.writerow([1, e["tid"], e["name"], "T", "AI_CORE", e["ts"], e["dur"], 8])
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     c = prof.commands
     assert len(c) == len(tasks) == 276
     assert (c["op_row"] >= 0).sum() == 274                 # same links as the trace alone
@@ -219,7 +227,7 @@ def test_processed_output_wins_over_raw_prof(tmp_path):
     shutil.copytree(RANK0, d)
     shutil.copytree(SHARED / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC",
                     d / "PROF_000001_x")
-    prof = ascend.load_ascend(d)
+    prof = load_ascend(d)
     assert len(prof.commands) == 21 and "Steps" in prof.tables
 
 
@@ -229,7 +237,7 @@ def test_cann_mindstudio_output_layout(tmp_path):
     out = tmp_path / "PROF_1" / "mindstudio_profiler_output"
     out.mkdir(parents=True)
     shutil.copy(src / "msprof_0_2_1.json", out / "msprof_20230818.json")
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     assert len(prof.commands) == 828
 
 
@@ -237,7 +245,7 @@ def test_op_statistic_from_tasks(tmp_path):
     (tmp_path / "kernel_details.csv").write_text(
         "Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
         "1,a1,MatMul,AI_CORE,0,10\n1,a2,MatMul,AI_CORE,20,30\n2,b,Add,AI_VECTOR_CORE,5,60\n")
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     t = prof.tables["Op Statistic"].set_index("OP Type")
     assert t.loc["MatMul", "Count"] == 2 and t.loc["MatMul", "Total Time(us)"] == 40
     assert t.loc["MatMul", "Min Time(us)"] == 10 and t.loc["MatMul", "Max Time(us)"] == 30
@@ -251,12 +259,12 @@ def test_device_id_without_rank_and_db_only(tmp_path):
     (run / "kernel_details.csv").write_text(
         "Device_id,Stream ID,Name,Type,Accelerator Core,Start Time(us),Duration(us)\n"
         "3,1,a,MatMul,AI_CORE,0,10\n")
-    assert set(ascend.load_ascend(run).commands["core"]) == {3}
+    assert set(load_ascend(run).commands["core"]) == {3}
     db = tmp_path / "db_ascend_pt" / ascend.APO
     db.mkdir(parents=True)
     (db / "ascend_pytorch_profiler_0.db").write_bytes(b"SQLite format 3\x00")
     with pytest.raises(InputError, match="only SQLite DB exports"):
-        ascend.load_ascend(db.parent)
+        load_ascend(db.parent)
 
 
 @needs_shared
@@ -264,5 +272,5 @@ def test_cluster_output_next_to_rank_folders(tmp_path):
     shutil.copytree(RANK0, tmp_path / "rank_0_ascend_pt")
     shutil.copytree(SHARED / "ascend-msprof-analyze/resource/advisor/cluster_analysis_output",
                     tmp_path / "cluster_analysis_output")
-    prof = ascend.load_ascend(tmp_path)
+    prof = load_ascend(tmp_path)
     assert len(prof.tables["Cluster Steps"]) == 9 and len(prof.commands) == 21

@@ -13,11 +13,26 @@ import numpy as np
 import pytest
 
 from reportgen.errors import InputError
-from reportgen.parsers import chrome_trace as ct
+from reportgen import intervals
+from reportgen.analysis.framework import attach_framework_tables
+from reportgen.parsers import chrome as ct
 
 DATA = Path(__file__).parent / "data" / "framework"
 SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
+
+
+def load_chrome_trace(path):
+    """A trace as a report sees it: read, then its framework tables derived."""
+    prof = ct.load_chrome_trace(path)
+    attach_framework_tables(prof)
+    return prof
+
+
+def load_chrome_traces(paths, input_path):
+    prof = ct.load_chrome_traces(paths, input_path)
+    attach_framework_tables(prof)
+    return prof
 
 
 def raw_events(path: Path) -> list[dict]:
@@ -145,7 +160,8 @@ def test_forest_matches_stack_walk_on_random_slices():
         d = rng.integers(0, 40, n) * (rng.random(n) < 0.9)
         order = np.lexsort((np.arange(n), -d, s))
         s, e = s[order].astype(np.int64), (s[order] + d[order]).astype(np.int64)
-        depth, parent, _ = ct._forest_one_track(s, e)
+        order, depth, parent, _ = intervals.call_forest(np.zeros(n, np.int64), s, e)
+        assert (order == np.arange(n)).all()
         d2, p2 = _stack_walk(s, e)
         assert (depth == d2).all() and (parent == p2).all()
 
@@ -155,7 +171,7 @@ def test_forest_ties_and_zero_length():
     track = np.zeros(4, np.int64)
     start = np.array([0, 0, 10, 5], np.int64)
     end = np.array([5, 10, 10, 5], np.int64)
-    order, depth, parent, clipped = ct.call_forest(track, start, end)
+    order, depth, parent, clipped = intervals.call_forest(track, start, end)
     assert list(order) == [1, 0, 3, 2]          # (0,10), (0,5), (5,5), (10,10)
     assert list(depth) == [1, 2, 2, 1]           # (5,5) is inside (0,10) but not (0,5)
     assert list(parent) == [-1, 0, 0, -1]
@@ -167,7 +183,7 @@ def test_forest_ties_and_zero_length():
 # -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def kineto():
-    return ct.load_chrome_trace(DATA / "handmade_kineto.json")
+    return load_chrome_trace(DATA / "handmade_kineto.json")
 
 
 def test_kineto_model_mapping(kineto):
@@ -212,7 +228,7 @@ def test_flow_links_without_correlation(tmp_path):
     ]
     p = tmp_path / "t.json"
     p.write_text(json.dumps(ev))
-    prof = ct.load_chrome_trace(p)
+    prof = load_chrome_trace(p)
     names = prof.host["name"].to_numpy()
     c = prof.commands.iloc[0]
     assert names[c["launch_row"]] == "launch" and names[c["op_row"]] == "op"
@@ -234,7 +250,7 @@ def test_real_device_counts_and_durations_match_plain_json(rel):
     ev = raw_events(path)
     dev_cats = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "cuda_sync"}
     dev = [e for e in ev if e.get("ph") == "X" and str(e.get("cat", "")).lower() in dev_cats]
-    prof = ct.load_chrome_trace(path)
+    prof = load_chrome_trace(path)
     c = prof.commands
     assert len(c) == len(dev)
     # total device time: sum of rounded ns durations
@@ -247,7 +263,7 @@ def test_real_device_counts_and_durations_match_plain_json(rel):
 @needs_shared
 def test_real_amd_trace_known_kernel_and_links():
     path = SHARED / "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-    prof = ct.load_chrome_trace(path)
+    prof = load_chrome_trace(path)
     c = prof.commands
     # ROCm: kernels on stream/tid 0 of device pid 2 -> core 2 (not "host thread 0")
     assert set(c["core"]) == {2}
@@ -264,7 +280,7 @@ def test_real_amd_trace_known_kernel_and_links():
 @needs_shared
 def test_real_ascend_trace_view_string_ts_and_async_npu_flows():
     path = SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice/trace_view.json"
-    prof = ct.load_chrome_trace(path)
+    prof = load_chrome_trace(path)
     assert prof.meta.source == "ascend"
     ev = raw_events(path)
     hw_pids = {e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"
@@ -292,7 +308,7 @@ def test_generic_trace_device_process_by_name(tmp_path):
     ]
     p = tmp_path / "tpudnn.json"
     p.write_text(json.dumps({"traceEvents": ev}))
-    prof = ct.load_chrome_trace(p)
+    prof = load_chrome_trace(p)
     assert list(prof.commands["func_name"]) == ["matmul"]
     assert list(prof.commands["engine"]) == ["TIU"]
     assert list(prof.commands["core"]) == [1]
@@ -324,7 +340,7 @@ def test_generic_host_slices_own_device_work_via_flows(tmp_path):
     ]
     p = tmp_path / "ms.json"
     p.write_text(json.dumps(ev))
-    prof = ct.load_chrome_trace(p)
+    prof = load_chrome_trace(p)
     c = prof.commands.iloc[0]
     assert prof.host["name"].to_numpy()[c["op_row"]] == "Default/MatMul-op1"
     ka = prof.tables["Operators"].set_index("Name")
@@ -337,7 +353,7 @@ def test_window_files_of_one_process_are_one_rank(tmp_path):
               {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + 1, "dur": 2,
                "args": {"device": 0}}]
         (tmp_path / f"worker0.{i}.pt.trace.json").write_text(json.dumps(ev))
-    prof = ct.load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
+    prof = load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
     assert set(prof.commands["core"]) == {0} and len(prof.commands) == 2
     assert list(prof.commands["global_idx"]) == [0, 1]
     assert any("same process" in w.message for w in prof.meta.warnings)
@@ -369,7 +385,7 @@ def test_random_events_never_crash(tmp_path_factory, events):
     p = tmp_path_factory.mktemp("fuzz") / "t.json"
     p.write_text(json.dumps(events))
     try:
-        prof = ct.load_chrome_trace(p)
+        prof = load_chrome_trace(p)
     except InputError:
         return
     h = prof.host

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 
+from reportgen.analysis.framework import attach_framework_tables
 from reportgen.errors import InputError
 from reportgen.parsers.detect import detect_kind, load_profile
 
@@ -17,6 +18,14 @@ SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
 #: files above this size are skipped with REPORTGEN_QUICK=1 (a faster local run); CI sweeps all
 SWEEP_LIMIT = 400_000
+
+
+def load(path):
+    """An input as a report sees it: read, then (framework traces) its tables derived."""
+    prof = load_profile(path)
+    if not prof.meta.is_pmu:
+        attach_framework_tables(prof)
+    return prof
 
 
 def test_detect_by_content_not_name(tmp_path):
@@ -59,7 +68,7 @@ def test_folder_of_rank_traces(tmp_path):
                              "ts": 0, "dur": 1 + r, "args": {"device": 0}}]}))
     (tmp_path / "notes.txt").write_text("not a trace")
     assert detect_kind(tmp_path) == "chrome-ranks"
-    prof = load_profile(tmp_path)
+    prof = load(tmp_path)
     assert sorted(prof.commands["core"]) == [0, 1]
     assert "Ranks" in prof.tables
 
@@ -112,7 +121,7 @@ def test_every_shared_item_ingested_or_rejected(rel):
     if quick and path.is_dir() and sum(f.stat().st_size for f in path.rglob("*") if f.is_file()) > SWEEP_LIMIT:
         pytest.skip("large folder skipped: REPORTGEN_QUICK is set")
     try:
-        prof = load_profile(path)
+        prof = load(path)
     except InputError as exc:
         msg = str(exc)
         assert msg.startswith(str(path)) or str(SHARED) in msg

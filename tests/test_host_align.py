@@ -3,18 +3,19 @@ from __future__ import annotations
 
 import gzip
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reportgen.analysis.host_align import attach_host_trace, first_fit_lanes, improper, lanes, nest
+from reportgen.analysis.host_align import attach_host_trace
 from reportgen.errors import InputError
+from reportgen.intervals import first_fit_lanes, improper, lanes, nest
 from reportgen.model import HOST_COLUMNS
 from reportgen.testing.profiles import make_profile
+from shared_data import PMU, needs
 
-CASE = Path("/work/shared/data/pmu/aks-m2-trace")
+CASE = PMU / "aks-m2-trace"
 TRACE = CASE / "trace.json"
 
 
@@ -117,6 +118,7 @@ def test_staircase_needs_two_lanes_not_n():
     assert lanes(np.zeros(len(s), np.int64), s, s + 8).max() < 8
 
 
+@needs(TRACE)
 def test_tail_offset_rule_matches_reference_numbers():
     prof = make_profile(cores=1, per_engine=10)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
@@ -137,6 +139,7 @@ def test_tail_offset_rule_matches_reference_numbers():
     assert not any(w.code.startswith("host-align") for w in prof.meta.warnings)
 
 
+@needs(TRACE)
 def test_estimated_start_fallback_warns():
     prof = make_profile(cores=1, per_engine=10)       # no tail_offset_ns / pmu_tail_ns
     attach_host_trace(prof, TRACE)
@@ -164,6 +167,7 @@ def test_host_start_rule_without_tpudnn(tmp_path):
     assert any(w.code == "host-align-unknown" for w in prof.meta.warnings)
 
 
+@needs(TRACE)
 def test_golden_alignment_with_decoder():
     try:
         from reportgen.parsers.pmu import load_dump

@@ -24,9 +24,12 @@ import numpy as np
 import pandas as pd
 import pytest
 
-from reportgen.analysis import ops
-from reportgen.parsers import chrome_trace as ct
 from reportgen import profile_parser
+from reportgen.analysis.framework import TABLE_DEFINITIONS, TABLE_ORDER, attach_framework_tables
+from reportgen.analysis.host_device import host_device_table
+from reportgen.analysis.memory import downsample_curve
+from reportgen.analysis.operators import input_shapes, key_averages, key_averages_from_calls
+from reportgen.parsers import chrome as ct
 from reportgen.writers import csv_tables
 
 DATA = Path(__file__).parent / "data" / "framework"
@@ -34,9 +37,22 @@ SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
 needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
 
 
+def load_chrome_trace(path):
+    """A trace as a report sees it: read, then its framework tables derived."""
+    prof = ct.load_chrome_trace(path)
+    attach_framework_tables(prof)
+    return prof
+
+
+def load_chrome_traces(paths, input_path):
+    prof = ct.load_chrome_traces(paths, input_path)
+    attach_framework_tables(prof)
+    return prof
+
+
 @pytest.fixture(scope="module")
 def prof():
-    return ct.load_chrome_trace(DATA / "handmade_kineto.json")
+    return load_chrome_trace(DATA / "handmade_kineto.json")
 
 
 def rows(t: pd.DataFrame, key="name") -> dict:
@@ -47,7 +63,7 @@ def rows(t: pd.DataFrame, key="name") -> dict:
 # (a) seed table
 # -------------------------------------------------------------------------------------------
 def test_seed_total_cpu_op(prof):
-    t = ops.host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", device="kernel")
+    t = host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", device="kernel")
     assert list(t["name"]) == ["aten::linear", "aten::linear$$aten::addmm", "aten::relu",
                                "aten::linear", "aten::copy_"]
     first = t.iloc[0]
@@ -69,7 +85,7 @@ def test_seed_total_cpu_op(prof):
 
 
 def test_seed_self_variant_and_device_all(prof):
-    t = ops.host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", device=None,
+    t = host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", device=None,
                               self_only=True)
     r = t.set_index("name")
     # the outer linear's launches belong to addmm: self launch/device time 0
@@ -82,17 +98,17 @@ def test_seed_self_variant_and_device_all(prof):
 
 
 def test_seed_depth_filters_closed_interval(prof):
-    t2 = ops.host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", min_depth=2)
+    t2 = host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", min_depth=2)
     assert list(t2["name"]) == ["aten::linear$$aten::addmm"]
-    t1 = ops.host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", max_depth=1)
+    t1 = host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", max_depth=1)
     assert len(t1) == 4 and (t1["depth"] == 1).all()
-    t12 = ops.host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", min_depth=1, max_depth=2)
+    t12 = host_device_table(prof, monitor="cpu_op", launch="cuda_runtime", min_depth=1, max_depth=2)
     assert len(t12) == 5
-    assert ops.host_device_table(prof, monitor="cpu_op", min_depth=3).empty
+    assert host_device_table(prof, monitor="cpu_op", min_depth=3).empty
 
 
 def test_seed_python_monitor(prof):
-    t = ops.host_device_table(prof, monitor="python_function", launch="cuda_runtime", device="kernel")
+    t = host_device_table(prof, monitor="python_function", launch="cuda_runtime", device="kernel")
     assert list(t["name"]) == ["train.py(10): step"]
     assert t.iloc[0]["launch duration(ms)"] == pytest.approx(0.015)  # 5 + 4 + 6
     assert t.iloc[0]["device duration(ms)"] == pytest.approx(0.015)  # 10 + 3 + 2
@@ -126,7 +142,7 @@ def test_profile_parser_main_cli(tmp_path):
 # (b) key_averages
 # -------------------------------------------------------------------------------------------
 def test_key_averages_hand_computed(prof):
-    t = ops.key_averages(prof).set_index("Name")
+    t = key_averages(prof).set_index("Name")
     # self CPU: linear (50-40)+(6) = 16, addmm 40-5-4 = 31, launches 15, relu 14, copy_ 28,
     # memcpy call 2; the python frame is not a torch function event
     assert t.loc["aten::linear", "Self CPU (us)"] == pytest.approx(16)
@@ -154,7 +170,7 @@ def test_key_averages_hand_computed(prof):
 
 
 def test_key_averages_group_by_input_shape(prof):
-    t = ops.key_averages(prof, group_by_input_shape=True)
+    t = key_averages(prof, group_by_input_shape=True)
     lin = t[t["Name"] == "aten::linear"].set_index("Input Shapes")
     assert set(lin.index) == {"2,3;4,3", "5,3;4,3"}
     assert lin.loc["2,3;4,3", "Self CPU (us)"] == pytest.approx(10)
@@ -164,7 +180,7 @@ def test_key_averages_group_by_input_shape(prof):
 
 
 def test_input_shape_key_same_for_pytorch_and_ascend():
-    a = ops.input_shapes(pd.Series([{"Input Dims": [[2, 8193], [4]]},
+    a = input_shapes(pd.Series([{"Input Dims": [[2, 8193], [4]]},
                                     {"Input Dims": '"2,8193";\r\n"4"'}, None]))
     assert list(a) == ["2,8193;4", "2,8193;4", ""]
 
@@ -173,7 +189,7 @@ def test_key_averages_from_calls():
     calls = pd.DataFrame({"Name": ["a", "a", "b"], "Input Shapes": ["1", "2", ""],
                           "host_self_us": [1.0, 3.0, 4.0], "host_total_us": [2.0, 4.0, 4.0],
                           "device_self_us": [5.0, 5.0, 0.0], "device_total_us": [6.0, 6.0, 0.0]})
-    t = ops.key_averages_from_calls(calls).set_index("Name")
+    t = key_averages_from_calls(calls).set_index("Name")
     assert t.loc["a", "Self CPU (us)"] == 4 and t.loc["a", "# of Calls"] == 2
     assert t.loc["a", "Self CPU %"] == pytest.approx(50)
     assert t.loc["a", "Device time avg (us)"] == 6
@@ -212,7 +228,7 @@ def test_downsample_keeps_peaks():
     n = 10_000
     df = pd.DataFrame({"k": "d", "t": np.arange(n), "v": np.sin(np.arange(n) / 50.0)})
     df.loc[5_003, "v"] = 7.0
-    out = ops.downsample_curve(df, ["k"], "t", ["v"], points=100)
+    out = downsample_curve(df, ["k"], "t", ["v"], points=100)
     assert len(out) <= 100 and out["v"].max() == 7.0
 
 
@@ -227,7 +243,7 @@ def test_rank_table_two_ranks(tmp_path):
         ]}
     for r, d in ((0, 10), (1, 30)):
         (tmp_path / f"rank{r}.json").write_text(json.dumps(trace(r, d)))
-    prof = ct.load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
+    prof = load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
     t = prof.tables["Ranks"].set_index("Rank")
     assert list(t.index) == [0, 1]
     # rank 0: gemm [10,20] + nccl [15,35] -> busy 25 us; rank 1: gemm [10,40] -> busy 30
@@ -247,7 +263,7 @@ def test_real_key_averages_totals_match_plain_json():
     path = SHARED / "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"
     ev = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     addmm = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"] == "aten::addmm"]
-    prof = ct.load_chrome_trace(path)
+    prof = load_chrome_trace(path)
     t = prof.tables["Operators"].set_index("Name")
     assert t.loc["aten::addmm", "# of Calls"] == len(addmm)
     assert t.loc["aten::addmm", "CPU total (us)"] == pytest.approx(sum(e["dur"] for e in addmm), abs=1e-3)
@@ -272,7 +288,7 @@ def test_step_table(tmp_path):
     ]
     p = tmp_path / "steps.json"
     p.write_text(json.dumps(ev))
-    prof = ct.load_chrome_trace(p)
+    prof = load_chrome_trace(p)
     t = prof.tables["Steps"].set_index("Step")
     # step 4 launched k1 [40,50] and k2 [55,60]: device step 40..60 = 20 us, 15 us of kernels
     assert t.loc[4, "Host duration (us)"] == 50
@@ -290,7 +306,7 @@ def test_kernel_table_weighted_occupancy(tmp_path):
     ]
     p = tmp_path / "k.json"
     p.write_text(json.dumps(ev))
-    t = ct.load_chrome_trace(p).tables["Kernels"].iloc[0]
+    t = load_chrome_trace(p).tables["Kernels"].iloc[0]
     assert t["Calls"] == 2 and t["Avg (us)"] == 20
     assert t["Mean Blocks per SM"] == pytest.approx((1 * 10 + 2 * 30) / 40)
     assert t["Mean Est. Achieved Occupancy %"] == pytest.approx((50 * 10 + 10 * 30) / 40)
@@ -313,4 +329,4 @@ def test_table_order_and_definitions(prof):
     names = list(prof.tables)
     assert names[:3] == ["Operators", "Operators by Shape", "Kernels"]
     assert names.index("Kernels") < names.index("Host-Device") < names.index("Memory")
-    assert set(ops.TABLE_ORDER) == set(ops.TABLE_DEFINITIONS)
+    assert set(TABLE_ORDER) == set(TABLE_DEFINITIONS)

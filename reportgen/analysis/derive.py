@@ -1,7 +1,7 @@
 """The one analysis entry point: everything derived from a parsed Profile, computed once.
 
-The pipeline calls :func:`derive` once per run, after parsing and before any writer. It places a
-host trace on the device time axis, attaches the framework tables, adds the device-lanes table of
+The pipeline calls :func:`derive` once per run, after parsing and before any writer. It attaches
+the framework tables, places a host trace on the device time axis, adds the device-lanes table of
 framework traces, and returns the engine summary that every output shows.
 """
 from __future__ import annotations
@@ -10,12 +10,19 @@ from pathlib import Path
 
 import pandas as pd
 
+from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.metrics import engine_summary, lane_summary
 from reportgen.model import Profile
 
 
-def derive(profile: Profile, *, host_trace: str | Path | None = None) -> pd.DataFrame:
-    """Attach every derived table to ``profile`` and return its engine summary."""
+def derive(profile: Profile, *, host_trace: str | Path | None = None,
+           min_depth: int | None = None, max_depth: int | None = None) -> pd.DataFrame:
+    """Attach every derived table to ``profile`` and return its engine summary.
+
+    ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables.
+    """
+    if not profile.meta.is_pmu:
+        attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth)
     if host_trace is not None:
         from reportgen.analysis.host_align import attach_host_trace
         attach_host_trace(profile, host_trace)

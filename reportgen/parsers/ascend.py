@@ -5,9 +5,11 @@ ranks (framework-traces.md §3-4).
 One rank is one "core".  Device tasks come from ``kernel_details.csv`` (richest: core type,
 block dim, shapes) or, without it, from the "Ascend Hardware" lanes of ``trace_view.json`` /
 ``msprof_*.json`` / ``ascend_timeline_display_*.json``; host operators come from
-``trace_view.json`` (read by :mod:`reportgen.parsers.chrome_trace`).  The vendor's own summary
-CSVs (operator_details, op_statistic, step_trace_time, memory_record, operator_memory,
-npu_module_mem, communication.json) become tables as they are, numbers cleaned.
+``trace_view.json`` (read by :mod:`reportgen.parsers.chrome`).  The vendor's own summary
+files (operator_details, op_statistic, step_trace_time, memory_record, operator_memory,
+npu_module_mem, communication.json) are kept per rank as read, numbers cleaned
+(``Profile.vendor_outputs``); the tables shown from them are derived in
+:mod:`reportgen.analysis.framework`.
 
 CSV quirks handled for every file (mapped by header name, never by position): trailing tabs
 inside numbers, CRLF, ``N/A``, shapes wrapped in tripled quotes, optional/renamed columns.
@@ -22,8 +24,8 @@ import numpy as np
 import pandas as pd
 
 from reportgen.errors import InputError
-from reportgen.model import Meta, Profile, empty_commands, finalize_commands
-from reportgen.parsers import chrome_trace as ct
+from reportgen.model import Meta, Profile, VendorOutput, empty_commands, finalize_commands
+from reportgen.parsers import chrome as ct
 
 APO = "ASCEND_PROFILER_OUTPUT"
 #: legacy MindSpore device timelines (ascend_/gpu_ prefixes, old unprefixed name)
@@ -191,8 +193,8 @@ def _finish_commands(rows: pd.DataFrame, links: pd.DataFrame | None) -> pd.DataF
 
 
 def load_rank(rank_dir: Path, rank: int, meta: Meta
-              ) -> tuple[pd.DataFrame, pd.DataFrame, dict, pd.DataFrame | None]:
-    """One rank folder -> (commands, host, tables, memory events)."""
+              ) -> tuple[pd.DataFrame, pd.DataFrame, VendorOutput, pd.DataFrame | None]:
+    """One rank folder -> (commands, host, vendor summary files, memory events)."""
     apo = rank_dir / APO if (rank_dir / APO).is_dir() else rank_dir
     known = ("trace_view.json", "kernel_details.csv", "operator_details.csv", "op_statistic.csv",
              "step_trace_time.csv", "memory_record.csv", "operator_memory.csv", "npu_module_mem.csv",
@@ -201,7 +203,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
             and any(apo.glob("*.db")):
         raise InputError(str(apo), "only SQLite DB exports found (not supported); export the "
                                    "profile as text (trace_view.json and CSV files)")
-    tables: dict[str, pd.DataFrame] = {}
+    vendor = VendorOutput()
     host = None
     trace_cmds = None
     memory = None
@@ -233,15 +235,15 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
 
     od = apo / "operator_details.csv"
     if od.is_file():
-        tables["Operator Details"] = _operator_calls(read_csv(od))
+        vendor.operator_calls = _operator_calls(read_csv(od))
     for fname, tname in (("op_statistic.csv", "Op Statistic"), ("step_trace_time.csv", "Steps"),
                          ("api_statistic.csv", "API Statistic")):
         f = apo / fname
         if f.is_file():
-            tables[tname] = numeric_table(read_csv(f))
-    tables.update(_memory_tables(apo))
-    tables.update(_communication_tables(apo))
-    return cmds, host, tables, memory
+            vendor.tables[tname] = numeric_table(read_csv(f))
+    _read_memory_files(apo, vendor)
+    vendor.tables.update(_communication_tables(apo))
+    return cmds, host, vendor, memory
 
 
 def _operator_calls(df: pd.DataFrame) -> pd.DataFrame:
@@ -259,48 +261,34 @@ def _operator_calls(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _memory_tables(apo: Path) -> dict[str, pd.DataFrame]:
-    from reportgen.analysis.ops import downsample_curve
-
-    tables: dict[str, pd.DataFrame] = {}
+def _read_memory_files(apo: Path, vendor: VendorOutput) -> None:
+    """memory_record.csv (allocator curve), operator_memory.csv (allocations per operator) and
+    npu_module_mem.csv (reserved memory per component), as read."""
     mr = apo / "memory_record.csv"
     if mr.is_file():
         df = read_csv(mr)
         t, ok, _ = ct.to_ns(df["Timestamp(us)"].to_numpy(object)) if "Timestamp(us)" in df else (None, None, 0)
-        curve = pd.DataFrame({
+        vendor.memory_record = pd.DataFrame({
             "Device": df.get("Device Type", pd.Series([""] * len(df))).fillna("").to_numpy(),
             "Component": df.get("Component").to_numpy(),
             "Time (ns)": t,
             "Total Allocated (MB)": num(df.get("Total Allocated(MB)")).to_numpy(),
             "Total Reserved (MB)": num(df.get("Total Reserved(MB)")).to_numpy(),
         })[ok]
-        tables["Memory Timeline"] = downsample_curve(curve, ["Device", "Component"], "Time (ns)",
-                                                     ["Total Allocated (MB)", "Total Reserved (MB)"])
-        g = curve.groupby(["Device", "Component"], sort=True)
-        peak = g.agg(**{"Peak Allocated (MB)": ("Total Allocated (MB)", "max"),
-                        "Peak Reserved (MB)": ("Total Reserved (MB)", "max")}).reset_index()
-        tables["Memory Peak"] = peak
     om = apo / "operator_memory.csv"
     if om.is_file():
         df = read_csv(om)
-        t = pd.DataFrame({"Name": df.get("Name"), "size": num(df.get("Size(KB)")),
-                          "dur": num(df.get("Duration(us)")),
-                          "alloc": num(df.get("Allocation Total Allocated(MB)")),
-                          "Device": df.get("Device Type", pd.Series([""] * len(df))).fillna("")})
-        g = t.groupby(["Device", "Name"], sort=False)
-        tables["Memory"] = g.agg(**{"Allocations": ("size", "size"), "Total Size (KB)": ("size", "sum"),
-                                    "Max Size (KB)": ("size", "max"), "Mean Duration (us)": ("dur", "mean"),
-                                    "Peak Total Allocated (MB)": ("alloc", "max")}).reset_index() \
-            .sort_values("Total Size (KB)", ascending=False, kind="stable").reset_index(drop=True)
+        vendor.operator_memory = pd.DataFrame({
+            "Name": df.get("Name"), "Size (KB)": num(df.get("Size(KB)")),
+            "Duration (us)": num(df.get("Duration(us)")),
+            "Total Allocated (MB)": num(df.get("Allocation Total Allocated(MB)")),
+            "Device": df.get("Device Type", pd.Series([""] * len(df))).fillna("")})
     nm = apo / "npu_module_mem.csv"
     if nm.is_file():
         df = read_csv(nm)
-        t = pd.DataFrame({"Device": df.get("Device", pd.Series([""] * len(df))).fillna(""),
-                          "Component": df.get("Component"),
-                          "reserved": num(df.get("Total Reserved(MB)"))})
-        tables["Component Memory"] = t.groupby(["Device", "Component"], sort=True).agg(
-            **{"Peak Reserved (MB)": ("reserved", "max")}).reset_index()
-    return tables
+        vendor.module_memory = pd.DataFrame({
+            "Device": df.get("Device", pd.Series([""] * len(df))).fillna(""),
+            "Component": df.get("Component"), "Total Reserved (MB)": num(df.get("Total Reserved(MB)"))})
 
 
 def _read_json(f: Path):
@@ -393,13 +381,13 @@ def _mindspore_rank(folder: Path, r: int, rank: int) -> tuple[pd.DataFrame, dict
     return cmds, tables
 
 
-def load_mindspore_legacy(path: Path, only: Path | None = None, **options) -> Profile:
+def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
     """``profiler/`` (single card) or ``profiler_data/`` with ``rank_N/profiler`` folders;
     ``only``: just that one timeline file (and its rank's CSVs)."""
     folders = [path] if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) else \
         sorted({p.parent for p in path.glob("**/*timeline_display_*.json")})
     meta = Meta(source="mindspore", input_path=str(path))
-    parts, tables_by_rank = [], {}
+    parts, vendor_outputs = [], {}
     for i, folder in enumerate(folders):
         suffixes = sorted({int(MS_TIMELINE.match(p.name).group(1)) for p in folder.iterdir()
                            if MS_TIMELINE.match(p.name) and (only is None or p == only)})
@@ -408,18 +396,18 @@ def load_mindspore_legacy(path: Path, only: Path | None = None, **options) -> Pr
                 if len(folders) > 1 else r
             cmds, tables = _mindspore_rank(folder, r, rank)
             parts.append(cmds)
-            tables_by_rank[rank] = tables
+            vendor_outputs[rank] = VendorOutput(tables=tables)
     if not parts:
         raise InputError(str(path), "MindSpore profiler folder without *timeline_display_*.json")
     rows = pd.concat(parts, ignore_index=True)
     rows["engine"] = rows["engine"].astype(str)
     commands = _finish_commands(rows, None)
-    profile = Profile(commands=commands, meta=meta)
-    _finish(profile, tables_by_rank, **options)
+    profile = Profile(commands=commands, meta=meta, vendor_outputs=vendor_outputs)
+    _finish(profile)
     return profile
 
 
-def load_cann_prof(path: Path, **options) -> Profile:
+def load_cann_prof(path: Path) -> Profile:
     """CANN ``PROF_*`` folder(s): ``device_N/timeline/msprof_*.json`` per device (core = N)."""
     dev_dirs = sorted(p for p in path.glob("**/device_*") if (p / "timeline").is_dir())
     traces, cores = [], []
@@ -441,18 +429,18 @@ def load_cann_prof(path: Path, **options) -> Profile:
     if not traces:
         raise InputError(str(path), "CANN PROF folder without device_*/timeline/msprof_*.json")
     profile = ct.build_profile(traces, cores, "ascend", str(path))
-    _finish(profile, {}, **options)
+    _finish(profile)
     return profile
 
 
 # ============================================================================================
 # entry points
 # ============================================================================================
-def load_ascend(path: str | Path, **options) -> Profile:
+def load_ascend(path: str | Path) -> Profile:
     """An Ascend output folder of any supported layout -> Profile (see module doc)."""
     path = Path(path)
     if path.is_file() and MS_TIMELINE.match(path.name):
-        return load_mindspore_legacy(path.parent, only=path, **options)
+        return load_mindspore_legacy(path.parent, only=path)
     if not path.is_dir():
         raise InputError(str(path), "expected an Ascend profiler output folder")
     # torch_npu/MindSpore rank folders hold both ASCEND_PROFILER_OUTPUT and the raw PROF_*
@@ -461,10 +449,10 @@ def load_ascend(path: str | Path, **options) -> Profile:
     if not rank_dirs:
         if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
                 any(path.glob("**/mindstudio_profiler_output/msprof_*.json")):
-            return load_cann_prof(path, **options)
+            return load_cann_prof(path)
         if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) or \
                 any(path.glob("rank_*/profiler")) or any(path.glob("profiler/*timeline_display_*.json")):
-            return load_mindspore_legacy(path, **options)
+            return load_mindspore_legacy(path)
     if not rank_dirs and is_output_dir(path):
         rank_dirs = [path]
     if not rank_dirs:
@@ -474,10 +462,10 @@ def load_ascend(path: str | Path, **options) -> Profile:
     if len(set(ranks)) != len(ranks):
         meta.warn("rank-ids", "rank ids repeat across rank folders; numbered by folder order", str(path))
         ranks = list(range(len(rank_dirs)))
-    cmd_parts, host_parts, memory_parts, tables_by_rank = [], [], [], {}
+    cmd_parts, host_parts, memory_parts, vendor_outputs = [], [], [], {}
     offset = 0
     for d, r in zip(rank_dirs, ranks):
-        cmds, host, tables, memory = load_rank(d, r, meta)
+        cmds, host, vendor, memory = load_rank(d, r, meta)
         if memory is not None:
             memory_parts.append(memory)
         if host is not None and len(host):
@@ -489,21 +477,21 @@ def load_ascend(path: str | Path, **options) -> Profile:
             offset += len(host)
             host_parts.append(host)
         cmd_parts.append(cmds)
-        tables_by_rank[r] = tables
+        vendor_outputs[r] = vendor
     commands = pd.concat([c for c in cmd_parts if len(c)], ignore_index=True) if any(len(c) for c in cmd_parts) \
         else empty_commands()
     if len(commands):
         commands = commands.sort_values(["core", "engine", "start_ns"], kind="stable")
         commands = _renumber(commands)
     host = pd.concat(host_parts, ignore_index=True) if host_parts else Profile().host
-    profile = Profile(commands=commands, host=host, meta=meta)
+    profile = Profile(commands=commands, host=host, meta=meta, vendor_outputs=vendor_outputs)
     if memory_parts:
         profile.memory_events = pd.concat(memory_parts, ignore_index=True)
     cl = next((c for c in (path / "cluster_step_trace_time.csv",
                            path / "cluster_analysis_output" / "cluster_step_trace_time.csv") if c.is_file()), None)
     if cl is not None:
-        profile.tables["Cluster Steps"] = numeric_table(read_csv(cl))
-    _finish(profile, tables_by_rank, **options)
+        profile.source_tables["Cluster Steps"] = numeric_table(read_csv(cl))
+    _finish(profile)
     return profile
 
 
@@ -523,30 +511,11 @@ def _renumber(commands: pd.DataFrame) -> pd.DataFrame:
     return commands
 
 
-def _finish(profile: Profile, tables_by_rank: dict, **options) -> None:
-    """Framework tables (from ops), then the vendor tables of every rank (with a Rank column
-    when there are several)."""
-    from reportgen.analysis.ops import attach_tables, key_averages_from_calls
-
-    attach_tables(profile, **options)
-    multi = len(tables_by_rank) > 1
-    merged: dict[str, list] = {}
-    for r, tables in tables_by_rank.items():
-        for name, t in tables.items():
-            merged.setdefault(name, []).append(t.assign(Rank=r) if multi else t)
-    for name, parts in merged.items():
-        t = pd.concat(parts, ignore_index=True)
-        if name == "Operator Details":
-            # torch_npu's own per-call self/total numbers are the authority for Ascend
-            profile.tables["Operators"] = key_averages_from_calls(t)
-            if t["Input Shapes"].astype(str).str.len().gt(0).any():
-                profile.tables["Operators by Shape"] = key_averages_from_calls(t, True)
-            continue
-        profile.tables[name] = t
-    from reportgen.analysis.ops import order_tables
-
-    order_tables(profile)
+def _finish(profile: Profile) -> None:
+    """Core count, and a warning when nothing at all was found."""
     profile.meta.num_cores = int(profile.commands["core"].nunique()) if len(profile.commands) else 0
-    if profile.commands.empty and profile.host.empty and not profile.tables:
+    no_memory = profile.memory_events is None or profile.memory_events.empty
+    if profile.commands.empty and profile.host.empty and no_memory and not profile.source_tables \
+            and all(v.is_empty() for v in profile.vendor_outputs.values()):
         profile.meta.warn("empty-trace", "no device tasks, host operators or tables found",
                           profile.meta.input_path)

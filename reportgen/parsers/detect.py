@@ -13,51 +13,20 @@ Anything else raises :class:`InputError` naming the path and what was expected.
 """
 from __future__ import annotations
 
-import zlib
-import zipfile
 from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.model import Profile
+from reportgen.parsers.chrome.reader import sniff, strip_bom
 
 EXPECTED = ("a PMU dump folder (with global.profile), a Chrome/PyTorch trace JSON (.json, .gz, "
             ".zip), a folder of per-rank traces, or an Ascend/MindSpore profiler folder")
-_SNIFF = 4096
-
-
-def _head(path: Path) -> bytes:
-    """First bytes of the JSON text inside (decompressing gzip/zip on the fly)."""
-    try:
-        with open(path, "rb") as fh:
-            magic = fh.read(4)
-        if magic[:2] == b"\x1f\x8b":
-            # decompress what is there: a cut-off gzip still shows its first bytes
-            with open(path, "rb") as fh:
-                raw = fh.read(1 << 16)
-            try:
-                return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)[:_SNIFF]
-            except zlib.error:
-                return b""
-        if magic == b"PK\x03\x04":
-            with zipfile.ZipFile(path) as zf:
-                names = [n for n in zf.namelist() if not n.endswith("/")]
-                pick = [n for n in names if n.lower().endswith(".json")] or names
-                if not pick:
-                    return b""
-                with zf.open(pick[0]) as fh:
-                    return fh.read(_SNIFF)
-        with open(path, "rb") as fh:
-            return fh.read(_SNIFF)
-    except (OSError, EOFError, zipfile.BadZipFile):
-        return b""
 
 
 def looks_like_trace(path: Path) -> bool:
     """JSON array of objects, or an object whose first keys include traceEvents (or that is
     not obviously something else; the parser then says precisely what is wrong)."""
-    head = _head(path).lstrip()
-    if head[:3] == b"\xef\xbb\xbf":
-        head = head[3:].lstrip()
+    head = strip_bom(sniff(path))
     # any JSON array/object goes to the trace reader, which says precisely what is wrong
     # with non-trace JSON (execution trace, memory timeline export, summaries)
     return head[:1] in (b"[", b"{")
@@ -110,36 +79,34 @@ def detect_kind(path: str | Path) -> str:
             return "ascend"  # legacy MindSpore device timeline: every slice is a device task
         if looks_like_trace(p):
             return "chrome"
-        head = _head(p)
+        head = sniff(p)
         what = "an empty file" if not head else "SQLite database (profiler DB export, not supported)" \
             if head.startswith(b"SQLite format 3") else "not JSON"
         raise InputError(str(p), f"file is {what}; expected " + EXPECTED)
     raise InputError(str(p), "not a regular file or folder; expected " + EXPECTED)
 
 
-def load_profile(path: str | Path, **options) -> Profile:
-    """Read any supported input into a Profile (framework tables attached in ``tables``)."""
+def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = True) -> Profile:
+    """Read any supported input into a Profile, as the input says it (framework tables are
+    derived by :func:`reportgen.analysis.framework.attach_framework_tables`).  ``tiu_freq`` and
+    ``quiet`` concern PMU dumps: the TIU clock override, and no progress output."""
     kind = detect_kind(path)
     if kind == "pmu":
         from reportgen.parsers.pmu import load_dump  # written in parallel; import lazily
 
-        return load_dump(path, **options)
+        return load_dump(path, tiu_freq=tiu_freq, quiet=quiet)
+    if kind == "ascend":
+        from reportgen.parsers.ascend import load_ascend
+
+        return load_ascend(path)
+    from reportgen.parsers.chrome import load_chrome_trace, load_chrome_traces
+
     if kind == "chrome":
-        from reportgen.parsers.chrome_trace import load_chrome_trace
-
-        return load_chrome_trace(path, **options)
-    if kind == "chrome-ranks":
-        from reportgen.parsers.chrome_trace import load_chrome_traces
-
-        files = trace_files(Path(path))
-        if len(files) == 1:
-            from reportgen.parsers.chrome_trace import load_chrome_trace
-
-            return load_chrome_trace(files[0], **options)
-        return load_chrome_traces(files, str(path), **options)
-    from reportgen.parsers.ascend import load_ascend
-
-    return load_ascend(path, **options)
+        return load_chrome_trace(path)
+    files = trace_files(Path(path))
+    if len(files) == 1:
+        return load_chrome_trace(files[0])
+    return load_chrome_traces(files, str(path))
 
 
 __all__ = ["detect_kind", "load_profile", "looks_like_trace", "trace_files"]

@@ -8,7 +8,7 @@
 
 The seed tool's command line itself is :mod:`reportgen.profile_parser`.
 
-Numbers come from :mod:`reportgen.analysis.ops` unchanged; this module only lays them out.
+Numbers come from :mod:`reportgen.analysis.host_device` unchanged; this module only lays them out.
 """
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reportgen.analysis.ops import host_device_table
+from reportgen.analysis.host_device import host_device_table
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open

@@ -68,8 +68,7 @@ class RawDump:
     ports: dict[int, Stream]
 
 
-def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True,
-              **_ignored) -> Profile:
+def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True) -> Profile:
     """Decode a PMU dump directory. ``tiu_freq`` (MHz) overrides `tpu_freq` and the chip default."""
     return build_profile(read_dump(path, tiu_freq=tiu_freq, quiet=quiet))
 

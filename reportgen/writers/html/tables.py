@@ -14,7 +14,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.ops import TABLE_DEFINITIONS
+from reportgen.analysis.framework import TABLE_DEFINITIONS
 from reportgen.model import Profile
 
 #: Rows drawn per table at once (the page says how many rows exist).

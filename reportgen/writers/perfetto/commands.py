@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.host_align import first_fit_lanes
+from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.trace import Plan, pairs

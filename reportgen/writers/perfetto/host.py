@@ -7,7 +7,7 @@ import json
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.host_align import lanes as nesting_lanes, nest
+from reportgen.intervals import lanes as nesting_lanes, nest
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan, Trace
 from reportgen.writers.perfetto.wire import INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations, packet

@@ -1,0 +1,193 @@
+"""The one reader of Chrome-trace JSON files: framework traces, the ``--trace_file`` host
+trace and the content sniffing of :mod:`reportgen.parsers.detect` all open files here.
+
+The container is recognised by content, never by name: gzip (a cut-off gzip still yields the
+text before the cut), zip (the first ``.json`` member, else the first member) or plain.  The
+JSON may start with a byte-order mark; an event array whose writer stopped early (no closing
+``]``, a half-written last event) is read up to its last complete event, with a warning.
+"""
+from __future__ import annotations
+
+import gzip
+import io
+import json
+import zipfile
+import zlib
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from reportgen.errors import InputError
+
+try:  # orjson decodes big traces 3-5x faster; the stdlib decoder gives the same objects
+    import orjson as _orjson
+
+    # before 3.9 orjson had no nesting limit and crashed the process on deep input
+    if tuple(int(x) for x in _orjson.__version__.split(".")[:2]) < (3, 9):
+        _orjson = None
+except (ImportError, ValueError):  # pragma: no cover - optional speed-up
+    _orjson = None
+
+#: traces nest 3-5 levels (array, event, args, a list of shapes); anything far deeper is not a
+#: trace and would exhaust a recursive JSON decoder
+MAX_JSON_DEPTH = 256
+GZIP_MAGIC = b"\x1f\x8b"
+ZIP_MAGIC = b"PK\x03\x04"
+
+#: warnings a read collects: (code, message) pairs
+Warnings = list[tuple[str, str]]
+
+
+def _zip_member(zf: zipfile.ZipFile) -> str | None:
+    """The archive member holding the trace: the first ``.json`` file, else the first file."""
+    names = [n for n in zf.namelist() if not n.endswith("/")]
+    pick = [n for n in names if n.lower().endswith(".json")] or names
+    return pick[0] if pick else None
+
+
+def read_text(path: str | Path, label: str = "file") -> bytes:
+    """The JSON text of a trace file, decompressed by content (gzip or zip), not by name.
+    ``label`` names the file in messages ("file", "host trace")."""
+    path = Path(path)
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise InputError(str(path), f"cannot read the {label} ({exc.strerror or exc})") from None
+    if raw[:2] == GZIP_MAGIC:
+        try:
+            return gzip.decompress(raw)
+        except (OSError, EOFError) as exc:
+            # a truncated gzip still yields a usable prefix (like an unterminated array)
+            try:
+                prefix = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
+            except zlib.error:
+                prefix = b""
+            if prefix:
+                return prefix
+            raise InputError(str(path), f"corrupt gzip data ({exc})") from None
+    if raw[:4] == ZIP_MAGIC:
+        try:
+            with zipfile.ZipFile(io.BytesIO(raw)) as zf:
+                member = _zip_member(zf)
+                if member is None:
+                    raise InputError(str(path), "zip archive is empty; expected a trace JSON inside")
+                return zf.read(member)
+        except zipfile.BadZipFile as exc:
+            raise InputError(str(path), f"zip archive is corrupt ({exc})") from None
+    return raw
+
+
+def sniff(path: str | Path, size: int = 4096) -> bytes:
+    """The first ``size`` bytes of the JSON text inside (decompressing on the fly, without
+    reading the whole file); empty when the file cannot be read."""
+    try:
+        with open(path, "rb") as fh:
+            magic = fh.read(4)
+            if magic[:2] == GZIP_MAGIC:
+                fh.seek(0)
+                try:
+                    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 16))[:size]
+                except zlib.error:
+                    return b""
+        if magic == ZIP_MAGIC:
+            with zipfile.ZipFile(path) as zf:
+                member = _zip_member(zf)
+                if member is None:
+                    return b""
+                with zf.open(member) as fh:
+                    return fh.read(size)
+        with open(path, "rb") as fh:
+            return fh.read(size)
+    except (OSError, EOFError, zipfile.BadZipFile):
+        return b""
+
+
+def strip_bom(text: bytes) -> bytes:
+    text = text.lstrip()
+    return text[3:].lstrip() if text[:3] == b"\xef\xbb\xbf" else text
+
+
+def _nesting(data: bytes) -> tuple[int, int]:
+    """(deepest bracket nesting, byte offset where it is reached); brackets inside strings
+    count too, which can only overstate the depth."""
+    b = np.frombuffer(data, np.uint8)
+    step = (np.isin(b, (0x5B, 0x7B)).astype(np.int32) - np.isin(b, (0x5D, 0x7D)))
+    depth = np.cumsum(step, dtype=np.int32)
+    if not len(depth):
+        return 0, 0
+    at = int(np.argmax(depth))
+    return int(depth[at]), at
+
+
+def _loads(data: bytes) -> Any:
+    if _orjson is not None:
+        return _orjson.loads(data)
+    return json.loads(data)
+
+
+def decode_json(path: str | Path, data: bytes, warnings: Warnings) -> list | dict:
+    """Decode trace JSON; repair an array whose closing ``]`` (or last events) is missing."""
+    text = strip_bom(data)
+    if not text[:1] in (b"[", b"{"):
+        kind = "SQLite database" if text.startswith(b"SQLite format 3") else "not JSON"
+        raise InputError(str(path), f"not a Chrome trace ({kind}); expected a JSON object or array "
+                                    "of trace events")
+    depth, at = _nesting(text)
+    if depth > MAX_JSON_DEPTH:
+        raise InputError(str(path), f"JSON nested {depth} levels deep; a trace nests a few levels, "
+                                    "so this is not a trace", offset=at)
+    try:
+        return _loads(text)
+    except (ValueError, RecursionError) as exc:
+        error = exc
+    if text[:1] == b"[":
+        # streamed writers stop mid-array: cut after the last complete event and close it
+        body = text.rstrip()
+        for _ in range(8):
+            cut = body.rfind(b"}")
+            if cut < 0:
+                break
+            body = body[:cut + 1]
+            try:
+                obj = _loads(body + b"]")
+            except ValueError:
+                body = body[:cut]
+                continue
+            warnings.append(("unterminated-json", "trace array is not terminated (writer stopped "
+                                                  "early); read the complete events before the end"))
+            return obj
+    raise InputError(str(path), f"not a chrome-trace JSON file (invalid JSON: {error})")
+
+
+def read_events(path: str | Path, label: str = "file") -> tuple[list[dict], dict[str, Any], Warnings]:
+    """The event objects of a trace file, its top-level metadata (the object form's other
+    keys) and what was tolerated.  Rejects, with what it is instead, JSON that is not a
+    timeline trace (an execution trace, a memory-timeline export, a summary object)."""
+    path = Path(path)
+    warnings: Warnings = []
+    obj = decode_json(path, read_text(path, label), warnings)
+    if isinstance(obj, dict):
+        if "traceEvents" not in obj:
+            if "nodes" in obj and ("schema" in obj or "pid" in obj):
+                raise InputError(str(path), "this is a PyTorch execution trace (a graph of 'nodes'), "
+                                            "not a timeline trace; pass the Kineto trace recorded with it")
+            keys = ", ".join(list(obj)[:6])
+            raise InputError(str(path), "JSON object without 'traceEvents': an object without a "
+                                        f"'traceEvents' array is not a Chrome trace (top-level keys: {keys})")
+        events = obj["traceEvents"]
+        if not isinstance(events, list):
+            raise InputError(str(path), "'traceEvents' is not a list of events")
+        metadata = {k: v for k, v in obj.items() if k != "traceEvents"}
+    else:
+        events, metadata = obj, {}
+    dict_events = [e for e in events if type(e) is dict]
+    if events and len(dict_events) < len(events) // 2:
+        hint = ""
+        if isinstance(events[0], list):
+            hint = " (looks like a torch memory_timeline export: lists of numbers)"
+        raise InputError(str(path), "JSON array does not hold trace event objects" + hint)
+    if len(dict_events) < len(events):
+        warnings.append(("bad-event", f"{len(events) - len(dict_events)} array entries are not "
+                                      "event objects; ignored"))
+    return dict_events, metadata, warnings
