@@ -14,6 +14,7 @@ import tempfile
 import threading
 import time
 
+from reportgen.analysis.metrics import engine_summary
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import perfetto
 
@@ -44,7 +45,7 @@ def main() -> None:
     args = ap.parse_args()
     t0 = time.perf_counter()
     prof = make_profile(cores=args.cores, per_engine=args.per_engine, seed=1)
-    summary = prof.metrics()
+    summary = engine_summary(prof)
     t1 = time.perf_counter()
     with tempfile.TemporaryDirectory() as tmp:
         rss0 = rss_mb()

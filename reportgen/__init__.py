@@ -1,7 +1,7 @@
 """reportgen: profile reports for TPU PMU dumps and framework traces."""
 from __future__ import annotations
 
-__version__ = "0.1.0"
+from reportgen.version import __version__  # noqa: F401  (the package API)
 
 
 def load(path: str, **options):
@@ -10,7 +10,7 @@ def load(path: str, **options):
 
     ``options`` are fields of :class:`reportgen.options.Options` (``tiu_freq``, ``trace_file``,
     ``min_depth``, ``max_depth``, ...). Returns a :class:`reportgen.model.Profile`:
-    ``.commands`` (pandas), ``.host``, ``.tables``, ``.meta`` and ``.metrics()`` (the engine
+    ``.commands`` (pandas), ``.host``, ``.tables``, ``.meta`` and ``.summary`` (the engine
     summary table).
     """
     from reportgen import pipeline

@@ -233,6 +233,8 @@ class Profile:
     #: named tables that writers show as they are, in order (framework analyses: derived from
     #: the fields below by ``analysis.framework.attach_framework_tables``)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: the engine summary per core + Overall (docs/metrics.md), attached by analysis.derive
+    summary: pd.DataFrame | None = None
     #: framework traces: allocator events (memory curves and peaks are derived from them)
     memory_events: pd.DataFrame | None = None
     #: tables the source itself holds, shown as they are (CANN "Step Trace" lanes, Ascend
@@ -270,9 +272,6 @@ class Profile:
     def engine_frame(self, engine: str) -> pd.DataFrame:
         return self.commands[self.commands["engine"] == engine]
 
-    def metrics(self):
-        """Engine summary per core plus the Overall row (see docs/metrics.md)."""
-        from reportgen.analysis.metrics import engine_summary
 
         return engine_summary(self)
 

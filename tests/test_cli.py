@@ -154,7 +154,7 @@ def test_notebook_api():
     p = reportgen.load(SAMPLE)
     truth = pd.read_csv(SAMPLE.parent / "expected_commands.csv")
     assert len(p.commands) == len(truth)
-    m = p.metrics()
+    m = p.summary
     assert list(m["core"])[-1] == "Overall" and len(m) == p.meta.num_cores + 1
     tiu0 = p.sheet("TIU_0")
     assert (tiu0["global_idx"].to_numpy() == range(len(tiu0))).all()

@@ -83,14 +83,8 @@ def import_cycles() -> set[frozenset[str]]:
     return cycles
 
 
-#: cycles that the pipeline work of issue 12 removes on other branches (Profile.metrics() calls
-#: analysis; cli and batch call each other); empty this set when they are gone
-PENDING_CYCLES = {frozenset({"reportgen.model", "reportgen.analysis.metrics"}),
-                  frozenset({"reportgen.cli", "reportgen.batch"})}
-
-
 def test_no_import_cycle():
-    assert import_cycles() == PENDING_CYCLES
+    assert import_cycles() == set()
 
 
 def test_cycle_finder_finds_a_cycle():

@@ -17,6 +17,7 @@ import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
 from reportgen.analysis.host_align import attach_host_trace
+from reportgen.analysis.metrics import engine_summary
 from reportgen.model import Meta, Profile, finalize_commands
 from reportgen.parsers.pmu import load_dump
 from reportgen.testing.profiles import make_profile
@@ -137,7 +138,7 @@ def small_profile() -> Profile:
 
 
 def write_and_decode(profile, tmp_path) -> dict:
-    out = perfetto.write(profile, profile.metrics(), tmp_path, quiet=True)
+    out = perfetto.write(profile, engine_summary(profile), tmp_path, quiet=True)
     assert out == tmp_path / "perfetto.pftrace"
     return decode(out)
 

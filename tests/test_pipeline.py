@@ -7,6 +7,7 @@ from pathlib import Path
 import pytest
 
 from reportgen import pipeline
+from reportgen.analysis.metrics import engine_summary
 from reportgen.options import OptionError, Options
 from reportgen.testing.profiles import make_profile
 
@@ -36,14 +37,14 @@ def test_options_reject_values_no_run_can_use(bad):
 ])
 def test_writer_jobs_follow_the_options(flags, labels, tmp_path):
     profile = make_profile(cores=1, per_engine=20)
-    jobs = pipeline.writer_jobs(Options("in", **flags), profile, profile.metrics(), tmp_path)
+    jobs = pipeline.writer_jobs(Options("in", **flags), profile, engine_summary(profile), tmp_path)
     assert [label for label, _ in jobs] == labels
 
 
 def test_reginfo_auto_stops_at_the_limit_with_a_warning(tmp_path, monkeypatch):
     profile = make_profile(cores=1, per_engine=20)
     monkeypatch.setattr(pipeline, "REGINFO_AUTO_LIMIT", len(profile.commands) - 1)
-    jobs = pipeline.writer_jobs(Options("in"), profile, profile.metrics(), tmp_path)
+    jobs = pipeline.writer_jobs(Options("in"), profile, engine_summary(profile), tmp_path)
     assert "RegInfo files" not in [label for label, _ in jobs]
     assert [w.code for w in profile.meta.warnings].count("reginfo-skipped") == 1
 

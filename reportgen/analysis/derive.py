@@ -26,7 +26,7 @@ def derive(profile: Profile, *, host_trace: str | Path | None = None,
     if host_trace is not None:
         from reportgen.analysis.host_align import attach_host_trace
         attach_host_trace(profile, host_trace)
-    summary = engine_summary(profile)
+    profile.summary = engine_summary(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
-    return summary
+    return profile.summary

@@ -18,7 +18,7 @@ import jinja2
 import numpy as np
 import pandas as pd
 
-from reportgen import __version__
+from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.model import Profile
 from reportgen.writers.html import charts, tables

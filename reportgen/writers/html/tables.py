@@ -22,7 +22,7 @@ TABLE_ROWS_SHOWN = 500
 #: Rows embedded per table: sorting a column sorts all of them. Longer tables keep their first
 #: rows in the page (the workbook and tables/*.csv have every row) and the page says so.
 TABLE_ROWS_EMBEDDED = 20_000
-#: Definitions of tables that are not framework analyses (analysis.ops has the others).
+#: Definitions of tables that are not framework analyses (analysis.framework has the others).
 EXTRA_DEFINITIONS = {
     "Device lanes": "One row per (device, stream/lane): commands, busy = union of the lane's "
                     "slice intervals (ns), util = busy / span of the whole profile; Overall sums "
