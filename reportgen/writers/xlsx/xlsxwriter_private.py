@@ -9,15 +9,16 @@ The fast workbook path needs four things xlsxwriter has no public API for:
   ``_get_xf_index()``;
 * a finished row file moved into the sheet XML as bytes (``_write_optimized_sheet_data``
   replaced on the sheet): xlsxwriter decodes and re-encodes it in 64 kB text pieces;
-* the zip written with zlib level 3 instead of 6 (the ``ZipFile`` name in
+* the zip written with a chosen zlib level (3, not 6: the ``ZipFile`` name in
   ``xlsxwriter.workbook`` swapped for the duration of ``close()``);
 * rows another process built moved into a sheet (``append_rows_file``).
 
 They were read against the source of xlsxwriter 3.1.0 and 3.3.1 (:data:`VERIFIED`, the range
 setup.cfg allows). With any other version :data:`USABLE` is False and the workbook is written
 through the public API only: every cell by ``write_string``/``write_number``/..., xlsxwriter's
-own zip level, no helper process. Same cells, about 2-3x slower; ``tests/test_xlsx.py``
-checks both read back the same.
+own zip level, no helper process. Same cells, about 7x slower on 100k synthetic commands
+(``benchmarks/bench_xlsx.py --paths xml,cells``); ``tests/test_xlsx.py`` checks both read
+back the same.
 """
 from __future__ import annotations
 
