@@ -14,8 +14,10 @@ during the write minus the RSS just before it.
 
 ``--paths`` compares ways of writing the same profile (figures only, nothing asserted):
 
-* ``xml``   -- ``xlsx.write`` as shipped (command sheets as sheet XML, :func:`write_rows_xml`);
-* ``cells`` -- ``xlsx.write`` with ``DIRECT_XML = False`` (xlsxwriter's cell API for every cell);
+* ``xml``   -- ``xlsx.write`` as shipped (command sheets as sheet XML, ``xlsx.sheet_xml``);
+* ``cells`` -- ``xlsx.write`` through xlsxwriter's public API only, as with an xlsxwriter
+  version ``xlsx.xlsxwriter_private`` was not checked against (every cell by its cell API,
+  xlsxwriter's own zip level, no helper process);
 * ``rust``  -- the command sheets only (no Engine Summary, no header comments) through the
   Rust-backed ``rustpy-xlsxwriter`` package, if installed: the writer's typed columns turned
   into one pandas DataFrame per sheet (texts categorical, missing numbers NaN) and written
@@ -73,7 +75,7 @@ def write_rust(profile, out: str) -> str:
     import pandas as pd
     import rustpy_xlsxwriter as rx
 
-    from reportgen.writers import xlsx
+    from reportgen.writers.xlsx.sheet_columns import FREEZE_COLS, TAB_COLORS, command_columns
 
     header = (rx.Format().set_bold().set_background_color("#305496").set_font_color("#FFFFFF")
               .set_text_wrap().set_border("thin"))
@@ -85,7 +87,7 @@ def write_rust(profile, out: str) -> str:
         frame = commands.iloc[positions[name]]
         frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
         engine = str(frame["engine"].iloc[0])
-        cols = xlsx.command_columns(frame, engine, None)
+        cols = command_columns(frame, engine, None)
         data = {}
         for col in cols:
             if col.kind == "text":
@@ -98,10 +100,10 @@ def write_rust(profile, out: str) -> str:
         opts["column_formats"][name] = [rx.Format().set_num_format(c.num_format) if c.num_format
                                         else rx.Format() for c in cols]
         opts["column_widths"][name] = [c.width() for c in cols]
-        opts["freeze_panes"][name] = {"row": 1, "col": xlsx.FREEZE_COLS}
+        opts["freeze_panes"][name] = {"row": 1, "col": FREEZE_COLS}
         opts["autofilter"][name] = True
         opts["header_format"][name] = header
-        opts["sheet_view"][name] = {"tab_color": xlsx.TAB_COLORS.get(engine, "#31869B")}
+        opts["sheet_view"][name] = {"tab_color": TAB_COLORS.get(engine, "#31869B")}
     path = os.path.join(out, "rust.xlsx")
     rx.write_worksheets(sheets, path, **opts)
     return path
@@ -113,13 +115,14 @@ def run_one(total: int, registers: int, path_kind: str = "xml") -> dict:
     from reportgen.analysis.metrics import engine_summary
     from reportgen.testing.profiles import make_profile
     from reportgen.writers import xlsx
+    from reportgen.writers.xlsx import xlsxwriter_private
 
     profile = make_profile(cores=8, per_engine=_per_engine(total), seed=0)
     if registers:
         synthetic_registers(profile, registers)
     summary = engine_summary(profile)
     if path_kind == "cells":
-        xlsx.DIRECT_XML = False
+        xlsxwriter_private.USABLE = False
     if path_kind == "rust":
         try:
             import rustpy_xlsxwriter  # noqa: F401
@@ -165,7 +168,7 @@ def main() -> None:
     ap.add_argument("--sizes", default="10000,100000,640000", help="total commands, comma separated")
     ap.add_argument("--registers", type=int, default=0, help="synthetic register fields per engine")
     ap.add_argument("--paths", default="xml",
-                    help="comma separated: xml (as shipped), cells (xlsxwriter cell API), "
+                    help="comma separated: xml (as shipped), cells (xlsxwriter public API only), "
                          "rust (rustpy-xlsxwriter, command sheets only)")
     ap.add_argument("--one", type=int, help=argparse.SUPPRESS)  # child process: one case
     args = ap.parse_args()

@@ -70,3 +70,14 @@ def test_no_module_is_a_monolith():
     long = {str(p.relative_to(PACKAGE)): n for p in PACKAGE.rglob("*.py")
             if (n := len(p.read_text().splitlines())) > 700}
     assert not long
+
+
+def test_every_package_is_installed():
+    """setup.cfg lists packages by hand: a package folder missing there is missing from a wheel."""
+    import configparser
+
+    cfg = configparser.ConfigParser()
+    cfg.read(PACKAGE.parent / "setup.cfg")
+    listed = set(cfg["options"]["packages"].split())
+    on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
+    assert on_disk | {"reportgen.templates"} == listed

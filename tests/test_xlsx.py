@@ -24,6 +24,10 @@ from reportgen.errors import OutputError
 from reportgen.model import Profile, finalize_commands
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import xlsx
+from reportgen.writers.xlsx import helper as xlsx_helper
+from reportgen.writers.xlsx import sheet_xml, workbook, xlsxwriter_private
+from reportgen.writers.xlsx.columns import Column
+from shared_data import PMU, needs
 
 COMMON = ["Engine Id", "Core Id", "Global Idx", "Cmd Id", "Kernel", "Function Type",
           "Function Name", "Cycles", "Start Time(ns)", "End Time(ns)", "Duration(ns)"]
@@ -309,7 +313,7 @@ def test_registers_auto_off_above_limit(tmp_path, monkeypatch):
 
 def test_long_sheet_continues_on_numbered_sheets(tmp_path, monkeypatch):
     p = make_profile(cores=1, per_engine=PER_ENGINE, seed=5)
-    monkeypatch.setattr(xlsx, "SHEET_MAX_ROWS", 26)   # header + 25 data rows per sheet
+    monkeypatch.setattr(workbook, "SHEET_MAX_ROWS", 26)   # header + 25 data rows per sheet
     path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
     wb = openpyxl.load_workbook(path)
     assert wb.sheetnames == ["Engine Summary", "TIU_0", "TIU_0 (2)", "TIU_0 (3)", "GDMA_0",
@@ -376,17 +380,15 @@ def test_overlong_text_is_cut_and_said(tmp_path):
                      "(ending in …)."]
 
 
-@pytest.mark.parametrize("direct", [True, False])
-def test_refused_row_is_an_error(tmp_path, monkeypatch, direct):
-    monkeypatch.setattr(xlsx, "DIRECT_XML", direct)
+@pytest.mark.parametrize("fast", [True, False])
+def test_refused_row_is_an_error(tmp_path, monkeypatch, fast):
+    monkeypatch.setattr(xlsxwriter_private, "USABLE", fast)
     wb = xlsxwriter.Workbook(str(tmp_path / "x.xlsx"), {"constant_memory": True})
     ws = wb.add_worksheet("T")
     ws.xls_rowmax = 3     # stand-in for Excel's limit: xlsxwriter returns -1 past it
-    book = xlsx._Book.__new__(xlsx._Book)
-    book.wb, book._num = wb, {None: None}
-    col = xlsx.Column("n", "number", np.arange(5))
+    col = Column("n", "number", np.arange(5))
     with pytest.raises(OutputError, match="refused row [45] .*row limit"):
-        xlsx.write_rows(ws, "T", [col], 0, 5, 0, book)
+        xlsxwriter_private.write_rows(ws, "T", [col], 0, 5, 0, lambda fmt: None)
     wb.close()
 
 
@@ -400,15 +402,43 @@ def _cells(path):
         wb.close()
 
 
-def test_direct_xml_rows_equal_xlsxwriter_cells(tmp_path, monkeypatch):
-    """The fast path (sheet XML built column-wise) reads back exactly as xlsxwriter's own."""
+def test_xlsxwriter_version_check():
+    assert xlsxwriter_private.USABLE == xlsxwriter_private.verified(xlsxwriter.__version__)
+    assert [xlsxwriter_private.verified(v) for v in ("3.0.9", "3.1.0", "3.3.1", "3.10.2", "4.0.0",
+                                                     "", "unknown")] == \
+        [False, True, True, True, False, False, False]
+
+
+def _data_rows_xml(path, sheet_part: str) -> str:
+    import zipfile
+    with zipfile.ZipFile(path) as z:
+        xml = z.read(f"xl/worksheets/{sheet_part}").decode()
+    return xml[xml.index('<row r="2"'):xml.index("</sheetData>")]
+
+
+def test_fast_path_reads_back_as_xlsxwriter_public_api(tmp_path, monkeypatch):
+    """The fast path (sheet XML built column-wise, a helper process, xlsxwriter internals) and
+    the fallback an unverified xlsxwriter version gets (its public API only, no helper) give
+    the same cells with the same number formats."""
+    import os
+
     p = _profile()
     s = engine_summary(p)
-    monkeypatch.setattr(xlsx, "DIRECT_XML", False)
-    slow = _cells(xlsx.write(p, s, tmp_path / "cells", quiet=True))
-    monkeypatch.setattr(xlsx, "DIRECT_XML", True)
-    monkeypatch.setattr(xlsx, "CHUNK_CELLS", 150)   # chunks of a few rows: boundaries everywhere
-    fast = _cells(xlsx.write(p, s, tmp_path / "xml", quiet=True))
+    forks = []
+    real_fork = os.fork
+    monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
+    monkeypatch.setattr(xlsx_helper, "HELPER_MIN_ROWS", 1)
+    monkeypatch.setattr(xlsxwriter_private, "USABLE", False)
+    slow_path = xlsx.write(p, s, tmp_path / "cells", quiet=True)
+    assert forks == []                                   # no helper without the internals
+    assert '<c r="A2"' in _data_rows_xml(slow_path, "sheet2.xml")   # xlsxwriter's own cells
+    slow = _cells(slow_path)
+    monkeypatch.setattr(xlsxwriter_private, "USABLE", True)
+    monkeypatch.setattr(sheet_xml, "CHUNK_CELLS", 150)   # chunks of a few rows: boundaries everywhere
+    fast_path = xlsx.write(p, s, tmp_path / "xml", quiet=True)
+    assert forks == [1]
+    assert '<c r="' not in _data_rows_xml(fast_path, "sheet2.xml")  # built by sheet_xml
+    fast = _cells(fast_path)
     assert list(fast) == list(slow)
     for sheet in fast:
         assert len(fast[sheet]) == len(slow[sheet]), sheet
@@ -494,10 +524,10 @@ def test_progress_on_stderr_unless_quiet(tmp_path, capfd):
     assert "xlsx TIU_0" in out.err and out.out == ""
 
 
-GOLDEN = Path("/work/shared/data/pmu/aks-m2-c8")
+GOLDEN = PMU / "aks-m2-c8"
 
 
-@pytest.mark.skipif(not (GOLDEN / "input").is_dir(), reason="golden PMU dumps not available")
+@needs(GOLDEN / "input")
 def test_golden_dump_matches_the_reference_workbook(tmp_path):
     """A real dump through the decoder and this writer, against the vendor tool's workbook.
 
@@ -608,10 +638,10 @@ def test_helper_process_gives_the_same_workbook(tmp_path, monkeypatch):
     forks = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-    monkeypatch.setattr(xlsx, "HELPER_MIN_ROWS", 1)
-    monkeypatch.setattr(xlsx, "CHUNK_CELLS", 150)
+    monkeypatch.setattr(xlsx_helper, "HELPER_MIN_ROWS", 1)
+    monkeypatch.setattr(sheet_xml, "CHUNK_CELLS", 150)
     moved = []                                           # sheets that came from the helper
-    real_write = xlsx._SheetHelper.write
+    real_write = xlsx_helper.SheetHelper.write
 
     def write(self, i, *args):
         done = real_write(self, i, *args)
@@ -619,7 +649,7 @@ def test_helper_process_gives_the_same_workbook(tmp_path, monkeypatch):
             moved.append(i)
         return done
 
-    monkeypatch.setattr(xlsx._SheetHelper, "write", write)
+    monkeypatch.setattr(xlsx_helper.SheetHelper, "write", write)
     before = set(Path(tempfile.gettempdir()).glob("reportgen-xlsx-*"))
     helped = _sheet_parts(xlsx.write(p, s, tmp_path / "helped", quiet=True))
     assert forks == [1] and moved                        # it forked and its sheets were used
@@ -640,7 +670,7 @@ def test_failed_helper_means_the_sheets_are_written_here(tmp_path, monkeypatch):
     forks = []
     real_fork = os.fork
     monkeypatch.setattr(os, "fork", lambda: forks.append(1) or real_fork())
-    monkeypatch.setattr(xlsx, "HELPER_MIN_ROWS", 1)
-    monkeypatch.setattr(xlsx, "_sheet_xml", broken)     # inherited by the forked helper
+    monkeypatch.setattr(xlsx_helper, "HELPER_MIN_ROWS", 1)
+    monkeypatch.setattr(xlsx_helper, "build_rows_file", broken)   # inherited by the forked helper
     assert _sheet_parts(xlsx.write(p, s, tmp_path / "fallback", quiet=True)) == alone
     assert forks == [1]

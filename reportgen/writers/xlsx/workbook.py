@@ -1,0 +1,106 @@
+"""The workbook being written: its shared formats, legal sheet names, sheet heads, and tables
+split over as many sheets as Excel's row limit needs."""
+from __future__ import annotations
+
+import math
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import xlsxwriter
+from tqdm import tqdm
+
+from reportgen.writers.xlsx import xlsxwriter_private as private
+from reportgen.writers.xlsx.columns import Column
+
+#: Excel's rows per sheet, header row included (tests inject a small value to test splitting).
+SHEET_MAX_ROWS = 1_048_576
+SHEET_NAME_MAX = 31
+#: a sheet whose XML may pass 4 GB needs zip64 (estimated at a generous 64 bytes per cell).
+#: Only then: Excel may offer to "repair" a zip64 file written by Python's zipfile.
+_ZIP64_CELLS = (4 * 2**30 - 2**28) // 64
+
+#: (header, note, width) of each column of a sheet
+Heads = list[tuple[str, str, float]]
+
+
+class Book:
+    """One xlsxwriter workbook in constant_memory mode (rows stream to disk, flat memory)
+    plus the formats it shares."""
+
+    def __init__(self, path: Path) -> None:
+        self.wb = xlsxwriter.Workbook(str(path), {
+            "constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False,
+            "strings_to_formulas": False})
+        self.header = self.wb.add_format({"bold": True, "bg_color": "#305496", "font_color": "#FFFFFF",
+                                          "text_wrap": True, "valign": "top", "border": 1})
+        self.title = self.wb.add_format({"bold": True, "font_size": 14})
+        self.key = self.wb.add_format({"bold": True})
+        self.warn = self.wb.add_format({"font_color": "#9C0006"})
+        self.group = self.wb.add_format({"bold": True, "align": "center", "bg_color": "#D9E1F2",
+                                         "border": 1})
+        self._num: dict[str | None, Any] = {None: None}
+        self.names: set[str] = set()
+
+    def num(self, fmt: str | None):
+        """The shared Format of number format ``fmt`` (None for none)."""
+        if fmt not in self._num:
+            self._num[fmt] = self.wb.add_format({"num_format": fmt})
+        return self._num[fmt]
+
+    def sheet(self, name: str, tab: str | None = None):
+        ws = self.wb.add_worksheet(name)
+        private.prepare_sheet(ws)
+        self.names.add(name.lower())
+        if tab:
+            ws.set_tab_color(tab)
+        return ws
+
+    def unique_name(self, base: str) -> str:
+        """A legal, unused sheet name (Excel: <= 31 chars, no []:*?/\\, case-insensitive)."""
+        name = re.sub(r"[\[\]:*?/\\]", "_", str(base)).strip("'") or "Sheet"
+        name = name[:SHEET_NAME_MAX]
+        k = 1
+        candidate = name
+        while candidate.lower() in self.names:
+            k += 1
+            suffix = f"~{k}"
+            candidate = name[:SHEET_NAME_MAX - len(suffix)] + suffix
+        return candidate
+
+    def sheet_head(self, base: str, heads: Heads, rows: int, tab: str | None, freeze_cols: int):
+        """A new sheet with its header row (texts, notes, widths), frozen panes and autofilter
+        over ``rows`` data rows; returns (worksheet, its name)."""
+        name = self.unique_name(base)
+        ws = self.sheet(name, tab)
+        if rows * len(heads) > _ZIP64_CELLS:
+            self.wb.use_zip64()
+        for c, (header, note, width) in enumerate(heads):
+            ws.set_column(c, c, width)
+            private.check(ws.write_string(0, c, header, self.header), name, 0)
+            if note:
+                ws.write_comment(0, c, note, {"x_scale": 2, "y_scale": 1.2})
+        ws.freeze_panes(1, min(freeze_cols, len(heads)))
+        if heads:
+            ws.autofilter(0, 0, max(rows, 0), len(heads) - 1)
+        return ws, name
+
+    def table_sheets(self, base: str, columns: list[Column], n: int, tab: str | None,
+                     quiet: bool, freeze_cols: int) -> list[str]:
+        """Write a table on as many sheets as Excel's row limit needs (``NAME``, ``NAME (2)``
+        ...); return their names."""
+        per_sheet = SHEET_MAX_ROWS - 1
+        parts = max(1, math.ceil(n / per_sheet))
+        names = []
+        heads = [(c.header, c.note, c.width()) for c in columns]
+        with tqdm(total=n, desc=f"xlsx {base}", unit="row", file=sys.stderr, disable=quiet,
+                  leave=False, dynamic_ncols=True) as bar:
+            for part in range(parts):
+                suffix = "" if part == 0 else f" ({part + 1})"
+                lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
+                ws, name = self.sheet_head(base[:SHEET_NAME_MAX - len(suffix)] + suffix, heads,
+                                           hi - lo, tab, freeze_cols)
+                private.write_rows(ws, name, columns, lo, hi, 1, self.num, bar.update)
+                names.append(name)
+        return names

@@ -1,0 +1,192 @@
+"""Every use of xlsxwriter's internals, behind one version check, with the public-API way
+beside each.
+
+The fast workbook path needs four things xlsxwriter has no public API for:
+
+* rows appended as sheet XML (``sheet_xml``) to a constant_memory sheet's row file
+  (``row_data_fh``), with the bookkeeping xlsxwriter relies on (``_write_single_row``,
+  ``_check_dimensions``, ``previous_row``) and the cells' ``s`` = a format's
+  ``_get_xf_index()``;
+* a finished row file moved into the sheet XML as bytes (``_write_optimized_sheet_data``
+  replaced on the sheet): xlsxwriter decodes and re-encodes it in 64 kB text pieces;
+* the zip written with a chosen zlib level (3, not 6: the ``ZipFile`` name in
+  ``xlsxwriter.workbook`` swapped for the duration of ``close()``);
+* rows another process built moved into a sheet (``append_rows_file``).
+
+They were read against the source of xlsxwriter 3.1.0 and 3.3.1 (:data:`VERIFIED`, the range
+setup.cfg allows). With any other version :data:`USABLE` is False and the workbook is written
+through the public API only: every cell by ``write_string``/``write_number``/..., xlsxwriter's
+own zip level, no helper process. Same cells, about 7x slower on 100k synthetic commands
+(``benchmarks/bench_xlsx.py --paths xml,cells``); ``tests/test_xlsx.py`` checks both read
+back the same.
+"""
+from __future__ import annotations
+
+import contextlib
+import os
+import re
+import shutil
+import types
+import zipfile
+from pathlib import Path
+from typing import Any, Callable
+
+import xlsxwriter
+import xlsxwriter.workbook
+
+from reportgen.errors import OutputError
+from reportgen.writers.xlsx import sheet_xml
+from reportgen.writers.xlsx.columns import Column
+
+#: xlsxwriter versions whose internals this module was checked against: >=3.1,<4
+VERIFIED = ((3, 1), (4, 0))
+
+
+def verified(version: str) -> bool:
+    """Whether xlsxwriter ``version`` ("3.3.1") is in the :data:`VERIFIED` range."""
+    m = re.match(r"(\d+)\.(\d+)", version)
+    return bool(m) and VERIFIED[0] <= (int(m[1]), int(m[2])) < VERIFIED[1]
+
+
+#: the one switch: False writes through xlsxwriter's public API only (tests and
+#: ``benchmarks/bench_xlsx.py --paths cells`` set it to compare the two)
+USABLE = verified(getattr(xlsxwriter, "__version__", ""))
+
+#: a number format (or None) -> the xlsxwriter Format cells of that format carry (or None)
+Formats = Callable[[str | None], Any]
+
+
+def check(rc: int, sheet: str, row: int) -> None:
+    """Raise for an xlsxwriter return code that means a cell was not written."""
+    if rc == -1:
+        raise OutputError(f"xlsx: sheet {sheet!r} refused row {row + 1} (past the sheet's row "
+                          "limit); the workbook was not written")
+    if rc < 0:
+        raise OutputError(f"xlsx: sheet {sheet!r} row {row + 1}: xlsxwriter error code {rc}")
+
+
+def style_index(fmt) -> int:
+    """The ``s`` (xf index) a cell of xlsxwriter Format ``fmt`` carries; 0 for None.
+    Only with :data:`USABLE`."""
+    return fmt._get_xf_index() if fmt is not None else 0
+
+
+def prepare_sheet(ws) -> None:
+    """A new constant_memory sheet: at close, its row file is copied into the sheet as bytes."""
+    if USABLE and ws.constant_memory:
+        ws._write_optimized_sheet_data = types.MethodType(_copy_sheet_data, ws)
+
+
+def _copy_sheet_data(ws) -> None:
+    """xlsxwriter's ``_write_optimized_sheet_data`` (moves a constant_memory sheet's row file
+    into the sheet XML at close), copying bytes: the original decodes and re-encodes the
+    hundreds of MB of a large sheet in 64 kB text pieces."""
+    if ws.dim_rowmin is None or not hasattr(ws.fh, "buffer") or ws.row_data_fh is None:
+        return type(ws)._write_optimized_sheet_data(ws)
+    ws._xml_start_tag("sheetData")
+    ws.row_data_fh.flush()
+    ws.fh.flush()
+    with open(ws.row_data_filename, "rb") as src:
+        shutil.copyfileobj(src, ws.fh.buffer, 1 << 20)
+    ws.row_data_fh.close()
+    os.unlink(ws.row_data_filename)
+    ws._xml_end_tag("sheetData")
+
+
+def write_rows(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
+               formats: Formats, progress: Callable[[int], None] | None = None) -> None:
+    """Write rows ``lo:hi`` of ``columns`` to ``ws`` from row ``first_row`` on, in row order:
+    as sheet XML when :data:`USABLE` (and the sheet streams rows to a file), else cell by cell.
+    ``formats`` gives the Format of a number format."""
+    if USABLE and ws.constant_memory and all(c.kind != "mixed" for c in columns):
+        _write_rows_xml(ws, sheet, columns, lo, hi, first_row, formats, progress)
+    else:
+        _write_rows_cellwise(ws, sheet, columns, lo, hi, first_row, formats, progress)
+
+
+def _write_rows_cellwise(ws, sheet: str, columns: list[Column], lo: int, hi: int,
+                         first_row: int, formats: Formats,
+                         progress: Callable[[int], None] | None) -> None:
+    """xlsxwriter's public cell API: one checked call per non-empty cell (~220k cells/s)."""
+    puts = {"text": ws.write_string, "bool": ws.write_boolean, "mixed": ws.write,
+            "number": ws.write_number}
+    chunk = sheet_xml.rows_per_chunk(len(columns))
+    row = first_row
+    for start in range(lo, hi, chunk):
+        stop = min(start + chunk, hi)
+        plan = [(c, col.values(start, stop), puts[col.kind], formats(col.num_format))
+                for c, col in enumerate(columns)]
+        for i in range(stop - start):
+            for c, values, put, fmt in plan:
+                v = values[i]
+                if v is not None:
+                    rc = put(row, c, v, fmt)
+                    if rc:
+                        check(rc, sheet, row)
+            row += 1
+        if progress is not None:
+            progress(stop - start)
+
+
+def _write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
+                    formats: Formats, progress: Callable[[int], None] | None) -> None:
+    """Append rows as ``<row>`` XML (``sheet_xml.row_chunks``) to the row file of a
+    constant_memory sheet, keeping the bookkeeping xlsxwriter relies on (:func:`_rows_written`)."""
+    styles = [style_index(formats(col.num_format)) for col in columns]
+    _start_rows(ws, first_row)
+    for start, stop, xml in sheet_xml.row_chunks(columns, lo, hi, first_row, styles):
+        ws.row_data_fh.write(xml)
+        _rows_written(ws, sheet, first_row + start - lo, first_row + stop - 1 - lo, len(columns))
+        if progress is not None:
+            progress(stop - start)
+
+
+def append_rows_file(ws, sheet: str, path: Path, rows: int, ncols: int) -> None:
+    """Move sheet rows 1..``rows`` of ``ncols`` columns, written to ``path`` as sheet XML (by
+    another process), into ``ws`` below its header row. Only with :data:`USABLE`."""
+    _start_rows(ws, 1)
+    if rows:
+        ws.row_data_fh.flush()
+        with open(path, "rb") as src:                 # bytes: nothing to re-encode
+            shutil.copyfileobj(src, ws.row_data_fh.buffer, 1 << 20)
+        _rows_written(ws, sheet, 1, rows, ncols)
+
+
+def _start_rows(ws, first_row: int) -> None:
+    """Flush what xlsxwriter still holds (the header row) before our rows follow it."""
+    ws._write_single_row(first_row)
+
+
+def _rows_written(ws, sheet: str, r0: int, r1: int, ncols: int) -> None:
+    """Tell xlsxwriter rows r0..r1 are on disk: the sheet dimensions go through its own
+    ``_check_dimensions`` (which also enforces the row limit, so nothing is silently dropped)
+    and ``previous_row`` keeps it from starting those rows again."""
+    for r in (r0, r1):
+        check(ws._check_dimensions(r, 0), sheet, r)
+        check(ws._check_dimensions(r, max(ncols - 1, 0)), sheet, r)
+    ws.previous_row = r1
+
+
+@contextlib.contextmanager
+def zip_level(level: int | None):
+    """Have xlsxwriter's ``close()`` zip with zlib level ``level`` (None: its own default).
+
+    xlsxwriter has no option for it: it creates ``ZipFile(...)`` by that module-level name in
+    ``xlsxwriter.workbook``, which is swapped for a subclass with ``compresslevel`` for the
+    duration of the close only (restored even on error).
+    """
+    if level is None or not USABLE:
+        yield
+        return
+    original = xlsxwriter.workbook.ZipFile
+
+    class LeveledZipFile(zipfile.ZipFile):
+        def __init__(self, *args, **kwargs):
+            kwargs.setdefault("compresslevel", level)
+            super().__init__(*args, **kwargs)
+
+    xlsxwriter.workbook.ZipFile = LeveledZipFile
+    try:
+        yield
+    finally:
+        xlsxwriter.workbook.ZipFile = original
