@@ -271,7 +271,7 @@ def test_engine_summary_cells_equal_engine_summary(written):
     assert got.shape[1] == s.shape[1]
     pairs = {"Span (ns)": "span_ns", "TIU cmds": "tiu_cmds", "TIU busy (ns)": "tiu_busy_ns",
              "TIU util": "tiu_util", "GDMA DDR bytes (B)": "gdma_ddr_bytes",
-             "GDMA DDR BW busy (GB/s)": "gdma_ddr_bw_busy", "SDMA L2M BW wall (GB/s)": "sdma_l2m_bw_wall",
+             "GDMA DDR BW (GB/s)": "gdma_ddr_bw_busy", "SDMA L2M BW wall (GB/s)": "sdma_l2m_bw_wall",
              "CDMA busy (ns)": "cdma_busy_ns", "TIU uArch rate": "tiu_uarch_rate",
              "Parallelism": "parallelism", "Compute ratio": "compute_ratio",
              "CDMA stall (cycles)": "cdma_stall_cycles"}

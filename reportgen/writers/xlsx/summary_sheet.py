@@ -13,100 +13,53 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis import catalogue
 from reportgen.model import Profile
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import CELL_MAX_CHARS, Column, column_from_series
 from reportgen.writers.xlsx.workbook import Book
 
-_NS, _INT, _PCT, _BW, _RATIO = "#,##0", "#,##0", "0.0%", "0.00", "0.00"
-ENGINE_LABELS = {"tiu": "TIU", "gdma": "GDMA", "sdma": "SDMA", "cdma": "CDMA"}
+#: metric kind (analysis/catalogue.py) -> Excel number format
+NUMBER_FORMATS = {"id": "0", "ns": "#,##0", "count": "#,##0", "bytes": "#,##0", "cycles": "#,##0",
+                  "fraction": "0.0%", "gbps": "0.00", "ratio": "0.00"}
 
 
-def _summary_spec() -> list[tuple[str, str, str | None, str, str, str]]:
-    """(summary column, header, number format, group label, definition name, definition).
+def _header(metric: catalogue.Metric, group: str) -> str:
+    """The column header: the catalogue name with its unit (a % format says "%" itself)."""
+    name = f"{group} {metric.name}" if group else metric.name
+    return f"{name} ({metric.unit})" if metric.unit not in ("", "%") else name
 
-    Each engine's columns are adjacent so one band above the header can label them.
-    """
-    spec = [("core", "Core", "0", "", "Core", "Core index; Overall = all cores (CDMA: all ports)."),
-            ("span_ns", "Span (ns)", _NS, "", "Span (ns)",
-             "First command start to last command end over the whole profile; same on every row.")]
-    for key, label in ENGINE_LABELS.items():
-        common = [
-            ("cmds", "cmds", _INT,
-             "Commands shown, system commands included (CDMA per core: commands it submitted)."),
-            ("busy_ns", "busy (ns)", _NS,
-             "Union of the intervals of the engine's non-system commands; Overall adds the "
-             "per-core unions (CDMA: union over all ports)."),
-            ("idle_ns", "idle (ns)", _NS,
-             "Span - busy (Overall: span x cores - busy; CDMA Overall: span - busy)."),
-            ("util", "util", _PCT,
-             "Busy / span (Overall: busy / (span x cores); CDMA Overall: busy / span)."),
-        ]
-        spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<engine> {h}", d) for k, h, f, d in common]
-        if key == "tiu":
-            spec += [
-                ("tiu_alg_ops", "TIU Alg Ops", _INT, label, "TIU Alg Ops",
-                 "Sum of Alg Ops over modelled TIU commands."),
-                ("tiu_uarch_ops", "TIU uArch Ops", _INT, label, "TIU uArch Ops",
-                 "Sum of uArch Ops over the same commands."),
-                ("tiu_modelled_cmds", "TIU modelled cmds", _INT, label, "TIU modelled cmds",
-                 "TIU commands with an op model (Alg and uArch Ops known)."),
-                ("tiu_uarch_rate", "TIU uArch rate", _PCT, label, "TIU uArch rate",
-                 "Alg Ops / uArch Ops; empty when no command is modelled."),
-            ]
-            continue
-        dma = [
-            ("ddr_bytes", "DDR bytes (B)", _INT,
-             "Bytes of non-system commands whose direction touches DDR."),
-            ("ddr_read_bytes", "DDR read (B)", _INT, "Bytes with DDR as the source."),
-            ("ddr_write_bytes", "DDR write (B)", _INT, "Bytes with DDR as the destination."),
-            ("ddr_busy_ns", "DDR time (ns)", _NS, "Summed duration of the commands moving DDR bytes."),
-            ("ddr_bw_busy", "DDR BW busy (GB/s)", _BW,
-             "DDR bytes / DDR time: bandwidth while transferring."),
-            ("ddr_bw_wall", "DDR BW wall (GB/s)", _BW, "DDR bytes / span: average over the whole run."),
-            ("l2m_bytes", "L2M bytes (B)", _INT,
-             "Bytes of non-system commands touching L2M but not DDR."),
-            ("l2m_busy_ns", "L2M time (ns)", _NS, "Summed duration of the commands moving L2M bytes."),
-            ("l2m_bw_busy", "L2M BW busy (GB/s)", _BW, "L2M bytes / L2M time."),
-            ("l2m_bw_wall", "L2M BW wall (GB/s)", _BW, "L2M bytes / span."),
-            ("stall_cycles", "stall (cycles)", _INT,
-             "Summed stall counter (TIU and DMA on the same memory bank)."),
-        ]
-        spec += [(f"{key}_{k}", f"{label} {h}", f, label, f"<DMA> {h}", d) for k, h, f, d in dma]
-    spec += [
-        ("parallelism", "Parallelism", _PCT, "All engines", "Parallelism",
-         "(TIU + GDMA + SDMA busy) / span (Overall: / (span x cores)); above 100% when "
-         "engines overlap."),
-        ("compute_ratio", "Compute ratio", _RATIO, "All engines", "Compute ratio",
-         "TIU busy / (GDMA + SDMA busy); empty without data movement."),
-    ]
-    return spec
+
+def _definition_name(entry: catalogue.SummaryMetric) -> str:
+    """Name of a definition line: one line per metric, shared by the engines that have it."""
+    shared = "<engine>" if entry.metric in catalogue.ENGINE else \
+        "<DMA>" if entry.metric in catalogue.DMA else entry.group
+    return _header(entry.metric, shared)
 
 
 def _summary_columns(summary: pd.DataFrame) -> tuple[list[Column], list[str], list[tuple[str, str]]]:
-    """Columns, their group labels and the definitions of the summary table."""
-    spec = _summary_spec()
-    known = {s[0] for s in spec}
+    """Columns, their group labels and the definitions of the summary table (every column of the
+    catalogue, each engine's adjacent so one band above the header can label them)."""
     cols: list[Column] = []
     groups: list[str] = []
-    definitions: list[tuple[str, str]] = []
-    for key, header, fmt, group, defined, definition in spec:
-        if key not in summary.columns:
+    definitions: dict[str, str] = {}
+    for entry in catalogue.summary_metrics():
+        if entry.column not in summary.columns:
             continue
-        if key == "core":
+        header, fmt = _header(entry.metric, entry.group), NUMBER_FORMATS[entry.metric.kind]
+        if entry.column == "core":
             values = [v if isinstance(v, str) else int(v) for v in summary["core"].tolist()]
-            cols.append(Column(header, "mixed", np.array(values, dtype=object), num_format="0"))
+            cols.append(Column(header, "mixed", np.array(values, dtype=object), num_format=fmt))
         else:
-            cols.append(column_from_series(header, pd.to_numeric(summary[key], errors="coerce"), fmt))
-        groups.append(group)
-        if all(defined != d[0] for d in definitions):
-            definitions.append((defined, definition))
+            cols.append(column_from_series(header, pd.to_numeric(summary[entry.column], errors="coerce"), fmt))
+        groups.append(entry.group or ("All engines" if entry.metric in catalogue.ALL_ENGINES else ""))
+        definitions.setdefault(_definition_name(entry), entry.metric.definition)
     for key in summary.columns:  # metrics added to the contract later: shown, not lost
-        if key not in known:
-            fmt = _PCT if key.endswith(("_util", "_rate")) else None
+        if key not in catalogue.BY_COLUMN:
+            fmt = NUMBER_FORMATS["fraction"] if key.endswith(("_util", "_rate")) else None
             cols.append(column_from_series(str(key), pd.to_numeric(summary[key], errors="coerce"), fmt))
             groups.append("")
-    return cols, groups, definitions
+    return cols, groups, list(definitions.items())
 
 
 def _grouped_warnings(profile: Profile) -> list[str]:
