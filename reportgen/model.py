@@ -198,6 +198,19 @@ class LazyTables(MutableMapping):
 
 
 @dataclass
+class HostTrace:
+    """A ``--trace_file`` host trace as read (host clock); analysis.host_align places it."""
+
+    path: str
+    #: complete events in file order: name, cat, pid, tid, args, start_ns, end_ns (host clock)
+    events: pd.DataFrame
+    #: event objects in the file, of any phase
+    events_read: int
+    #: (code, message) of what the reader tolerated
+    warnings: list[tuple[str, str]] = field(default_factory=list)
+
+
+@dataclass
 class VendorOutput:
     """The summary files a vendor profiler wrote for one rank (Ascend ``ASCEND_PROFILER_OUTPUT``,
     a legacy MindSpore profiler folder), as read: header names stripped, ``N/A`` missing."""
@@ -233,6 +246,8 @@ class Profile:
     #: named tables that writers show as they are, in order (framework analyses: derived from
     #: the fields below by ``analysis.framework.attach_framework_tables``)
     tables: dict[str, pd.DataFrame] = field(default_factory=dict)
+    #: a ``--trace_file`` host trace as read; analysis.derive aligns it into ``host``
+    host_trace: HostTrace | None = None
     #: the engine summary per core + Overall (docs/metrics.md), attached by analysis.derive
     summary: pd.DataFrame | None = None
     #: framework traces: allocator events (memory curves and peaks are derived from them)

@@ -24,18 +24,21 @@ from reportgen.options import REGINFO_AUTO_LIMIT, Options
 
 
 def load(options: Options) -> Profile:
-    """Parse the input into a Profile (no analysis)."""
+    """Parse the input (and the ``--trace_file`` host trace) into a Profile (no analysis)."""
+    from reportgen.parsers.chrome.host_trace import read_host_trace
     from reportgen.parsers.detect import load_profile
 
-    return load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet)
+    profile = load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet)
+    if options.trace_file:
+        profile.host_trace = read_host_trace(options.trace_file)
+    return profile
 
 
 def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     """Every derived table, attached once; returns the engine summary."""
     from reportgen.analysis.derive import derive
 
-    return derive(profile, host_trace=options.trace_file,
-                  min_depth=options.min_depth, max_depth=options.max_depth)
+    return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth)
 
 
 # -- the outputs -----------------------------------------------------------------------------

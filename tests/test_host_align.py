@@ -8,11 +8,10 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from reportgen.analysis.host_align import attach_host_trace
 from reportgen.errors import InputError
 from reportgen.intervals import first_fit_lanes, improper, lanes, nest
 from reportgen.model import HOST_COLUMNS
-from reportgen.testing.profiles import make_profile
+from reportgen.testing.profiles import make_profile, with_host_trace
 from shared_data import PMU, needs
 
 CASE = PMU / "aks-m2-trace"
@@ -122,7 +121,7 @@ def test_staircase_needs_two_lanes_not_n():
 def test_tail_offset_rule_matches_reference_numbers():
     prof = make_profile(cores=1, per_engine=10)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
-    attach_host_trace(prof, TRACE)
+    with_host_trace(prof, TRACE)
     info = prof.meta.host_alignment
     # disable_profile ends at 1700000003801 + 700 us; minus tail offset and PMU tail
     assert info["rule"] == "tail_offset" and info["disable_end_ns"] == 1_700_000_004_501_000
@@ -142,7 +141,7 @@ def test_tail_offset_rule_matches_reference_numbers():
 @needs(TRACE)
 def test_estimated_start_fallback_warns():
     prof = make_profile(cores=1, per_engine=10)       # no tail_offset_ns / pmu_tail_ns
-    attach_host_trace(prof, TRACE)
+    with_host_trace(prof, TRACE)
     info = prof.meta.host_alignment
     # end of the first tpudnn event after the markers: launchKernel (ts 51 us, dur 15 us)
     assert info["rule"] == "estimated_start" and info["offset_ns"] == 1_700_000_000_066_000
@@ -160,7 +159,7 @@ def test_host_start_rule_without_tpudnn(tmp_path):
               {"ph": "B", "name": "open", "ts": 1, "pid": 1, "tid": 1}]
     f.write_bytes(gzip.compress(json.dumps(events).encode()))      # bare array, gzip
     prof = make_profile(cores=1, per_engine=10)
-    attach_host_trace(prof, f)
+    with_host_trace(prof, f)
     assert prof.meta.host_alignment["rule"] == "host_start"
     assert prof.host[["name", "start_ns", "end_ns"]].values.tolist() == [["aten::mm", 0, 2250],
                                                                           ["aten::add", 4500, 5500]]
@@ -174,7 +173,7 @@ def test_golden_alignment_with_decoder():
         prof = load_dump(CASE / "input")
     except ImportError:
         pytest.skip("PMU decoder not available")
-    attach_host_trace(prof, TRACE)
+    with_host_trace(prof, TRACE)
     info = prof.meta.host_alignment
     assert info["rule"] == "tail_offset" and info["offset_ns"] == 1_700_000_000_071_191
     # the reference put aten::matmul 25.191 us before the first TPU command and aten::quant's end
@@ -196,13 +195,13 @@ def test_user_errors_are_one_line(tmp_path, content, problem):
     f = tmp_path / "bad.json"
     f.write_bytes(content)
     with pytest.raises(InputError) as err:
-        attach_host_trace(make_profile(cores=1, per_engine=5), f)
+        with_host_trace(make_profile(cores=1, per_engine=5), f)
     assert problem in str(err.value) and str(f) in str(err.value) and "\n" not in str(err.value)
 
 
 def test_missing_file(tmp_path):
     with pytest.raises(InputError, match="cannot read the host trace"):
-        attach_host_trace(make_profile(cores=1, per_engine=5), tmp_path / "nope.json")
+        with_host_trace(make_profile(cores=1, per_engine=5), tmp_path / "nope.json")
 
 
 def test_rounding_keeps_children_inside(tmp_path):
@@ -213,7 +212,7 @@ def test_rounding_keeps_children_inside(tmp_path):
         {"ph": "X", "name": "parent", "cat": "cpu_op", "ts": 10.0004, "dur": 5.0, "pid": 1, "tid": 1},
         {"ph": "X", "name": "child", "cat": "cpu_op", "ts": 10.0006, "dur": 4.9998, "pid": 1, "tid": 1}]}))
     prof = make_profile(cores=1, per_engine=5)
-    attach_host_trace(prof, f)
+    with_host_trace(prof, f)
     h = prof.host.set_index("name")
     assert (h.loc["child", "end_ns"], h.loc["parent", "end_ns"]) == (5000, 5000)
     assert h.loc["child", "depth"] == 1 and prof.meta.host_alignment["improper"] == 0

@@ -16,11 +16,10 @@ import pandas as pd
 import pytest
 from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 
-from reportgen.analysis.host_align import attach_host_trace
 from reportgen.analysis.metrics import engine_summary
 from reportgen.model import Meta, Profile, finalize_commands
 from reportgen.parsers.pmu import load_dump
-from reportgen.testing.profiles import make_profile
+from reportgen.testing.profiles import make_profile, with_host_trace
 from reportgen.writers import perfetto
 from shared_data import PMU, needs
 
@@ -240,7 +239,7 @@ def test_deterministic_bytes(tmp_path):
 def test_host_tracks_nested_and_aligned(tmp_path):
     prof = make_profile(cores=1, per_engine=50, seed=2)
     prof.meta.tail_offset_ns, prof.meta.pmu_tail_ns = 850_000, 3_579_809
-    attach_host_trace(prof, CASE / "trace.json")
+    with_host_trace(prof, CASE / "trace.json")
     offset = prof.meta.host_alignment["offset_ns"]
     dec = write_and_decode(prof, tmp_path)
     tracks = dec["tracks"]
@@ -269,7 +268,7 @@ def test_host_nesting_matches_model(tmp_path):
     trace.write_text(json.dumps([{"ph": "X", "cat": c, "name": n, "ts": ts, "dur": d, "pid": 7,
                                   "tid": 1 if c == "cpu_op" else 2, "args": {"n": i, "f": 1.5, "s": n}}
                                  for i, (c, n, ts, d) in enumerate(events)]))
-    attach_host_trace(prof, trace)
+    with_host_trace(prof, trace)
     dec = write_and_decode(prof, tmp_path)
     host = {s["name"]: s for s in dec["slices"] if s["name"] in {e[1] for e in events}}
     # a zero-length event where "inner" ends is its sibling; one where it starts is inside it;
@@ -363,7 +362,7 @@ def test_golden_host_placement_matches_reference(tmp_path):
     expected = pd.read_csv(CASE / "expected_commands.csv")
     assert ref_last - ref_first == expected["end_ns"].max() - expected["start_ns"].min()
     prof = load_dump(CASE / "input")
-    attach_host_trace(prof, CASE / "trace.json")
+    with_host_trace(prof, CASE / "trace.json")
     assert prof.meta.host_alignment["rule"] == "tail_offset"
     ours = sorted(zip(prof.host["name"], prof.host["start_ns"], prof.host["end_ns"]))
     assert ours == sorted(ref_host)

@@ -6,26 +6,24 @@ framework traces, and returns the engine summary that every output shows.
 """
 from __future__ import annotations
 
-from pathlib import Path
-
 import pandas as pd
 
 from reportgen.analysis.framework import attach_framework_tables
+from reportgen.analysis.host_align import align_host_trace
 from reportgen.analysis.metrics import engine_summary, lane_summary
 from reportgen.model import Profile
 
 
-def derive(profile: Profile, *, host_trace: str | Path | None = None,
-           min_depth: int | None = None, max_depth: int | None = None) -> pd.DataFrame:
+def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | None = None
+           ) -> pd.DataFrame:
     """Attach every derived table to ``profile`` and return its engine summary.
 
     ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables.
     """
     if not profile.meta.is_pmu:
         attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth)
-    if host_trace is not None:
-        from reportgen.analysis.host_align import attach_host_trace
-        attach_host_trace(profile, host_trace)
+    if profile.host_trace is not None:
+        align_host_trace(profile, profile.host_trace)
     profile.summary = engine_summary(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)

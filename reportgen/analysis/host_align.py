@@ -1,8 +1,8 @@
 """Merge a host chrome trace (``--trace_file``) into a Profile, on the device timeline.
 
-:func:`attach_host_trace` reads a tpudnn / tpu-train / PyTorch chrome trace through
-:func:`reportgen.parsers.chrome.host_trace.read_host_trace` (its complete events, host clock)
-and :func:`align_host_trace` fills ``profile.host`` (``model.HOST_COLUMNS``) with times in the
+:func:`reportgen.parsers.chrome.host_trace.read_host_trace` reads a tpudnn / tpu-train / PyTorch
+chrome trace into ``profile.host_trace`` (its complete events, host clock) and
+:func:`align_host_trace` fills ``profile.host`` (``model.HOST_COLUMNS``) with times in the
 device frame (device time 0 = the first command of the dump).  The HTML and the Perfetto
 writers only draw ``profile.host``; neither aligns again.
 
@@ -34,27 +34,18 @@ not properly nested; it keeps the stack depth, is counted in ``host_alignment["i
 """
 from __future__ import annotations
 
-import os
-
 import numpy as np
 import pandas as pd
 
 from reportgen.errors import InputError
 from reportgen.intervals import improper, nest
-from reportgen.model import HOST_COLUMNS, Profile
-from reportgen.parsers.chrome.host_trace import HostTrace, read_host_trace
+from reportgen.model import HOST_COLUMNS, HostTrace, Profile
 
 #: Events of the profiling machinery itself, not of the workload (reference behaviour).
 PROFILER_EVENTS = frozenset({"PyTorch Profiler (0)", "enable_profile", "my_ops::enable_profile",
                              "disable_profile", "my_ops::disable_profile"})
 DISABLE_EVENTS = frozenset({"disable_profile", "my_ops::disable_profile"})
 TPUDNN_CATEGORY = "tpudnn"
-
-
-def attach_host_trace(profile: Profile, trace_path: str | os.PathLike) -> None:
-    """Read a host chrome trace and fill ``profile.host`` with it, aligned to the device
-    timeline (see module doc)."""
-    align_host_trace(profile, read_host_trace(trace_path))
 
 
 def align_host_trace(profile: Profile, trace: HostTrace) -> None:

@@ -91,3 +91,13 @@ def _engine_part(rng, engine, core, port, n, ops, mean_dur, mean_gap) -> pd.Data
         df["ddr_bw"] = np.where(dirs.str.contains("DDR"), bw, np.nan)
         df["l2m_bw"] = np.where(~dirs.str.contains("DDR") & dirs.str.contains("L2M"), bw, np.nan)
     return df
+
+
+def with_host_trace(profile: Profile, path) -> Profile:
+    """``profile`` with the host trace at ``path`` read and aligned, as ``--trace_file`` does."""
+    from reportgen.analysis.host_align import align_host_trace
+    from reportgen.parsers.chrome.host_trace import read_host_trace
+
+    profile.host_trace = read_host_trace(path)
+    align_host_trace(profile, profile.host_trace)
+    return profile

@@ -9,25 +9,13 @@ rounding never makes a nested event stick out of its parent.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from reportgen.parsers.chrome.reader import Warnings, read_events
-
-
-@dataclass
-class HostTrace:
-    """A host trace as read."""
-
-    path: str
-    #: complete events in file order: name, cat, pid, tid, args, start_ns, end_ns (host clock)
-    events: pd.DataFrame
-    #: event objects in the file, of any phase
-    events_read: int
-    warnings: Warnings
+from reportgen.model import HostTrace
+from reportgen.parsers.chrome.reader import read_events
 
 
 def _us_to_ns(us) -> np.ndarray:

@@ -35,7 +35,7 @@ not linked: their message ids exist only in the TIU registers (``des_imm``) and 
 a send on one id with a wait on another across all cores, a rule we cannot confirm, and a
 wrong arrow is worse than none.
 
-Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.attach_host_trace`): real
+Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.align_host_trace`): real
 process/thread tracks (numeric pid/tid; otherwise stand-in ids named after the originals),
 slices nested as in the model; events that overlap without nesting go to "thread T #k" lanes.
 
