@@ -9,20 +9,19 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.analysis.framework import attach_framework_tables
 from reportgen.errors import InputError
 from reportgen.parsers import ascend
+from reportgen.testing.profiles import derived
+from shared_data import FRAMEWORK, needs
 
-SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
+SHARED = FRAMEWORK
+needs_shared = needs(FRAMEWORK)
 RANK0 = SHARED / "ascend-msinsight/test_data/test_rank_0"
 
 
 def load_ascend(path):
     """An Ascend folder as a report sees it: read, then its framework tables derived."""
-    prof = ascend.load_ascend(path)
-    attach_framework_tables(prof)
-    return prof
+    return derived(ascend.load_ascend(path))
 
 
 def csv_rows(path: Path) -> list[dict]:

@@ -14,25 +14,22 @@ import pytest
 
 from reportgen.errors import InputError
 from reportgen import intervals
-from reportgen.analysis.framework import attach_framework_tables
 from reportgen.parsers import chrome as ct
+from reportgen.testing.profiles import derived
+from shared_data import FRAMEWORK, needs
 
 DATA = Path(__file__).parent / "data" / "framework"
-SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
+SHARED = FRAMEWORK
+needs_shared = needs(FRAMEWORK)
 
 
 def load_chrome_trace(path):
     """A trace as a report sees it: read, then its framework tables derived."""
-    prof = ct.load_chrome_trace(path)
-    attach_framework_tables(prof)
-    return prof
+    return derived(ct.load_chrome_trace(path))
 
 
 def load_chrome_traces(paths, input_path):
-    prof = ct.load_chrome_traces(paths, input_path)
-    attach_framework_tables(prof)
-    return prof
+    return derived(ct.load_chrome_traces(paths, input_path))
 
 
 def raw_events(path: Path) -> list[dict]:

@@ -9,23 +9,21 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.analysis.framework import attach_framework_tables
 from reportgen.errors import InputError
 from reportgen.parsers.detect import detect_kind, load_profile
+from reportgen.testing.profiles import derived
+from shared_data import FRAMEWORK, needs
 
 DATA = Path(__file__).parent / "data" / "framework"
-SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
+SHARED = FRAMEWORK
+needs_shared = needs(FRAMEWORK)
 #: files above this size are skipped with REPORTGEN_QUICK=1 (a faster local run); CI sweeps all
 SWEEP_LIMIT = 400_000
 
 
 def load(path):
     """An input as a report sees it: read, then (framework traces) its tables derived."""
-    prof = load_profile(path)
-    if not prof.meta.is_pmu:
-        attach_framework_tables(prof)
-    return prof
+    return derived(load_profile(path))
 
 
 def test_detect_by_content_not_name(tmp_path):

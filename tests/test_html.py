@@ -339,15 +339,11 @@ TWO_RANKS = FRAMEWORK / "hta/trace_filter"
 
 def framework_profile(path: Path) -> Profile:
     """A framework trace as the CLI prepares it (with the Device lanes table)."""
-    from reportgen.analysis.framework import attach_framework_tables
-    from reportgen.parsers.detect import load_profile
+    import reportgen
 
     if not path.exists():
         pytest.skip(f"{path} not present")
-    profile = load_profile(str(path), quiet=True)
-    attach_framework_tables(profile)
-    profile.tables["Device lanes"] = lane_summary(profile)
-    return profile
+    return reportgen.load(path)
 
 
 def assert_tables_equal(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFrame]) -> None:

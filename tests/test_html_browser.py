@@ -532,16 +532,11 @@ BIG_ROWS = 1200          # more than TABLE_ROWS_SHOWN: the page draws 500 and so
 
 
 def _framework_profile(path: Path):
-    from reportgen.analysis.metrics import lane_summary
-    from reportgen.analysis.framework import attach_framework_tables
-    from reportgen.parsers.detect import load_profile
+    import reportgen
 
     if not path.exists():
         pytest.skip(f"{path} not present")
-    profile = load_profile(str(path), quiet=True)
-    attach_framework_tables(profile)
-    profile.tables["Device lanes"] = lane_summary(profile)
-    return profile
+    return reportgen.load(path)
 
 
 @pytest.fixture(scope="module")

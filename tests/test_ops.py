@@ -25,29 +25,27 @@ import pandas as pd
 import pytest
 
 from reportgen import profile_parser
-from reportgen.analysis.framework import TABLE_DEFINITIONS, TABLE_ORDER, attach_framework_tables
+from reportgen.analysis.framework import TABLE_DEFINITIONS, TABLE_ORDER
 from reportgen.analysis.host_device import host_device_table
 from reportgen.analysis.memory import downsample_curve
 from reportgen.analysis.operators import input_shapes, key_averages, key_averages_from_calls
 from reportgen.parsers import chrome as ct
 from reportgen.writers import csv_tables
+from reportgen.testing.profiles import derived
+from shared_data import FRAMEWORK, needs
 
 DATA = Path(__file__).parent / "data" / "framework"
-SHARED = Path(__file__).parents[1].parent / "shared" / "data" / "framework"
-needs_shared = pytest.mark.skipif(not SHARED.is_dir(), reason=f"shared data not present at {SHARED}")
+SHARED = FRAMEWORK
+needs_shared = needs(FRAMEWORK)
 
 
 def load_chrome_trace(path):
     """A trace as a report sees it: read, then its framework tables derived."""
-    prof = ct.load_chrome_trace(path)
-    attach_framework_tables(prof)
-    return prof
+    return derived(ct.load_chrome_trace(path))
 
 
 def load_chrome_traces(paths, input_path):
-    prof = ct.load_chrome_traces(paths, input_path)
-    attach_framework_tables(prof)
-    return prof
+    return derived(ct.load_chrome_traces(paths, input_path))
 
 
 @pytest.fixture(scope="module")

@@ -101,3 +101,11 @@ def with_host_trace(profile: Profile, path) -> Profile:
     profile.host_trace = read_host_trace(path)
     align_host_trace(profile, profile.host_trace)
     return profile
+
+
+def derived(profile: Profile) -> Profile:
+    """``profile`` with every analysis attached, as a report sees it (analysis.derive)."""
+    from reportgen.analysis.derive import derive
+
+    derive(profile)
+    return profile
