@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+import reportgen
 from reportgen.errors import InputError
 from reportgen import intervals
 from reportgen.parsers import chrome as ct
@@ -21,15 +22,6 @@ from shared_data import FRAMEWORK, needs
 DATA = Path(__file__).parent / "data" / "framework"
 SHARED = FRAMEWORK
 needs_shared = needs(FRAMEWORK)
-
-
-def load_chrome_trace(path):
-    """A trace as a report sees it: read, then its framework tables derived."""
-    return derived(ct.load_chrome_trace(path))
-
-
-def load_chrome_traces(paths, input_path):
-    return derived(ct.load_chrome_traces(paths, input_path))
 
 
 def raw_events(path: Path) -> list[dict]:
@@ -180,7 +172,7 @@ def test_forest_ties_and_zero_length():
 # -------------------------------------------------------------------------------------------
 @pytest.fixture(scope="module")
 def kineto():
-    return load_chrome_trace(DATA / "handmade_kineto.json")
+    return reportgen.load(DATA / "handmade_kineto.json")
 
 
 def test_kineto_model_mapping(kineto):
@@ -225,7 +217,7 @@ def test_flow_links_without_correlation(tmp_path):
     ]
     p = tmp_path / "t.json"
     p.write_text(json.dumps(ev))
-    prof = load_chrome_trace(p)
+    prof = reportgen.load(p)
     names = prof.host["name"].to_numpy()
     c = prof.commands.iloc[0]
     assert names[c["launch_row"]] == "launch" and names[c["op_row"]] == "op"
@@ -247,7 +239,7 @@ def test_real_device_counts_and_durations_match_plain_json(rel):
     ev = raw_events(path)
     dev_cats = {"kernel", "gpu_memcpy", "gpu_memset", "memcpy", "memset", "cuda_sync"}
     dev = [e for e in ev if e.get("ph") == "X" and str(e.get("cat", "")).lower() in dev_cats]
-    prof = load_chrome_trace(path)
+    prof = reportgen.load(path)
     c = prof.commands
     assert len(c) == len(dev)
     # total device time: sum of rounded ns durations
@@ -260,7 +252,7 @@ def test_real_device_counts_and_durations_match_plain_json(rel):
 @needs_shared
 def test_real_amd_trace_known_kernel_and_links():
     path = SHARED / "hta/amd_trace/mi250_minitoy_train_ROCm6_2_kineto.json.gz"
-    prof = load_chrome_trace(path)
+    prof = reportgen.load(path)
     c = prof.commands
     # ROCm: kernels on stream/tid 0 of device pid 2 -> core 2 (not "host thread 0")
     assert set(c["core"]) == {2}
@@ -277,7 +269,7 @@ def test_real_amd_trace_known_kernel_and_links():
 @needs_shared
 def test_real_ascend_trace_view_string_ts_and_async_npu_flows():
     path = SHARED / "ascend-msprof-analyze/ut/advisor/timeline_advice/trace_view.json"
-    prof = load_chrome_trace(path)
+    prof = reportgen.load(path)
     assert prof.meta.source == "ascend"
     ev = raw_events(path)
     hw_pids = {e["pid"] for e in ev if e.get("ph") == "M" and e.get("name") == "process_name"
@@ -305,7 +297,7 @@ def test_generic_trace_device_process_by_name(tmp_path):
     ]
     p = tmp_path / "tpudnn.json"
     p.write_text(json.dumps({"traceEvents": ev}))
-    prof = load_chrome_trace(p)
+    prof = reportgen.load(p)
     assert list(prof.commands["func_name"]) == ["matmul"]
     assert list(prof.commands["engine"]) == ["TIU"]
     assert list(prof.commands["core"]) == [1]
@@ -337,7 +329,7 @@ def test_generic_host_slices_own_device_work_via_flows(tmp_path):
     ]
     p = tmp_path / "ms.json"
     p.write_text(json.dumps(ev))
-    prof = load_chrome_trace(p)
+    prof = reportgen.load(p)
     c = prof.commands.iloc[0]
     assert prof.host["name"].to_numpy()[c["op_row"]] == "Default/MatMul-op1"
     ka = prof.tables["Operators"].set_index("Name")
@@ -350,7 +342,7 @@ def test_window_files_of_one_process_are_one_rank(tmp_path):
               {"ph": "X", "cat": "kernel", "name": "k", "pid": 0, "tid": 7, "ts": t0 + 1, "dur": 2,
                "args": {"device": 0}}]
         (tmp_path / f"worker0.{i}.pt.trace.json").write_text(json.dumps(ev))
-    prof = load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
+    prof = derived(ct.load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path)))
     assert set(prof.commands["core"]) == {0} and len(prof.commands) == 2
     assert list(prof.commands["global_idx"]) == [0, 1]
     assert any("same process" in w.message for w in prof.meta.warnings)
@@ -382,7 +374,7 @@ def test_random_events_never_crash(tmp_path_factory, events):
     p = tmp_path_factory.mktemp("fuzz") / "t.json"
     p.write_text(json.dumps(events))
     try:
-        prof = load_chrome_trace(p)
+        prof = reportgen.load(p)
     except InputError:
         return
     h = prof.host

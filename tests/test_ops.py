@@ -24,6 +24,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import reportgen
 from reportgen import profile_parser
 from reportgen.analysis.framework import TABLE_DEFINITIONS, TABLE_ORDER
 from reportgen.analysis.host_device import host_device_table
@@ -39,18 +40,9 @@ SHARED = FRAMEWORK
 needs_shared = needs(FRAMEWORK)
 
 
-def load_chrome_trace(path):
-    """A trace as a report sees it: read, then its framework tables derived."""
-    return derived(ct.load_chrome_trace(path))
-
-
-def load_chrome_traces(paths, input_path):
-    return derived(ct.load_chrome_traces(paths, input_path))
-
-
 @pytest.fixture(scope="module")
 def prof():
-    return load_chrome_trace(DATA / "handmade_kineto.json")
+    return reportgen.load(DATA / "handmade_kineto.json")
 
 
 def rows(t: pd.DataFrame, key="name") -> dict:
@@ -241,7 +233,7 @@ def test_rank_table_two_ranks(tmp_path):
         ]}
     for r, d in ((0, 10), (1, 30)):
         (tmp_path / f"rank{r}.json").write_text(json.dumps(trace(r, d)))
-    prof = load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path))
+    prof = derived(ct.load_chrome_traces(sorted(tmp_path.glob("*.json")), str(tmp_path)))
     t = prof.tables["Ranks"].set_index("Rank")
     assert list(t.index) == [0, 1]
     # rank 0: gemm [10,20] + nccl [15,35] -> busy 25 us; rank 1: gemm [10,40] -> busy 30
@@ -261,7 +253,7 @@ def test_real_key_averages_totals_match_plain_json():
     path = SHARED / "tracelens/h100/gaunernst_bert-small-uncased__1016001.json.gz"
     ev = json.loads(gzip.decompress(path.read_bytes()))["traceEvents"]
     addmm = [e for e in ev if e.get("ph") == "X" and e.get("cat") == "cpu_op" and e["name"] == "aten::addmm"]
-    prof = load_chrome_trace(path)
+    prof = reportgen.load(path)
     t = prof.tables["Operators"].set_index("Name")
     assert t.loc["aten::addmm", "# of Calls"] == len(addmm)
     assert t.loc["aten::addmm", "CPU total (us)"] == pytest.approx(sum(e["dur"] for e in addmm), abs=1e-3)
@@ -286,7 +278,7 @@ def test_step_table(tmp_path):
     ]
     p = tmp_path / "steps.json"
     p.write_text(json.dumps(ev))
-    prof = load_chrome_trace(p)
+    prof = reportgen.load(p)
     t = prof.tables["Steps"].set_index("Step")
     # step 4 launched k1 [40,50] and k2 [55,60]: device step 40..60 = 20 us, 15 us of kernels
     assert t.loc[4, "Host duration (us)"] == 50
@@ -304,7 +296,7 @@ def test_kernel_table_weighted_occupancy(tmp_path):
     ]
     p = tmp_path / "k.json"
     p.write_text(json.dumps(ev))
-    t = load_chrome_trace(p).tables["Kernels"].iloc[0]
+    t = reportgen.load(p).tables["Kernels"].iloc[0]
     assert t["Calls"] == 2 and t["Avg (us)"] == 20
     assert t["Mean Blocks per SM"] == pytest.approx((1 * 10 + 2 * 30) / 40)
     assert t["Mean Est. Achieved Occupancy %"] == pytest.approx((50 * 10 + 10 * 30) / 40)
