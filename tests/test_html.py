@@ -197,7 +197,7 @@ class TestStaticPage:
     def test_input_text_is_escaped(self, tmp_path):
         evil = '"><img src=x onerror=alert(1)>'
         profile = make_profile(cores=1, per_engine=30, seed=2)
-        profile.meta.input_path = "/tmp/" + evil
+        profile.meta.input_path = "captures/" + evil
         profile.meta.warn("odd", "name </script><script>alert(2)</script>", where=evil)
         profile.commands["kernel"] = profile.commands["kernel"].cat.rename_categories(
             lambda k: "</script><script>alert(3)</script>" if k == "tpu_matmul_bf16_multi_core" else k)

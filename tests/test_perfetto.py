@@ -424,14 +424,14 @@ def test_golden_dump_matches_reference_slices(case, tmp_path):
     ref_zero = ref["ts"].min()
     ours_zero = ours["ts"].min()
     owner = ours["path"].str.split("/").str[1]
-    cdma = ours["path"].str.contains("/CDMA/")
-    owner = np.where(cdma, ours["path"].str.split("/").str[2].str.split(" #").str[0], owner)
-    engine = np.where(cdma, "CDMA", ours["path"].str.split("/").str[-1].str.split(" #").str[0])
+    is_cdma = ours["path"].str.split("/").map(lambda parts: "CDMA" in parts[1:-1])
+    owner = np.where(is_cdma, ours["path"].str.split("/").str[2].str.split(" #").str[0], owner)
+    engine = np.where(is_cdma, "CDMA", ours["path"].str.split("/").str[-1].str.split(" #").str[0])
     got = sorted(zip(owner, engine, ours["ts"] - ours_zero, ours["dur"]))
     want = sorted(zip(ref["owner"], ref["engine"], ref["ts"] - ref_zero, ref["dur"]))
     assert got == want
     # CDMA: sends on the port's TX track, receives on its RX track, no overlap lanes needed
-    cdma = ours[ours["path"].str.contains("/CDMA/")]
+    cdma = ours[is_cdma]
     for name, side in (("send", " TX"), ("receive", " RX")):
         part = cdma[cdma["name"] == name]
         assert part["path"].str.endswith(side).all()
