@@ -63,7 +63,7 @@ TIU = [
     Metric("modelled_cmds", "modelled cmds", "", "count",
            "TIU commands with an op model (Alg and uArch Ops known)."),
     Metric("uarch_rate", "uArch rate", "%", "fraction",
-           "Alg Ops / uArch Ops; n/a when no command is modelled."),
+           "Alg Ops / uArch Ops; unknown when no command is modelled."),
 ]
 
 DMA = [
@@ -89,7 +89,7 @@ ALL_ENGINES = [
            "(TIU + GDMA + SDMA busy) / span (Overall: / (span x cores)); above 100% when engines "
            "overlap."),
     Metric("compute_ratio", "Compute ratio", "", "ratio",
-           "TIU busy / (GDMA + SDMA busy); n/a without data movement."),
+           "TIU busy / (GDMA + SDMA busy); unknown without data movement."),
 ]
 
 
