@@ -48,9 +48,11 @@ def _header(entry: catalogue.SummaryMetric) -> str:
     return f"{entry.label}({unit})" if unit else entry.label
 
 
-def _fixed_width(title: str, headers: list[str], rows: list[list[str]], total: list[str] | None) -> str:
-    widths = [max(len(h), *(len(r[i]) for r in rows + [total or []] if r)) if rows or total else len(h)
-              for i, h in enumerate(headers)]
+def _fixed_width(title: str, headers: list[str], rows: list[list[str]],
+                 total: list[str] | None = None) -> str:
+    """A right-aligned table under a title; ``total`` (the Overall row) below a rule."""
+    body = rows + ([total] if total else [])
+    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
     line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
     width = len(line(headers))
     out = ["=" * width, title, "=" * width, line(headers), "-" * width] + [line(r) for r in rows]
@@ -71,7 +73,7 @@ def lanes_table(profile: Profile) -> str:
     headers = ["Core", "Engine", "Commands", "busy(us)", "util(%)"]
     rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "ns"),
              _fmt(r["util"], "fraction")] for r in t.to_dict("records")]
-    return _fixed_width("Device lanes", headers, rows, None)
+    return _fixed_width("Device lanes", headers, rows)
 
 
 def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
@@ -83,7 +85,7 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     body = summary_table(summary) if m.is_pmu else lanes_table(profile)
     acct = records_line(m.accounting)
     notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
-             "util = busy / totalTime; BW = bytes / busy time of the commands that moved them; "
+             "util = busy / span; BW = bytes / busy time of the commands that moved them; "
              "uArch rate n/a = no command with a modelled op (modes 0/1)." if m.is_pmu else
              "Definitions: docs/metrics.md. Busy = union of a lane's command intervals; util = busy "
              "/ span of all device commands; operator and kernel tables: tables/*.csv and the workbook."]
