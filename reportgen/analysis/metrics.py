@@ -50,11 +50,10 @@ def union_length(starts: np.ndarray, ends: np.ndarray) -> int:
     new = np.empty(len(s), bool)
     new[0] = True
     new[1:] = s[1:] > run_end[:-1]
-    group = np.cumsum(new) - 1
-    g_start = s[new]
-    g_end = np.zeros(group[-1] + 1, np.int64)
-    np.maximum.at(g_end, group, run_end)
-    return int((g_end - g_start).sum())
+    # run_end never decreases: a merged interval ends at the run_end of its last member
+    # (times may be negative, so no maximum over a zero-filled array)
+    last = np.append(np.flatnonzero(new)[1:] - 1, len(s) - 1)
+    return int((run_end[last] - s[new]).sum())
 
 
 def _div(a: float, b: float) -> float:

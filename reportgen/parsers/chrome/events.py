@@ -1,8 +1,12 @@
 """Trace events as a frame: integer-ns times, opaque pid/tid keys, B/E pairs turned into
 complete slices, metadata events turned into process/thread names.
 
+Times are validated once, here (:mod:`reportgen.parsers.times`: the ±2^62 ns window, numbers
+only): an event whose time cannot be represented is dropped and counted, never guessed at.
+
 Everything after JSON decoding is vectorised; the only per-event Python work is pulling the
-fields out of the decoded dicts, which the JSON decoder itself already costs.
+fields out of the decoded dicts, which the JSON decoder itself already costs, and a type test
+per value of a column that mixes types (ints and strings, or odd values).
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.parsers.chrome.reader import read_events
+from reportgen.parsers.times import OK, TIME_LIMIT_NS, parse_us, shifted, spans
 
 
 @dataclass
@@ -30,75 +35,13 @@ class TraceData:
 
 
 # ============================================================================================
-# time conversion
+# times and keys
 # ============================================================================================
 def to_ns(values: Iterable[Any]) -> tuple[np.ndarray, np.ndarray, int]:
-    """µs values (int, float, decimal string, None) -> (int64 ns, valid mask, #strings).
-
-    Integers are multiplied exactly; strings are split at the decimal point so the ns digits
-    survive (Ascend writes ``"1704161511420306.491"`` for that reason); floats are rounded.
-    """
-    vals = values if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
-    n = len(vals)
-    out = np.zeros(n, np.int64)
-    valid = np.zeros(n, bool)
-    if n == 0:
-        return out, valid, 0
-    kind = _kinds(vals)
-    m = kind == 1
-    if m.any():
-        out[m] = vals[m].astype(np.int64) * 1000
-        valid[m] = True
-    m = kind == 2
-    if m.any():
-        f = vals[m].astype(np.float64) * 1000.0
-        ok = np.isfinite(f) & (np.abs(f) < 9.2e18)      # beyond int64 ns is not a time
-        out[np.flatnonzero(m)[ok]] = np.rint(f[ok]).astype(np.int64)
-        valid[np.flatnonzero(m)[ok]] = True
-    m = kind == 3
-    nstr = int(m.sum())
-    if nstr:
-        s = pd.Series(vals[m]).str.strip()
-        neg = s.str.startswith("-").to_numpy()
-        s = s.str.lstrip("+-")
-        parts = s.str.partition(".")
-        ip = pd.to_numeric(parts[0].where(parts[0] != "", "0"), errors="coerce")
-        frac = parts[2].str.ljust(4, "0").str[:4]
-        fr = pd.to_numeric(frac, errors="coerce")
-        ok = (ip.notna() & fr.notna() & s.str.fullmatch(r"\d*\.?\d*") & (s != "")).to_numpy()
-        ns = ip.fillna(0).astype(np.int64).to_numpy() * 1000 + (fr.fillna(0).astype(np.int64).to_numpy() + 5) // 10
-        ns = np.where(neg, -ns, ns)
-        idx = np.flatnonzero(m)
-        out[idx[ok]] = ns[ok]
-        valid[idx[ok]] = True
-        if not ok.all():  # exponent notation ("4.2e-05") and the like: float precision
-            f = pd.to_numeric(pd.Series(vals[m][~ok]).str.strip(),
-                              errors="coerce").to_numpy(float) * 1000.0
-            good = np.isfinite(f)
-            out[idx[~ok][good]] = np.rint(f[good]).astype(np.int64)
-            valid[idx[~ok][good]] = True
-    m = kind == 4  # bool or other: try numeric
-    if m.any():
-        f = pd.to_numeric(pd.Series(vals[m]), errors="coerce").to_numpy(float) * 1000.0
-        ok = np.isfinite(f)
-        out[np.flatnonzero(m)[ok]] = np.rint(f[ok]).astype(np.int64)
-        valid[np.flatnonzero(m)[ok]] = True
-    return out, valid, nstr
-
-
-#: pandas' inferred type of a column that holds one kind of value -> that kind's code
-_HOMOGENEOUS = {"integer": 1, "floating": 2, "string": 3, "empty": 0}
-
-
-def _kinds(vals: np.ndarray) -> np.ndarray:
-    """Per value: 0 None/NaN, 1 int, 2 float, 3 str, 4 anything else. A column of one kind (the
-    usual case: every timestamp a float, or every one a string) is classified in C; only a
-    mixed one is visited value by value."""
-    common = _HOMOGENEOUS.get(pd.api.types.infer_dtype(vals, skipna=True))
-    if common is not None:
-        return np.where(pd.isna(vals), 0, common).astype(np.int8)
-    return np.fromiter((0 if v is None else 1 if type(v) is int else 2 if type(v) is float
-                        else 3 if type(v) is str else 4 for v in vals), np.int8, len(vals))
+    """µs values -> (int64 ns, valid mask, #decimal strings); the rules are
+    :func:`reportgen.parsers.times.parse_us`'s (the time window included)."""
+    t = parse_us(values)
+    return t.ns, t.status == OK, t.strings
 
 
 def _key(v: Any) -> str:
@@ -110,12 +53,32 @@ def _key(v: Any) -> str:
     return str(v)
 
 
-def _keys(values: np.ndarray) -> np.ndarray:
-    """``_key`` over an array, once per distinct value."""
+#: pandas' inferred types of a pid/tid column that holds nothing but numbers, text and None
+_PLAIN_KEY_COLUMNS = {"integer", "floating", "mixed-integer-float", "string", "empty"}
+_PLAIN_KEY_TYPES = {int, float, str, type(None)}
+
+
+def plain_ids(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """pid/tid-like values with the odd ones (true/false, lists, objects) replaced by their
+    text (hashable, and ``true`` is not pid 1), and the mask of those."""
+    odd = np.zeros(len(values), bool)
+    if pd.api.types.infer_dtype(values, skipna=True) in _PLAIN_KEY_COLUMNS:
+        return values, odd
+    # ints mixed with text (Kineto's "25738" and 25738) land here too: one pass over types
+    odd = np.fromiter((type(v) not in _PLAIN_KEY_TYPES for v in values), bool, len(values))
+    if odd.any():
+        values = values.copy()
+        values[odd] = [_key(v) for v in values[odd]]
+    return values, odd
+
+
+def _keys(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``_key`` over an array, once per distinct value; and the mask of odd values (plain_ids)."""
     if not len(values):
-        return np.empty(0, object)
+        return np.empty(0, object), np.zeros(0, bool)
+    values, odd = plain_ids(values)
     codes, uniq = pd.factorize(pd.Series(values, dtype=object), sort=False, use_na_sentinel=False)
-    return np.array([_key(u) for u in uniq], dtype=object)[codes]
+    return np.array([_key(u) for u in uniq], dtype=object)[codes], odd
 
 
 # ============================================================================================
@@ -152,37 +115,43 @@ def read_trace(path: str | Path) -> TraceData:
             thread_names[(_key(pid), _key(tid))] = str(args["name"]).strip()
 
     keep = ~is_m
-    ts_ns, ts_ok, nstr = to_ns(raw["ts"][keep])
-    dur_vals = raw["dur"][keep]
-    dur_ns, dur_ok, _ = to_ns(dur_vals)
-    if nstr:
-        warnings.append(("string-ts", f"{nstr} events give 'ts' as a decimal string; read exactly "
-                                      "to the nanosecond"))
+    position = np.flatnonzero(keep)              # index in the file's event list
+    ts = parse_us(raw["ts"][keep])
+    if ts.strings:
+        warnings.append(("string-ts", f"{ts.strings} events give 'ts' as a decimal string; read "
+                                      "exactly to the nanosecond"))
     base = metadata.get("baseTimeNanoseconds")
-    if isinstance(base, (int, float)) and base:
-        # Kineto writes ts relative to a base floored to a 3-month boundary (libkineto ChromeTraceBaseTime)
-        ts_ns = ts_ns + np.int64(int(base))
+    if type(base) in (int, float) and base:
+        if abs(base) < TIME_LIMIT_NS:  # (false for NaN)
+            # Kineto writes ts relative to a base floored to a 3-month boundary (libkineto ChromeTraceBaseTime)
+            ts = shifted(ts, int(base))
+        else:
+            warnings.append(("bad-base-time", f"'baseTimeNanoseconds' {base!r} is not a time "
+                                              "within ±2^62 ns; not added"))
+    times = spans(ts, parse_us(raw["dur"][keep]), position)
+    warnings += times.warnings
+    pid, odd_pid = _keys(raw["pid"][keep])
+    tid, odd_tid = _keys(raw["tid"][keep])
+    odd = (odd_pid | odd_tid)[times.keep]
+    if odd.any():
+        warnings.append(("odd-pid-tid", f"{int(odd.sum())} events have a 'pid' or 'tid' that is "
+                                        "neither a number nor text; keyed by its text (first: "
+                                        f"event {int(position[times.keep][np.argmax(odd)])})"))
+    kept = keep.copy()
+    kept[keep] = times.keep
     ev = pd.DataFrame({
-        "ph": ph[keep].to_numpy(),
-        "cat": raw["cat"][keep],
-        "name": raw["name"][keep],
-        "pid": _keys(raw["pid"][keep]),
-        "tid": _keys(raw["tid"][keep]),
-        "ts_ns": ts_ns,
-        "dur_ns": np.where(dur_ok, np.maximum(dur_ns, 0), 0),
-        "args": raw["args"][keep],
-        "id": raw["id"][keep],
-        "bp": raw["bp"][keep],
-        "s": raw["s"][keep],
+        "ph": ph[kept].to_numpy(),
+        "cat": raw["cat"][kept],
+        "name": raw["name"][kept],
+        "pid": pid[times.keep],
+        "tid": tid[times.keep],
+        "ts_ns": times.start,
+        "dur_ns": times.dur,
+        "args": raw["args"][kept],
+        "id": raw["id"][kept],
+        "bp": raw["bp"][kept],
+        "s": raw["s"][kept],
     })
-    bad_ts = ~ts_ok
-    if bad_ts.any():
-        warnings.append(("bad-ts", f"{int(bad_ts.sum())} events have no usable 'ts'; ignored"))
-        ev = ev[~bad_ts]
-    neg_dur = (dur_ok & (dur_ns < 0))[~bad_ts]
-    if neg_dur.any():
-        warnings.append(("negative-dur", f"{int(neg_dur.sum())} events have a negative 'dur'; "
-                                         "taken as 0"))
     ev["cat"] = ev["cat"].where(ev["cat"].notna(), "")
     ev["name"] = ev["name"].where(ev["name"].notna(), "")
     tid_num = pd.to_numeric(ev["tid"], errors="coerce")
