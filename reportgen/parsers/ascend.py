@@ -13,6 +13,8 @@ npu_module_mem, communication.json) are kept per rank as read, numbers cleaned
 
 CSV quirks handled for every file (mapped by header name, never by position): trailing tabs
 inside numbers, CRLF, ``N/A``, shapes wrapped in tripled quotes, optional/renamed columns.
+Times are validated as in every trace (:mod:`reportgen.parsers.times`: rows with unusable
+times are dropped and counted); other numbers that are infinite are missing.
 """
 from __future__ import annotations
 
@@ -26,6 +28,7 @@ import pandas as pd
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile, VendorOutput, empty_commands, finalize_commands
 from reportgen.parsers import chrome as ct
+from reportgen.parsers.times import parse_us, points, spans
 
 APO = "ASCEND_PROFILER_OUTPUT"
 #: legacy MindSpore device timelines (ascend_/gpu_ prefixes, old unprefixed name)
@@ -54,7 +57,11 @@ def read_csv(path: Path) -> pd.DataFrame:
 
 
 def num(s: pd.Series | None) -> pd.Series:
-    return pd.to_numeric(s, errors="coerce") if s is not None else pd.Series(dtype=float)
+    """A column's numbers; text that is no number and infinities ("inf", "1e400") missing."""
+    if s is None:
+        return pd.Series(dtype=float)
+    v = pd.to_numeric(s, errors="coerce")
+    return v.where(np.isfinite(v.astype(np.float64)))
 
 
 def col(df: pd.DataFrame, *names: str) -> pd.Series | None:
@@ -69,7 +76,7 @@ def numeric_table(df: pd.DataFrame) -> pd.DataFrame:
     """Columns that are entirely numbers become numbers; the rest stays text."""
     out = df.copy()
     for c in out.columns:
-        v = pd.to_numeric(out[c], errors="coerce")
+        v = num(out[c])
         if v.notna().sum() == out[c].notna().sum() and out[c].notna().any():
             out[c] = v
     return out
@@ -130,15 +137,18 @@ def rank_id(rank_dir: Path, default: int) -> int:
 # ============================================================================================
 # one rank
 # ============================================================================================
-def kernel_commands(df: pd.DataFrame, rank: int) -> pd.DataFrame:
-    """kernel_details.csv or op_summary_*.csv rows -> command rows (not finalized)."""
+def kernel_commands(df: pd.DataFrame, rank: int, meta: Meta, path: Path) -> pd.DataFrame:
+    """kernel_details.csv or op_summary_*.csv rows -> command rows (not finalized); rows whose
+    times are unusable are dropped with a counted warning (:mod:`reportgen.parsers.times`)."""
     name = col(df, "Name", "Op Name")
     start = col(df, "Start Time(us)", "Task Start Time(us)")
     dur = col(df, "Duration(us)", "Task Duration(us)")
     if name is None or start is None or dur is None:
         raise InputError("kernel_details.csv", "missing Name / Start Time(us) / Duration(us) columns")
-    start_ns, ok, _ = ct.to_ns(start.to_numpy(object))
-    dur_ns, dok, _ = ct.to_ns(dur.to_numpy(object))
+    times = spans(parse_us(start.to_numpy(object)), parse_us(dur.to_numpy(object)),
+                  np.arange(1, len(df) + 1), unit="row", noun="rows", fields=(start.name, dur.name))
+    for code, message in times.warnings:
+        meta.warn(code, message, str(path))
     core_type = col(df, "Accelerator Core", "Task Type")
     stream = col(df, "Stream ID")
     engine = ("Stream " + stream.astype(str)).where(stream.notna(), None) if stream is not None \
@@ -146,8 +156,7 @@ def kernel_commands(df: pd.DataFrame, rank: int) -> pd.DataFrame:
     # tasks without a stream (HCCL) get a lane named after their core type
     engine = engine.where(engine.notna(), core_type.fillna("Device") if core_type is not None else "Device")
     out = pd.DataFrame({
-        "core": rank, "engine": engine.to_numpy(), "start_ns": start_ns,
-        "end_ns": start_ns + np.where(dok, dur_ns, 0),
+        "core": rank, "engine": engine.to_numpy(),
         "func_type": core_type.to_numpy() if core_type is not None else None,
         "func_name": name.to_numpy(),
         "core_type": core_type.to_numpy() if core_type is not None else None,
@@ -161,7 +170,10 @@ def kernel_commands(df: pd.DataFrame, rank: int) -> pd.DataFrame:
     ft = out["func_type"].astype(object).fillna("").astype(str)
     out["is_sys"] = ft.isin(ct.ASCEND_SYNC_TASKS).to_numpy()
     out["sys_wait"] = ft.str.contains("WAIT").to_numpy()
-    return out[ok].reset_index(drop=True)
+    out = out[times.keep].reset_index(drop=True)
+    out.insert(2, "start_ns", times.start)
+    out.insert(3, "end_ns", times.start + times.dur)
+    return out
 
 
 def _finish_commands(rows: pd.DataFrame, links: pd.DataFrame | None) -> pd.DataFrame:
@@ -219,7 +231,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
     summaries = sorted(apo.glob("op_summary_*.csv"))
     src = kd if kd.is_file() else (summaries[0] if summaries else None)
     if src is not None:
-        rows = kernel_commands(read_csv(src), rank)
+        rows = kernel_commands(read_csv(src), rank, meta, src)
         links = None
         if trace_cmds is not None and len(trace_cmds):
             links = trace_cmds[["start_ns", "core", "engine", "launch_row", "op_row", "kernel"]].copy()
@@ -241,7 +253,7 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
         f = apo / fname
         if f.is_file():
             vendor.tables[tname] = numeric_table(read_csv(f))
-    _read_memory_files(apo, vendor)
+    _read_memory_files(apo, vendor, meta)
     vendor.tables.update(_communication_tables(apo))
     return cmds, host, vendor, memory
 
@@ -261,17 +273,21 @@ def _operator_calls(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
-def _read_memory_files(apo: Path, vendor: VendorOutput) -> None:
+def _read_memory_files(apo: Path, vendor: VendorOutput, meta: Meta) -> None:
     """memory_record.csv (allocator curve), operator_memory.csv (allocations per operator) and
     npu_module_mem.csv (reserved memory per component), as read."""
     mr = apo / "memory_record.csv"
     if mr.is_file():
         df = read_csv(mr)
-        t, ok, _ = ct.to_ns(df["Timestamp(us)"].to_numpy(object)) if "Timestamp(us)" in df else (None, None, 0)
+        t = parse_us(df["Timestamp(us)"].to_numpy(object) if "Timestamp(us)" in df else [None] * len(df))
+        ok, warnings = points(t, np.arange(1, len(df) + 1), unit="row", noun="rows",
+                              field="Timestamp(us)")
+        for code, message in warnings:
+            meta.warn(code, message, str(mr))
         vendor.memory_record = pd.DataFrame({
             "Device": df.get("Device Type", pd.Series([""] * len(df))).fillna("").to_numpy(),
             "Component": df.get("Component").to_numpy(),
-            "Time (ns)": t,
+            "Time (ns)": t.ns,
             "Total Allocated (MB)": num(df.get("Total Allocated(MB)")).to_numpy(),
             "Total Reserved (MB)": num(df.get("Total Reserved(MB)")).to_numpy(),
         })[ok]
@@ -349,13 +365,16 @@ def _communication_tables(apo: Path) -> dict[str, pd.DataFrame]:
 # ============================================================================================
 # legacy MindSpore and CANN PROF_ folders
 # ============================================================================================
-def _mindspore_rank(folder: Path, r: int, rank: int) -> tuple[pd.DataFrame, dict]:
+def _mindspore_rank(folder: Path, r: int, rank: int, meta: Meta) -> tuple[pd.DataFrame, dict]:
     """Legacy MindSpore profiler folder, files suffixed ``_{r}``: every timeline slice is a
     device task (pid 1 = AI Core streams with tid = stream id, others = AI CPU / host queue)."""
     tl = [p for p in folder.iterdir() if MS_TIMELINE.match(p.name) and int(MS_TIMELINE.match(p.name).group(1)) == r]
     rows = []
     for p in tl:
-        ev = ct.read_trace(p).events
+        data = ct.read_trace(p)
+        for code, message in data.warnings:
+            meta.warn(code, message, data.path)
+        ev = data.events
         ev = ev[ev["ph"] == "X"]
         args = ev["args"]
         op_type = [a.get("type") if isinstance(a, dict) else None for a in args]
@@ -394,7 +413,7 @@ def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
         for r in suffixes:
             rank = rank_id(folder.parent if folder.name == "profiler" else folder, r) \
                 if len(folders) > 1 else r
-            cmds, tables = _mindspore_rank(folder, r, rank)
+            cmds, tables = _mindspore_rank(folder, r, rank, meta)
             parts.append(cmds)
             vendor_outputs[rank] = VendorOutput(tables=tables)
     if not parts:
