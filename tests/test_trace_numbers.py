@@ -118,6 +118,16 @@ def test_huge_numeric_string_ts_is_not_read_as_0(tmp_path):
     assert int(lanes[-1]["span_ns"]) == 2000      # the one good kernel only
 
 
+def test_odd_device_and_link_ids(tmp_path):
+    """args 'device' is the core of a kernel and 'correlation' links it: ids beyond int64 or
+    not finite neither crash the perfetto writer nor wrap onto another id."""
+    summary, lanes = report(tmp_path, [op(args={"correlation": 5}), kernel(args={"device": 1}),
+                                       kernel(args={"device": "inf", "correlation": 2**64 + 5}),
+                                       kernel(args={"device": -5, "correlation": 1e30})])
+    assert warning(summary, "bad-device-id").startswith("2 device events give an args 'device'")
+    assert {r["core"] for r in lanes} == {"0", "1", "Overall"}
+
+
 def test_host_trace_with_odd_numbers(tmp_path):
     """The --trace_file reader applies the same rules (bools are no numbers there either)."""
     host = tmp_path / "host.json"
@@ -177,7 +187,9 @@ _values = st.one_of(
 _event = st.fixed_dictionaries({"ph": st.sampled_from(["X", "X", "B", "E", "i"]),
                                 "cat": st.sampled_from(["cpu_op", "kernel", "gpu_memcpy"]),
                                 "ts": _values, "dur": _values, "pid": _values, "tid": _values,
-                                "name": _values})
+                                "name": _values,
+                                "args": st.fixed_dictionaries({"device": _values,
+                                                               "correlation": _values})})
 
 
 def _json(events: list) -> str:

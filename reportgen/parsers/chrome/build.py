@@ -35,8 +35,10 @@ def arg_column(args: pd.Series, *keys: str) -> pd.Series:
 
 
 def int_ids(s: pd.Series) -> pd.Series:
-    """Link ids (correlation, External id, flow id) as Int64; strings of digits accepted."""
-    return pd.to_numeric(s, errors="coerce").astype("Float64").round().astype("Int64")
+    """Link ids (correlation, External id, flow id) as Int64; strings of digits accepted.  An
+    id that is not finite or does not fit int64 is missing (it would wrap onto another id)."""
+    f = pd.to_numeric(s, errors="coerce").astype("Float64")
+    return f.where(f.abs() < 2.0 ** 63).round().astype("Int64")
 
 
 def build_profile(traces: list[TraceData], cores: list[int | None] | None = None,
@@ -49,7 +51,7 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     for fi, (data, core) in enumerate(zip(traces, cores)):
         for code, msg in data.warnings:
             meta.warn(code, msg, data.path)
-        h, d, m, counts = _split_trace(data, fi, core)
+        h, d, m, counts = _split_trace(data, fi, core, meta)
         meta.accounting[Path(data.path).name if len(traces) == 1 else f"{fi}:{Path(data.path).name}"] = counts
         host_parts.append(h)
         dev_parts.append(d)
@@ -76,7 +78,17 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     return profile
 
 
-def _split_trace(data: TraceData, fi: int, core: int | None):
+#: device ids accepted from a trace (args "device", a "GPU n" label, a small pid)
+MAX_DEVICE_ID = 4095
+
+
+def _device_ids(values: pd.Series) -> pd.Series:
+    """Numbers that can be a device index (0..MAX_DEVICE_ID, whole); anything else missing."""
+    v = pd.to_numeric(values, errors="coerce")
+    return v.where(v.between(0, MAX_DEVICE_ID) & (v % 1 == 0))
+
+
+def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
     ev = data.events
     role = classify(data)
     x = (ev["ph"] == "X").to_numpy()
@@ -107,18 +119,23 @@ def _split_trace(data: TraceData, fi: int, core: int | None):
     d["engine"] = engine.astype(str).str.strip()
     d["stream"] = stream
     if core is None:
-        devid = pd.to_numeric(arg_column(da, "device"), errors="coerce")
+        given = arg_column(da, "device")
+        devid = _device_ids(given)
+        odd = given.notna() & devid.isna()
+        if odd.any():
+            meta.warn("bad-device-id", f"{int(odd.sum())} device events give an args 'device' "
+                                       f"that is no device index (0..{MAX_DEVICE_ID}); placed by "
+                                       "their process instead", data.path)
         label = d["pid"].map(data.process_labels).astype(object).fillna("").astype(str).str.extract(
             PID_DEVICE_LABEL)[0]
         # a process named "TPU 1" says its device too
         named = pname.str.extract(DEVICE_PROCESS_NAME_NUM)[0]
         label = label.fillna(named)
-        pid_num = pd.to_numeric(d["pid"], errors="coerce")
-        small_pid = pid_num.where(pid_num.between(0, 4095))
+        small_pid = _device_ids(d["pid"])
         # Ascend/CANN pids are synthetic; a device label or the args say which device
         is_ascend = pname.str.lower().isin(DEVICE_PROCESSES)
         small_pid = small_pid.where(~is_ascend)
-        d["core"] = devid.fillna(pd.to_numeric(label, errors="coerce")).fillna(small_pid).fillna(0)
+        d["core"] = devid.fillna(_device_ids(label)).fillna(small_pid).fillna(0)
     else:
         d["core"] = core
     cat = pd.Series(per_unique(d["cat"], role_category), index=d.index)
