@@ -39,7 +39,11 @@ def parse_us(values: Iterable[Any]) -> Times:
     survive (Ascend writes ``"1704161511420306.491"`` for that reason); floats are rounded.
     Bools, lists and objects are not numbers.
     """
-    vals = values if isinstance(values, np.ndarray) else np.asarray(list(values), dtype=object)
+    if isinstance(values, np.ndarray):
+        vals = values
+    else:  # one object per value, lists included
+        items = list(values)
+        vals = np.fromiter(items, dtype=object, count=len(items))
     n = len(vals)
     ns = np.zeros(n, np.int64)
     status = np.full(n, MISSING, np.int8)
@@ -160,9 +164,11 @@ def _from_strings(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     whole = parts[1].fillna("").str.lstrip("0")
     frac = parts[2].fillna("")
     plain = (parts[1].notna() & ((parts[1] != "") | (frac != ""))).to_numpy()
-    # at most 16 integer digits: below _US_BOUND-ish, so the int64 arithmetic cannot overflow
+    # at most 16 integer digits parse into int64; below _US_BOUND, ×1000 cannot overflow
     short = plain & (whole.str.len() <= 16).to_numpy()
     ip = pd.to_numeric(whole.where(short & (whole != "").to_numpy(), "0")).to_numpy(np.int64)
+    short &= ip < _US_BOUND
+    ip = np.where(short, ip, 0)
     fr = pd.to_numeric(frac.where(short, "").str.ljust(4, "0").str[:4]).to_numpy(np.int64)
     ns = ip * 1000 + (fr + 5) // 10
     ns = np.where((parts[0] == "-").to_numpy(), -ns, ns)
