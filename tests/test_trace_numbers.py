@@ -181,7 +181,8 @@ _values = st.one_of(
     st.integers(-10**6, 10**6), st.integers(-10**30, 10**30),
     st.sampled_from([LIMIT_US - 1, -LIMIT_US + 1, LIMIT_US, 2**63, -2**63 - 1]),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from(["10", "-3.5", " 12.5\t", "4.2e-01", "9" * 30, "inf", "nan", "", "abc", "1e400"]),
+    st.sampled_from(["10", "-3.5", " 12.5\t", "4.2e-01", "9" * 30, "9" * 16, "4611686018427387.904",
+                     "inf", "nan", "", "abc", "1e400", "+-5"]),
     st.text(max_size=5), st.booleans(), st.none(), st.lists(st.integers(0, 3), max_size=2),
     st.dictionaries(st.sampled_from(["a", "b"]), st.integers(0, 3), max_size=2))
 _event = st.fixed_dictionaries({"ph": st.sampled_from(["X", "X", "B", "E", "i"]),
