@@ -28,9 +28,10 @@ def load(options: Options) -> Profile:
     from reportgen.parsers.chrome.host_trace import read_host_trace
     from reportgen.parsers.detect import load_profile
 
-    profile = load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet)
+    profile = load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet,
+                           max_input_mb=options.max_input_mb)
     if options.trace_file:
-        profile.host_trace = read_host_trace(options.trace_file)
+        profile.host_trace = read_host_trace(options.trace_file, max_input_mb=options.max_input_mb)
     return profile
 
 

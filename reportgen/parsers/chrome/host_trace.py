@@ -15,6 +15,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.model import HostTrace
+from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers.chrome.reader import read_events
 
 
@@ -22,10 +23,11 @@ def _us_to_ns(us) -> np.ndarray:
     return np.round(np.asarray(us, np.float64) * 1000.0).astype(np.int64)
 
 
-def read_host_trace(path: str | Path) -> HostTrace:
-    """Read a host trace (plain, gzip or zip; an event array or a ``traceEvents`` object)."""
+def read_host_trace(path: str | Path, *, max_input_mb: int = MAX_INPUT_MB) -> HostTrace:
+    """Read a host trace (plain, gzip or zip; an event array or a ``traceEvents`` object) of at
+    most ``max_input_mb`` MB of JSON text."""
     path = Path(path)
-    events, _, warnings = read_events(path, label="host trace")
+    events, _, warnings = read_events(path, label="host trace", max_input_mb=max_input_mb)
     cols = {k: [ev.get(k) for ev in events] for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")}
     df = pd.DataFrame(cols)
     ts = pd.to_numeric(df["ts"], errors="coerce")
