@@ -1,9 +1,9 @@
 """How much input a run reads: the ``--max_input_mb`` bound (``Options.max_input_mb``).
 
 Every input file is size-checked before it is read, and compressed input is expanded in chunks
-that stop as soon as a limit is crossed, so an input over a bound costs a few MB of memory and
-ends in one line (an :class:`InputError`, exit 1) instead of exhausting memory (docs/formats.md,
-"Resource bounds"):
+that stop as soon as a limit is crossed, so an input over a bound costs no more memory than
+the limit lets in and ends in one line (an :class:`InputError`, exit 1) instead of exhausting
+memory (docs/formats.md, "Resource bounds"):
 
 * a file read as it is (JSON, CSV, a PMU core or port file) may be ``max_input_mb`` MB; the core
   and port files of one PMU dump together too (they are read into one buffer);
@@ -11,9 +11,12 @@ ends in one line (an :class:`InputError`, exit 1) instead of exhausting memory (
   only up to :data:`MAX_RATIO` times its own size: real traces compress 10-30 times, a
   decompression bomb about 1000 times.
 
-The bound reaches the readers as an explicit ``max_input_mb`` keyword.  The one hop that cannot
-take a keyword, :func:`reportgen.parsers.chrome.events.read_trace` (a path in, a TraceData out),
-gets it from :func:`bounded`, a context set around the call by the parser entry points.
+The bound reaches the parsers' entry points (``load_dump``, ``load_chrome_trace(s)``,
+``load_ascend``, ``read_host_trace``) and the readers as an explicit ``max_input_mb`` keyword.
+Below ``load_chrome_trace(s)`` and ``load_ascend`` the path goes through
+:func:`reportgen.parsers.chrome.events.read_trace` (a path in, a TraceData out, no bound
+keyword) and a dozen Ascend file readers: there the entry point sets the bound with
+:func:`bounded` and the readers take it from :func:`current`.
 """
 from __future__ import annotations
 
@@ -59,11 +62,12 @@ def mb(n: float) -> str:
     return f"{n / MB:.4g} MB"
 
 
-def check_size(path: str | Path, size: int, max_input_mb: int, what: str = "") -> None:
-    """Refuse ``size`` bytes of input beyond the bound (before they are read)."""
+def check_size(path: str | Path, size: int, max_input_mb: int, what: str = "file is") -> None:
+    """Refuse ``size`` bytes of input beyond the bound (before they are read); ``what`` starts
+    the message ("file is", "its core and port files hold")."""
     if size > max_input_mb * MB:
-        raise InputTooLarge(str(path), f"{what or 'file'} is {mb(size)}, beyond the input limit of "
-                                    f"{mb(max_input_mb * MB)} ({RAISE_HINT})")
+        raise InputTooLarge(str(path), f"{what} {mb(size)}, beyond the input limit of "
+                                       f"{mb(max_input_mb * MB)} ({RAISE_HINT})")
 
 
 def check_file(path: str | Path, max_input_mb: int) -> int:

@@ -40,6 +40,8 @@ GZIP_WBITS = 16 + zlib.MAX_WBITS
 #: compressed input is read and expanded this many bytes at a time
 CHUNK = 1 << 20
 ZIP_MAGIC = b"PK\x03\x04"
+#: what reading a damaged (or encrypted, or exotically compressed) zip member raises
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 #: warnings a read collects: (code, message) pairs
 Warnings = list[tuple[str, str]]
@@ -126,8 +128,8 @@ def _unzip(path: Path, fh: BinaryIO, limit: int, how: str) -> bytearray:
                     if len(text) > limit:
                         raise limits.too_expanded(path, limit, how)
             return text
-    except (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError) as exc:
-        raise InputError(str(path), f"zip archive is corrupt ({exc})") from None
+    except ZIP_ERRORS as exc:
+        raise InputError(str(path), f"zip archive is corrupt or unreadable ({exc})") from None
 
 
 def sniff(path: str | Path, size: int = 4096) -> bytes:
@@ -151,7 +153,7 @@ def sniff(path: str | Path, size: int = 4096) -> bytes:
                     return fh.read(size)
         with open(path, "rb") as fh:
             return fh.read(size)
-    except (OSError, EOFError, zipfile.BadZipFile):
+    except (OSError, *ZIP_ERRORS):
         return b""
 
 

@@ -108,7 +108,7 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     _check_names(files, meta)
 
     sizes = [container.scan_blocks(f) for f in files + list(ports.values())]
-    limits.check_size(directory, sum(sizes), max_input_mb, what="the core and port files together")
+    limits.check_size(directory, sum(sizes), max_input_mb, what="its core and port files hold")
     buffers = _file_buffers(sizes[:len(files)])
     cores = _in_threads(lambda i, m: _read_core(i, files[i], buffers[i], chip, tiu_mhz, dma_mhz, m,
                                                 gp.bmodel), list(range(len(files))), meta, "decode cores", quiet)
