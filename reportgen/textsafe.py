@@ -45,9 +45,11 @@ def _opaque(value: Any) -> str:
 def _encodable(values: Any) -> bool:
     """Whether every str in ``values`` (nested lists, tuples and dicts included) encodes as
     UTF-8: one pass of the C JSON encoder, no Python code per value."""
+    text = json.dumps(values, ensure_ascii=False, skipkeys=True, check_circular=False, default=_opaque)
+    if text.isascii():                  # O(1): a str knows the widest character it holds
+        return True
     try:
-        json.dumps(values, ensure_ascii=False, skipkeys=True, check_circular=False,
-                   default=_opaque).encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return False
     return True
