@@ -144,7 +144,7 @@ def clean_profile(profile: Profile) -> int:
     cleaner.any(profile, "profile")
     total = sum(cleaner.changed.values())
     if total:
-        places = sorted(p.removeprefix("profile.") for p in cleaner.changed)
+        places = sorted(clean_text(p.removeprefix("profile.")) for p in cleaner.changed)   # names may be bad too
         profile.meta.warn("text-replaced",
                           f"{total} text value(s) held characters that are not valid Unicode (a lone "
                           "surrogate \\uD800-\\uDFFF in the trace, or a byte that is not UTF-8 in a file "

@@ -105,6 +105,8 @@ def test_clean_profile_replaces_and_counts_once():
     warning = p.meta.warnings[-1]
     assert warning.code == "text-replaced" and warning.message.startswith("10 text value(s)")
     assert "commands.kernel" in warning.where and "meta.input_path" in warning.where
+    assert warning.where.endswith("and 2 more")                    # the tables' two places
+    warning.where.encode("utf-8")                                   # a place named by bad text is clean too
     assert textsafe.clean_profile(p) == 0                   # nothing left to replace
 
 
