@@ -31,6 +31,8 @@ from reportgen.model import LazyTables, Profile
 #: the code points UTF-8 (and so every output file) cannot encode
 _SURROGATES = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
+#: values encoded at once when checking a long column (bounds the temporary text)
+CHUNK = 65536
 
 
 def clean_text(text: str) -> str:
@@ -44,7 +46,9 @@ def _opaque(value: Any) -> str:
 
 def _encodable(values: Any) -> bool:
     """Whether every str in ``values`` (nested lists, tuples and dicts included) encodes as
-    UTF-8: one pass of the C JSON encoder, no Python code per value."""
+    UTF-8: the C JSON encoder, no Python code per value; a long list in chunks (bounded memory)."""
+    if isinstance(values, list) and len(values) > CHUNK:
+        return all(_encodable(values[i:i + CHUNK]) for i in range(0, len(values), CHUNK))
     text = json.dumps(values, ensure_ascii=False, skipkeys=True, check_circular=False, default=_opaque)
     if text.isascii():                  # O(1): a str knows the widest character it holds
         return True

@@ -156,3 +156,15 @@ def test_dump_folder_that_is_not_utf8_gives_a_complete_report(tmp_path):
     [warning] = _replaced(summary)
     assert warning["where"] == "meta.input_path"
     assert summary["input"].endswith("dump\ufffd")
+
+
+def test_long_columns_are_checked_in_chunks(monkeypatch):
+    """A bad value past the first chunk is found (long columns are encoded a chunk at a time)."""
+    monkeypatch.setattr(textsafe, "CHUNK", 4)
+    p = Profile()
+    names = [f"n{i}" for i in range(10)]
+    names[9] += BAD
+    p.tables["T"] = pd.DataFrame({"Name": names})
+    assert textsafe.clean_profile(p) == 1 and p.tables["T"]["Name"].iloc[9] == "n9\ufffd"
+    cells = np.array([f"c{i}" for i in range(200_000)] + ["x\r=1"], dtype=object)
+    assert inert_cells(cells)[-1] == "x\r\n=1"

@@ -60,13 +60,18 @@ def seed_frame(profile: Profile, monitor: str = "python_function", launch: str =
     })[SEED_COLUMNS].reset_index(drop=True)
 
 
-def _text_of(values: np.ndarray) -> str:
-    """All str cells of ``values`` joined (one C join unless the column also holds numbers)."""
+def _has_return(values: np.ndarray, chunk: int = 65536) -> bool:
+    """Whether a str cell of ``values`` holds a CR: the cells joined in C, a chunk at a time."""
     present = values[pd.notna(values)]
-    try:
-        return "".join(present)
-    except TypeError:
-        return "".join(v for v in present if isinstance(v, str))
+    for lo in range(0, len(present), chunk):
+        part = present[lo:lo + chunk]
+        try:
+            text = "".join(part)
+        except TypeError:                       # numbers among the text
+            text = "".join(v for v in part if isinstance(v, str))
+        if "\r" in text:
+            return True
+    return False
 
 
 def inert_cells(values: np.ndarray) -> np.ndarray | None:
@@ -87,7 +92,7 @@ def inert_cells(values: np.ndarray) -> np.ndarray | None:
     formulas = [i for i, v in zip(suspects, values[suspects])
                 if isinstance(v, str) and not _PLAIN_NUMBER.fullmatch(v)]
     returns = ([i for i, v in enumerate(values) if isinstance(v, str) and "\r" in v]
-               if "\r" in _text_of(values) else [])
+               if _has_return(values) else [])
     if not formulas and not returns:
         return None
     out = values.copy()
