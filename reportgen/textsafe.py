@@ -32,7 +32,7 @@ from reportgen.model import LazyTables, Profile
 _SURROGATES = re.compile("[\ud800-\udfff]")
 REPLACEMENT = "\ufffd"
 #: values encoded at once when checking a long column (bounds the temporary text)
-CHUNK = 65536
+CHUNK = 4096
 
 
 def clean_text(text: str) -> str:

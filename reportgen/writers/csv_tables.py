@@ -60,7 +60,7 @@ def seed_frame(profile: Profile, monitor: str = "python_function", launch: str =
     })[SEED_COLUMNS].reset_index(drop=True)
 
 
-def _has_return(values: np.ndarray, chunk: int = 65536) -> bool:
+def _has_return(values: np.ndarray, chunk: int = 4096) -> bool:
     """Whether a str cell of ``values`` holds a CR: the cells joined in C, a chunk at a time."""
     present = values[pd.notna(values)]
     for lo in range(0, len(present), chunk):
