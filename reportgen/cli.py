@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from reportgen.errors import ReportgenError
-from reportgen.options import REGINFO_AUTO_LIMIT, OptionError, Options
+from reportgen.options import MAX_INPUT_MB, REGINFO_AUTO_LIMIT, OptionError, Options
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -50,6 +50,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
     p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
+    p.add_argument("--max_input_mb", type=int, default=MAX_INPUT_MB, metavar="N",
+                   help="read at most N MB of input (default %(default)s): a larger file, a "
+                        "compressed trace expanding beyond it (or beyond 100 times its own size "
+                        "past N/16 MB), or PMU core files larger in total are refused with one line")
     return p
 
 
@@ -62,7 +66,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         web=not args.disable_web, perfetto=not args.no_perfetto,
         registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
         tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
-        quiet=args.quiet)
+        quiet=args.quiet, max_input_mb=args.max_input_mb)
 
 
 def run(options: Options) -> int:

@@ -12,6 +12,9 @@ from pathlib import Path
 
 #: --reginfo auto writes the RegInfo text up to this many commands (about 1.2 KB of text each)
 REGINFO_AUTO_LIMIT = 200_000
+#: --max_input_mb: MB of input a run reads (a file as read, or a compressed file once expanded;
+#: the files of a PMU dump together); see reportgen/parsers/limits.py
+MAX_INPUT_MB = 4096
 
 AUTO_ON_OFF = ("auto", "on", "off")
 
@@ -36,6 +39,7 @@ class Options:
     max_depth: int | None = None    # framework traces: deepest call depth kept
     quiet: bool = False             # no progress bars, nothing printed
     jobs: int | None = None         # writer processes at once; None: one per CPU we may use
+    max_input_mb: int = MAX_INPUT_MB  # input read (or expanded) at most; beyond: one line, exit 1
 
     def __post_init__(self) -> None:
         if not self.input:
@@ -48,6 +52,8 @@ class Options:
             raise OptionError(f"--tiu_freq must be a clock in MHz above 0, not {self.tiu_freq:g}")
         if self.jobs is not None and self.jobs < 1:
             raise OptionError(f"jobs must be 1 or more, not {self.jobs}")
+        if type(self.max_input_mb) is not int or self.max_input_mb < 1:
+            raise OptionError(f"--max_input_mb must be a whole number of MB above 0, not {self.max_input_mb!r}")
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)

@@ -21,16 +21,20 @@ from reportgen import parallel
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
+from reportgen.textsafe import clean_profile
 
 
 def load(options: Options) -> Profile:
-    """Parse the input (and the ``--trace_file`` host trace) into a Profile (no analysis)."""
+    """Parse the input (and the ``--trace_file`` host trace) into a Profile (no analysis), its
+    text made encodable (textsafe.clean_profile: replaced and counted, never fatal)."""
     from reportgen.parsers.chrome.host_trace import read_host_trace
     from reportgen.parsers.detect import load_profile
 
-    profile = load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet)
+    profile = load_profile(options.input, tiu_freq=options.tiu_freq, quiet=options.quiet,
+                           max_input_mb=options.max_input_mb)
     if options.trace_file:
-        profile.host_trace = read_host_trace(options.trace_file)
+        profile.host_trace = read_host_trace(options.trace_file, max_input_mb=options.max_input_mb)
+    clean_profile(profile)
     return profile
 
 

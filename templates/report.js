@@ -26,8 +26,9 @@
                 i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array};
 
   // ---------------------------------------------------------------------------------- helpers
-  const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;')
-    .replace(/"/g, '&quot;');
+  // Input text inside Plotly's label/hover markup: '<' escaped means no tag (and so no attribute)
+  // can start; Plotly decodes &amp; &lt; &gt; only (not &quot;), so '"' stays as typed.
+  const esc = (s) => String(s).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;');
   const el = (tag, attrs, ...kids) => {
     const e = document.createElement(tag);
     for (const [k, v] of Object.entries(attrs || {})) {
@@ -728,7 +729,7 @@
     }
   }
 
-  const panels = {};
+  const panels = Object.create(null);   // a "#__proto__" fragment names no tab
   async function showTab(id) {
     for (const [pid, p] of Object.entries(panels)) {
       p.panel.hidden = pid !== id;

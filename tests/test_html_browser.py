@@ -684,3 +684,74 @@ def test_real_two_rank_trace_page(browser, tmp_path):
         assert result["visible"] > 0
     watch.check()
     p.close()
+
+
+# ------------------------------------------------------------------- names turned against the user
+QUOTED = 'say "hi" <i>now</i> & <b>x</b>'
+
+
+def test_quotes_and_markup_in_names_show_as_typed(browser, tmp_path):
+    """Issue 18 item 9: a '"' in a name showed as '&quot;' in lane labels and hover text (the
+    page escaped it, Plotly does not decode &quot;); '<' must stay text too (no tag injected)."""
+    import pandas as pd
+
+    from reportgen.model import HOST_COLUMNS
+
+    profile = make_profile(cores=1, per_engine=50, seed=5)
+    t0 = int(profile.commands["start_ns"].min())
+    profile.host = pd.DataFrame({
+        "name": [QUOTED], "category": ['cat "c"'], "pid": ['"p" <b>7</b>'], "tid": [1],
+        "start_ns": [t0], "end_ns": [t0 + 40_000], "depth": [0], "parent": [-1], "args": [None],
+    }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    p.evaluate("__report.show('core-0')")
+    assert p.evaluate("__report.zoom('core-0', 0, 50000)")["tier"] == "bars"
+    labels = p.evaluate("Array.from(document.querySelectorAll('#view-core-0 .yaxislayer-above text'))"
+                        ".map(t => t.textContent)")
+    assert labels[0] == 'pid "p" <b>7</b> / tid 1'
+    index = p.evaluate("""(() => { const it = __report.items;
+        for (let i = 0; i < it.n; i++) if (it.start[i] === 0 && it.end[i] === 40000) return i;
+        return -1; })()""")
+    x, y = _bar_centre(p, "core-0", index)
+    p.mouse.move(x, y)
+    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
+    lines = p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
+                       ".map(t => t.textContent)")
+    assert lines[:2] == [QUOTED, 'cat "c" · pid "p" <b>7</b> / tid 1']
+    # the input's <i> and <b> stayed text: no italic anywhere, bold only for the page's own title line
+    styled = p.evaluate("""Array.from(document.querySelectorAll('#view-core-0 tspan, .hoverlayer tspan'))
+        .filter(t => /italic|bold/.test(t.getAttribute('style') || '')).map(t => t.textContent)""")
+    assert styled == [QUOTED]
+    assert p.evaluate("Array.from(document.querySelectorAll('i, b'))"
+                      ".filter(e => ['now', 'x', '7'].includes(e.textContent)).length") == 0
+    watch.check()
+    p.close()
+
+
+def test_index_link_of_a_script_named_dump_runs_no_script(browser, tmp_path):
+    """Issue 18 item 2: a dump folder named 'javascript:alert(document.domain)' made the index's
+    link a script URL (clicking it ran the script). The link is relative and percent-encoded:
+    clicking it opens that dump's own report and runs nothing."""
+    from urllib.parse import unquote
+
+    from reportgen.writers.index import write_index
+
+    out = tmp_path / "out"
+    name = "javascript:alert(document.domain)"
+    report = out / name
+    (report / "PerfWeb").mkdir(parents=True)
+    (report / "PerfWeb" / "result.html").write_text("<!DOCTYPE html><title>the dump's report</title>")
+    index = write_index(out, [{"input": str(tmp_path / "run" / name), "output": str(report), "summary": {}}])
+    watch = PageWatch(browser, index.as_uri())
+    p = watch.page
+    assert p.locator("td", has_text=name).count() == 1            # the name itself, as text
+    with p.expect_navigation():
+        p.locator("a", has_text="result.html").click()
+    assert p.title() == "the dump's report"
+    assert unquote(p.url) == unquote((report / "PerfWeb" / "result.html").as_uri())
+    watch.check()                                                 # no dialog, no page error
+    p.close()

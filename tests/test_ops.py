@@ -320,3 +320,72 @@ def test_table_order_and_definitions(prof):
     assert names[:3] == ["Operators", "Operators by Shape", "Kernels"]
     assert names.index("Kernels") < names.index("Host-Device") < names.index("Memory")
     assert set(TABLE_ORDER) == set(TABLE_DEFINITIONS)
+
+
+# -------------------------------------------------------------------------------------------
+# (issue 18 item 6) names that a spreadsheet would evaluate stay text in every CSV
+# -------------------------------------------------------------------------------------------
+FORMULA_NAMES = {
+    "train.py(10): step": "=1+1",
+    "aten::linear": '=HYPERLINK("http://evil.example","click")',
+    "aten::relu": "=cmd|' /C calc'!A0",
+    "aten::copy_": "@SUM(1+1)",
+    "aten::addmm": "ok\r=2+2",                  # a lone CR: a spreadsheet would start a row there
+    "gemm": "+1+1", "bias": "-2+3", "relu_k": "\t=1+1", "x": "\r=1+1",
+}
+
+
+def _soffice():
+    import shutil
+
+    return shutil.which("libreoffice") or shutil.which("soffice")
+
+
+@pytest.mark.skipif(_soffice() is None, reason="LibreOffice (libreoffice/soffice) is not on PATH; "
+                    "install Debian package libreoffice-calc to run this test")
+def test_formula_names_open_as_text_in_libreoffice(tmp_path):
+    """Issue 18 item 6: '=HYPERLINK(...)', '=cmd|...', '+..', '-..', '@..', tab/CR-led names were
+    written raw into tables/*.csv and host_device.csv, and LibreOffice made them live formulas.
+    Converted by LibreOffice to xlsx, every CSV has no formula, the names are text and no row
+    was split; the number columns are still numbers."""
+    import subprocess
+    import zipfile
+
+    trace = json.loads((DATA / "handmade_kineto.json").read_text())
+    for e in trace["traceEvents"]:
+        e["name"] = FORMULA_NAMES.get(e.get("name"), e.get("name"))
+    (tmp_path / "evil.json").write_text(json.dumps(trace))
+    prof = reportgen.load(tmp_path / "evil.json")
+    written = csv_tables.write_tables(prof, tmp_path / "out")
+    written.append(csv_tables.write_seed_csv(prof, tmp_path / "out" / "host_device.csv"))
+    res = subprocess.run([_soffice(), f"-env:UserInstallation=file://{tmp_path}/profile", "--headless",
+                          "--convert-to", "xlsx", "--outdir", str(tmp_path / "xlsx"), *map(str, written)],
+                         capture_output=True, text=True, timeout=180)
+    seen = set()
+    for csv_path in written:
+        book = tmp_path / "xlsx" / (csv_path.stem + ".xlsx")
+        assert book.exists(), res.stdout + res.stderr
+        with zipfile.ZipFile(book) as z:
+            sheet = z.read("xl/worksheets/sheet1.xml").decode()
+            strings = _shared_strings(z)
+        assert "<f" not in sheet, csv_path.name                         # no cell is a formula
+        assert sheet.count("<row ") == len(pd.read_csv(csv_path)) + 1, csv_path.name   # no row split
+        seen |= {n for n in FORMULA_NAMES.values() if _lines("'" + n) in strings or _lines(n) in strings}
+    assert seen == set(FORMULA_NAMES.values())
+    ops = pd.read_csv(tmp_path / "out" / "tables" / "Operators.csv")
+    assert ops["Self CPU (us)"].dtype == np.float64 and "'=cmd|' /C calc'!A0" in set(ops["Name"])
+
+
+def _lines(text: str) -> str:
+    return text.replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _shared_strings(book) -> set[str]:
+    """The text cells of a LibreOffice xlsx, line ends as LF."""
+    from xml.etree import ElementTree
+
+    if "xl/sharedStrings.xml" not in book.namelist():
+        return set()
+    ns = "{http://schemas.openxmlformats.org/spreadsheetml/2006/main}"
+    root = ElementTree.fromstring(book.read("xl/sharedStrings.xml"))
+    return {_lines("".join(t.text or "" for t in si.iter(f"{ns}t"))) for si in root.iter(f"{ns}si")}

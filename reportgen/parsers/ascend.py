@@ -27,7 +27,9 @@ import pandas as pd
 
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile, VendorOutput, empty_commands, finalize_commands
+from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers import chrome as ct
+from reportgen.parsers import limits
 from reportgen.parsers.times import parse_us, points, spans
 
 APO = "ASCEND_PROFILER_OUTPUT"
@@ -42,6 +44,7 @@ MSPROF_TIMELINE = re.compile(r"^msprof_(\d+)_.*\.json$|^msprof_.*\.json$")
 def read_csv(path: Path) -> pd.DataFrame:
     """An Ascend CSV as clean strings: headers and cells stripped of spaces/tabs/quotes,
     ``N/A`` and empty cells as missing."""
+    limits.check_file(path, limits.current(None))
     try:
         df = pd.read_csv(path, dtype=str, keep_default_na=False, skipinitialspace=True,
                          encoding="utf-8-sig")
@@ -107,6 +110,7 @@ def rank_id(rank_dir: Path, default: int) -> int:
     """Rank: profiler_info_{r}.json rank_id, else the name (rank_N), else the Device_id of
     kernel_details.csv (single-card runs record no rank), else default."""
     for info in sorted(rank_dir.glob("profiler_info*.json")):
+        limits.check_file(info, limits.current(None))
         try:
             data = json.loads(info.read_text(encoding="utf-8"))
             r = data.get("rank_id")
@@ -308,6 +312,7 @@ def _read_memory_files(apo: Path, vendor: VendorOutput, meta: Meta) -> None:
 
 
 def _read_json(f: Path):
+    limits.check_file(f, limits.current(None))
     try:
         return json.loads(f.read_text(encoding="utf-8"))
     except (OSError, ValueError) as exc:
@@ -455,9 +460,14 @@ def load_cann_prof(path: Path) -> Profile:
 # ============================================================================================
 # entry points
 # ============================================================================================
-def load_ascend(path: str | Path) -> Profile:
-    """An Ascend output folder of any supported layout -> Profile (see module doc)."""
-    path = Path(path)
+def load_ascend(path: str | Path, *, max_input_mb: int = MAX_INPUT_MB) -> Profile:
+    """An Ascend output folder of any supported layout -> Profile (see module doc); no file of
+    it larger than ``max_input_mb`` MB (or a compressed one expanding beyond) is read."""
+    with limits.bounded(max_input_mb):
+        return _load_ascend(Path(path))
+
+
+def _load_ascend(path: Path) -> Profile:
     if path.is_file() and MS_TIMELINE.match(path.name):
         return load_mindspore_legacy(path.parent, only=path)
     if not path.is_dir():

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from reportgen.errors import InputError
 from reportgen.model import Profile
+from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers.chrome.reader import sniff, strip_bom
 
 EXPECTED = ("a PMU dump folder (with global.profile), a Chrome/PyTorch trace JSON (.json, .gz, "
@@ -86,27 +87,29 @@ def detect_kind(path: str | Path) -> str:
     raise InputError(str(p), "not a regular file or folder; expected " + EXPECTED)
 
 
-def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = True) -> Profile:
+def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = True,
+                 max_input_mb: int = MAX_INPUT_MB) -> Profile:
     """Read any supported input into a Profile, as the input says it (framework tables are
     derived by :func:`reportgen.analysis.framework.attach_framework_tables`).  ``tiu_freq`` and
-    ``quiet`` concern PMU dumps: the TIU clock override, and no progress output."""
+    ``quiet`` concern PMU dumps: the TIU clock override, and no progress output;
+    ``max_input_mb`` bounds what is read (:mod:`reportgen.parsers.limits`)."""
     kind = detect_kind(path)
     if kind == "pmu":
         from reportgen.parsers.pmu import load_dump  # written in parallel; import lazily
 
-        return load_dump(path, tiu_freq=tiu_freq, quiet=quiet)
+        return load_dump(path, tiu_freq=tiu_freq, quiet=quiet, max_input_mb=max_input_mb)
     if kind == "ascend":
         from reportgen.parsers.ascend import load_ascend
 
-        return load_ascend(path)
+        return load_ascend(path, max_input_mb=max_input_mb)
     from reportgen.parsers.chrome import load_chrome_trace, load_chrome_traces
 
     if kind == "chrome":
-        return load_chrome_trace(path)
+        return load_chrome_trace(path, max_input_mb=max_input_mb)
     files = trace_files(Path(path))
     if len(files) == 1:
-        return load_chrome_trace(files[0])
-    return load_chrome_traces(files, str(path))
+        return load_chrome_trace(files[0], max_input_mb=max_input_mb)
+    return load_chrome_traces(files, str(path), max_input_mb=max_input_mb)
 
 
 __all__ = ["detect_kind", "load_profile", "looks_like_trace", "trace_files"]

@@ -8,6 +8,16 @@
 
 The seed tool's command line itself is :mod:`reportgen.profile_parser`.
 
+Both write through :func:`inert_frame`: a text cell that a spreadsheet would evaluate as a formula
+(it starts with ``=``, ``+``, ``-``, ``@``, a tab or a carriage return: the OWASP rule for CSV
+injection) is written with a leading ``'``, so a name such as ``=HYPERLINK(...)`` opens as text,
+and a carriage return inside a cell is written as CR LF (the cell is then quoted: a lone CR would
+start a new row whose first cell is not checked).
+Number columns are never touched (a negative number stays a number), nor is a text cell that is a
+plain decimal number such as ``-12.5`` (a spreadsheet reads it as that number, not a formula).
+The JSON-list cells of the seed CSV start with ``[``: never evaluated, they stay valid JSON and
+the names inside them are left as they are.
+
 Numbers come from :mod:`reportgen.analysis.host_device` unchanged; this module only lays them out.
 """
 from __future__ import annotations
@@ -15,12 +25,19 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+import numpy as np
 import pandas as pd
 
 from reportgen.analysis.host_device import host_device_table
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
+
+#: first characters that make a spreadsheet read a cell as a formula (OWASP: CSV injection)
+FORMULA_STARTS = np.array(["=", "+", "-", "@", "\t", "\r"])
+#: a text cell that is only a decimal number is read as that number: harmless, kept as it is
+_PLAIN_NUMBER = re.compile(r"[+-]?(?:\d+\.?\d*|\.\d+)(?:[eE][+-]?\d+)?")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 SEED_COLUMNS = ["name", "host duration(ms)", "device duration(ms)", "cuda launch duration(ms)",
                 "cuda_runtime", "kernels", "kernel infos", "depth"]
@@ -43,15 +60,86 @@ def seed_frame(profile: Profile, monitor: str = "python_function", launch: str =
     })[SEED_COLUMNS].reset_index(drop=True)
 
 
-def write_seed_csv(profile: Profile, path: str | Path, **kwargs) -> Path:
-    """Write :func:`seed_frame` to ``path`` atomically; returns the path."""
-    frame = seed_frame(profile, **kwargs)
-    path = Path(path)
+def _has_return(values: np.ndarray, chunk: int = 4096) -> bool:
+    """Whether a str cell of ``values`` holds a CR: the cells joined in C, a chunk at a time."""
+    present = values[pd.notna(values)]
+    for lo in range(0, len(present), chunk):
+        part = present[lo:lo + chunk]
+        try:
+            text = "".join(part)
+        except TypeError:                       # numbers among the text
+            text = "".join(v for v in part if isinstance(v, str))
+        if "\r" in text:
+            return True
+    return False
+
+
+def inert_cells(values: np.ndarray) -> np.ndarray | None:
+    """``values`` (an object array) with every str cell a spreadsheet would evaluate prefixed
+    with ``'``, and every carriage return that no line feed follows written as CR LF; None when
+    no cell needs either. The first characters are compared as one array and only the cells that
+    start with a formula character are looked at one by one.
+
+    A lone CR is not a line end for pandas' CSV writer, so a cell holding one is not quoted, and
+    a spreadsheet starts a new row there: ``"a\r=cmd|..."`` would put a live formula in the first
+    cell of that row. With an LF beside it the cell is quoted and stays one cell.
+    """
+    try:
+        first = values.astype("U1")             # str(cell)[:1], in C; non-text cells are skipped below
+    except (TypeError, ValueError):             # lists among the cells: numpy reads them as sequences
+        first = np.array([v[:1] if isinstance(v, str) else "" for v in values], "U1")
+    suspects = np.flatnonzero(np.isin(first, FORMULA_STARTS))
+    formulas = [i for i, v in zip(suspects, values[suspects])
+                if isinstance(v, str) and not _PLAIN_NUMBER.fullmatch(v)]
+    returns = ([i for i, v in enumerate(values) if isinstance(v, str) and "\r" in v]
+               if _has_return(values) else [])
+    if not formulas and not returns:
+        return None
+    out = values.copy()
+    out[formulas] = ["'" + v for v in values[formulas]]
+    for i in returns:
+        out[i] = _LONE_CR.sub("\r\n", out[i])
+    return out
+
+
+def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
+    """``frame`` with its text cells and column names made inert (:func:`inert_cells`); text
+    and categorical columns only, numbers as they are. The frame itself when nothing changed."""
+    fixed: dict[int, np.ndarray] = {}
+    for j in range(frame.shape[1]):
+        s = frame.iloc[:, j]
+        if isinstance(s.dtype, pd.CategoricalDtype):
+            categories = inert_cells(s.cat.categories.to_numpy(object))
+            if categories is not None:
+                codes = s.cat.codes.to_numpy()
+                fixed[j] = np.where(codes >= 0, categories[np.maximum(codes, 0)], None)
+        elif pd.api.types.is_string_dtype(s.dtype):
+            cells = inert_cells(s.to_numpy(object))
+            if cells is not None:
+                fixed[j] = cells
+    header = inert_cells(np.array([str(c) for c in frame.columns], object))
+    if not fixed and header is None:
+        return frame
+    frame = frame.copy(deep=False)
+    for j, cells in fixed.items():
+        frame.isetitem(j, pd.Series(cells, index=frame.index, dtype=object))
+    if header is not None:
+        frame.columns = header
+    return frame
+
+
+def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     try:
         with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-            frame.to_csv(fh, index=False)
+            inert_frame(frame).to_csv(fh, index=False)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the CSV ({exc.strerror or exc})") from None
+
+
+def write_seed_csv(profile: Profile, path: str | Path, **kwargs) -> Path:
+    """Write :func:`seed_frame` to ``path`` atomically; returns the path."""
+    path = Path(path)
+    _write_csv(seed_frame(profile, **kwargs), path)
     return path
 
 
@@ -66,10 +154,6 @@ def write_tables(profile: Profile, out_dir: str | Path) -> list[Path]:
     folder = Path(out_dir) / "tables"
     for name, table in profile.tables.items():
         path = folder / table_file_name(name)
-        try:
-            with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-                table.to_csv(fh, index=False)
-        except OSError as exc:
-            raise OutputError(f"{path}: cannot write the CSV ({exc.strerror or exc})") from None
+        _write_csv(table, path)
         written.append(path)
     return written

@@ -1,8 +1,12 @@
-"""OUT/index.html for a run over several dumps: one row per dump, links to each report."""
+"""OUT/index.html for a run over several dumps: one row per dump, links to each report.
+
+Dump folders are named by whoever made them: their names are shown as text (escaped by the
+template) and the links are built by :func:`reportgen.textsafe.relative_href` only."""
 from __future__ import annotations
 
 from pathlib import Path
 
+from reportgen.textsafe import clean_text, relative_href
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.html.page import environment   # the one Jinja environment of the package
 
@@ -15,15 +19,22 @@ def _num(v, fmt: str) -> str:
     return "n/a" if v is None else format(v, fmt)
 
 
+def _link(out: Path, report: Path, *inside: str) -> str:
+    """The href of a file of one dump's report, relative to OUT ("" when there is none, or the
+    report is not inside OUT: only relative links are ever emitted, see textsafe.relative_href)."""
+    if not report.is_relative_to(out) or not (report.joinpath(*inside)).exists():
+        return ""
+    return relative_href(*report.relative_to(out).parts, *inside)
+
+
 def _row(out: Path, r: dict) -> dict:
-    name = Path(r["input"]).name
+    # a dump folder's name is input text: not UTF-8 it holds surrogates no page can encode
+    name = clean_text(Path(r["input"]).name)
     if "error" in r:
-        return {"name": name, "error": r["error"]}
+        return {"name": name, "error": clean_text(r["error"])}
     s = r.get("summary", {})
     overall = (s.get("summary") or [{}])[-1]
-    rel = Path(r["output"]).relative_to(out) if Path(r["output"]).is_relative_to(out) else Path(r["output"])
-    html = rel / "PerfWeb" / "result.html"
-    xlsx = rel / "PerfDoc" / "PerfAI_output.xlsx"
+    report = Path(r["output"])
     util = overall.get("tiu_util")
     return {
         "name": name, "chip": s.get("chip", ""), "mode": s.get("mode", ""), "cores": s.get("cores", ""),
@@ -34,8 +45,8 @@ def _row(out: Path, r: dict) -> dict:
         "gdma_bw": _num(overall.get("gdma_ddr_bw_busy"), ".2f"),
         "sdma_bw": _num(overall.get("sdma_ddr_bw_busy"), ".2f"),
         "warnings": len(s.get("warnings", [])),
-        "html": html.as_posix() if (out / html).exists() else "",
-        "xlsx": xlsx.as_posix() if (out / xlsx).exists() else "",
+        "html": _link(out, report, "PerfWeb", "result.html"),
+        "xlsx": _link(out, report, "PerfDoc", "PerfAI_output.xlsx"),
     }
 
 

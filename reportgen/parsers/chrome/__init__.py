@@ -26,11 +26,14 @@ from reportgen.parsers.chrome.build import build_profile
 from reportgen.parsers.chrome.classify import (ANNOTATION_CATS, ASCEND_SYNC_TASKS, DEVICE_PROCESSES,
                                                OP_CATS, per_unique, rank_of, role_category)
 from reportgen.parsers.chrome.events import TraceData, read_trace, read_trace_events, to_ns
+from reportgen.parsers.limits import InputTooLarge, bounded
+from reportgen.options import MAX_INPUT_MB
 
 
-def load_chrome_trace(path: str | Path) -> Profile:
+def load_chrome_trace(path: str | Path, *, max_input_mb: int = MAX_INPUT_MB) -> Profile:
     """One trace file -> Profile (core = device index)."""
-    data = read_trace(path)
+    with bounded(max_input_mb):
+        data = read_trace(path)
     # a trace_view.json / msprof timeline handed over on its own is still an Ascend profile
     ascend = any(n.strip().lower() in DEVICE_PROCESSES | {"cann"} for n in data.process_names.values())
     profile = build_profile([data], None, "ascend" if ascend else "chrome", str(path))
@@ -47,12 +50,17 @@ def _host_pids(data: TraceData) -> frozenset:
     return frozenset(ev["pid"][cat.isin(OP_CATS | ANNOTATION_CATS)].unique())
 
 
-def load_chrome_traces(paths: list[Path], input_path: str) -> Profile:
-    """Several trace files of one run (one per rank) -> one Profile, core = rank."""
+def load_chrome_traces(paths: list[Path], input_path: str, *, max_input_mb: int = MAX_INPUT_MB
+                       ) -> Profile:
+    """Several trace files of one run (one per rank) -> one Profile, core = rank;
+    ``max_input_mb`` bounds each file."""
     datas, rejected = [], []
     for p in paths:
         try:
-            datas.append(read_trace(p))
+            with bounded(max_input_mb):
+                datas.append(read_trace(p))
+        except InputTooLarge:
+            raise
         except InputError as exc:  # e.g. an execution trace stored next to its Kineto trace
             rejected.append(str(exc))
     if not datas:

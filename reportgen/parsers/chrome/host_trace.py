@@ -17,15 +17,17 @@ import numpy as np
 import pandas as pd
 
 from reportgen.model import HostTrace
+from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers.chrome.events import plain_ids
 from reportgen.parsers.chrome.reader import read_events
 from reportgen.parsers.times import TIME_LIMIT_NS, parse_us, spans
 
 
-def read_host_trace(path: str | Path) -> HostTrace:
-    """Read a host trace (plain, gzip or zip; an event array or a ``traceEvents`` object)."""
+def read_host_trace(path: str | Path, *, max_input_mb: int = MAX_INPUT_MB) -> HostTrace:
+    """Read a host trace (plain, gzip or zip; an event array or a ``traceEvents`` object) of at
+    most ``max_input_mb`` MB of JSON text."""
     path = Path(path)
-    events, _, warnings = read_events(path, label="host trace")
+    events, _, warnings = read_events(path, label="host trace", max_input_mb=max_input_mb)
     cols = {k: np.fromiter([ev.get(k) for ev in events], dtype=object, count=len(events))
             for k in ("name", "cat", "ph", "ts", "dur", "pid", "tid", "args")}
     position = np.flatnonzero(cols["ph"] == "X")           # index in the file's event list

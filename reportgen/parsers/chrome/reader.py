@@ -5,20 +5,23 @@ The container is recognised by content, never by name: gzip (a cut-off gzip stil
 text before the cut), zip (the first ``.json`` member, else the first member) or plain.  The
 JSON may start with a byte-order mark; an event array whose writer stopped early (no closing
 ``]``, a half-written last event) is read up to its last complete event, with a warning.
+Nothing is read beyond the input bound (:mod:`reportgen.parsers.limits`): a file is size-checked
+before it is read and a compressed one expanded chunk by chunk up to its limit.
 """
 from __future__ import annotations
 
-import gzip
-import io
 import json
+import os
+import re
 import zipfile
 import zlib
 from pathlib import Path
-from typing import Any
+from typing import Any, BinaryIO
 
 import numpy as np
 
 from reportgen.errors import InputError
+from reportgen.parsers import limits
 
 try:  # orjson decodes big traces 3-5x faster; the stdlib decoder gives the same objects
     import orjson as _orjson
@@ -33,7 +36,12 @@ except (ImportError, ValueError):  # pragma: no cover - optional speed-up
 #: trace and would exhaust a recursive JSON decoder
 MAX_JSON_DEPTH = 256
 GZIP_MAGIC = b"\x1f\x8b"
+GZIP_WBITS = 16 + zlib.MAX_WBITS
+#: compressed input is read and expanded this many bytes at a time
+CHUNK = 1 << 20
 ZIP_MAGIC = b"PK\x03\x04"
+#: what reading a damaged (or encrypted, or exotically compressed) zip member raises
+ZIP_ERRORS = (zipfile.BadZipFile, zlib.error, EOFError, NotImplementedError, RuntimeError)
 
 #: warnings a read collects: (code, message) pairs
 Warnings = list[tuple[str, str]]
@@ -46,36 +54,82 @@ def _zip_member(zf: zipfile.ZipFile) -> str | None:
     return pick[0] if pick else None
 
 
-def read_text(path: str | Path, label: str = "file") -> bytes:
+def read_text(path: str | Path, label: str = "file", *, max_input_mb: int | None = None
+              ) -> bytes | bytearray:
     """The JSON text of a trace file, decompressed by content (gzip or zip), not by name.
-    ``label`` names the file in messages ("file", "host trace")."""
+    ``label`` names the file in messages ("file", "host trace").  The file is refused before
+    it is read when larger than the bound, a compressed one as soon as its expansion crosses
+    the limit (:mod:`reportgen.parsers.limits`; ``max_input_mb`` None: the enclosing bound)."""
     path = Path(path)
+    bound = limits.current(max_input_mb)
     try:
-        raw = path.read_bytes()
+        with open(path, "rb") as fh:
+            size = os.fstat(fh.fileno()).st_size
+            limits.check_size(path, size, bound)
+            magic = fh.read(4)
+            fh.seek(0)
+            if magic[:2] == GZIP_MAGIC:
+                return _gunzip(path, fh, *limits.expansion_limit(size, bound))
+            if magic == ZIP_MAGIC:
+                return _unzip(path, fh, *limits.expansion_limit(size, bound))
+            return fh.read()
     except OSError as exc:
         raise InputError(str(path), f"cannot read the {label} ({exc.strerror or exc})") from None
-    if raw[:2] == GZIP_MAGIC:
-        try:
-            return gzip.decompress(raw)
-        except (OSError, EOFError) as exc:
-            # a truncated gzip still yields a usable prefix (like an unterminated array)
-            try:
-                prefix = zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(raw)
-            except zlib.error:
-                prefix = b""
-            if prefix:
-                return prefix
-            raise InputError(str(path), f"corrupt gzip data ({exc})") from None
-    if raw[:4] == ZIP_MAGIC:
-        try:
-            with zipfile.ZipFile(io.BytesIO(raw)) as zf:
-                member = _zip_member(zf)
-                if member is None:
-                    raise InputError(str(path), "zip archive is empty; expected a trace JSON inside")
-                return zf.read(member)
-        except zipfile.BadZipFile as exc:
-            raise InputError(str(path), f"zip archive is corrupt ({exc})") from None
-    return raw
+
+
+def _gunzip(path: Path, fh: BinaryIO, limit: int, how: str) -> bytearray:
+    """Every gzip member of the file (zero padding between them skipped), expanded chunk by
+    chunk; refused as soon as the text passes ``limit``.  A cut-off file yields the text before
+    the cut (like an unterminated array); bytes after the last member that do not start another
+    are ignored."""
+    text = bytearray()
+    inflate = zlib.decompressobj(GZIP_WBITS)
+    data = b""
+    try:
+        while True:
+            if not data:
+                data = fh.read(CHUNK)
+                if not data:
+                    break
+            if inflate.eof:                      # between members: padding, a member or junk
+                data = data.lstrip(b"\0")
+                if not data:
+                    continue
+                if len(data) < 2:
+                    data += fh.read(1)
+                if data[:2] != GZIP_MAGIC:
+                    break
+                inflate = zlib.decompressobj(GZIP_WBITS)
+            text += inflate.decompress(data, limit + 1 - len(text))
+            if len(text) > limit:
+                raise limits.too_expanded(path, limit, how)
+            data = inflate.unconsumed_tail or (inflate.unused_data if inflate.eof else b"")
+    except zlib.error as exc:
+        raise InputError(str(path), f"corrupt gzip data ({exc})") from None
+    if not text and not inflate.eof:
+        raise InputError(str(path), "corrupt gzip data (cut off before any text)")
+    return text
+
+
+def _unzip(path: Path, fh: BinaryIO, limit: int, how: str) -> bytearray:
+    """The trace member of a zip archive, refused before it is read when the archive says it
+    is larger than ``limit`` and as soon as it passes ``limit`` otherwise."""
+    try:
+        with zipfile.ZipFile(fh) as zf:
+            member = _zip_member(zf)
+            if member is None:
+                raise InputError(str(path), "zip archive is empty; expected a trace JSON inside")
+            if zf.getinfo(member).file_size > limit:
+                raise limits.too_expanded(path, limit, how)
+            text = bytearray()
+            with zf.open(member) as inner:
+                while chunk := inner.read(CHUNK):
+                    text += chunk
+                    if len(text) > limit:
+                        raise limits.too_expanded(path, limit, how)
+            return text
+    except ZIP_ERRORS as exc:
+        raise InputError(str(path), f"zip archive is corrupt or unreadable ({exc})") from None
 
 
 def sniff(path: str | Path, size: int = 4096) -> bytes:
@@ -87,7 +141,7 @@ def sniff(path: str | Path, size: int = 4096) -> bytes:
             if magic[:2] == GZIP_MAGIC:
                 fh.seek(0)
                 try:
-                    return zlib.decompressobj(16 + zlib.MAX_WBITS).decompress(fh.read(1 << 16))[:size]
+                    return zlib.decompressobj(GZIP_WBITS).decompress(fh.read(1 << 16), size)
                 except zlib.error:
                     return b""
         if magic == ZIP_MAGIC:
@@ -99,25 +153,45 @@ def sniff(path: str | Path, size: int = 4096) -> bytes:
                     return fh.read(size)
         with open(path, "rb") as fh:
             return fh.read(size)
-    except (OSError, EOFError, zipfile.BadZipFile):
+    except (OSError, *ZIP_ERRORS):
         return b""
 
 
-def strip_bom(text: bytes) -> bytes:
-    text = text.lstrip()
-    return text[3:].lstrip() if text[:3] == b"\xef\xbb\xbf" else text
+_LEADING_BLANKS = re.compile(rb"\s*(?:\xef\xbb\xbf\s*)?")
 
 
-def _nesting(data: bytes) -> tuple[int, int]:
-    """(deepest bracket nesting, byte offset where it is reached); brackets inside strings
-    count too, which can only overstate the depth."""
+def strip_bom(text: bytes | bytearray) -> bytes | bytearray:
+    """The text without leading blanks and byte-order mark (a bytearray is cut in place: no
+    copy of a text of gigabytes)."""
+    start = _LEADING_BLANKS.match(text).end()
+    if not start:
+        return text
+    if isinstance(text, bytearray):
+        del text[:start]
+        return text
+    return text[start:]
+
+
+#: +1 for an opening bracket, -1 for a closing one
+_BRACKET_STEP = np.zeros(256, np.int8)
+_BRACKET_STEP[[0x5B, 0x7B]] = 1
+_BRACKET_STEP[[0x5D, 0x7D]] = -1
+#: bytes scanned at a time (the scan's own memory: 5 bytes per byte of a chunk)
+_NESTING_CHUNK = 8 << 20
+
+
+def _nesting(data: bytes | bytearray) -> tuple[int, int]:
+    """(deepest bracket nesting, byte offset where it is first reached); brackets inside
+    strings count too, which can only overstate the depth."""
     b = np.frombuffer(data, np.uint8)
-    step = (np.isin(b, (0x5B, 0x7B)).astype(np.int32) - np.isin(b, (0x5D, 0x7D)))
-    depth = np.cumsum(step, dtype=np.int32)
-    if not len(depth):
-        return 0, 0
-    at = int(np.argmax(depth))
-    return int(depth[at]), at
+    deepest, at, depth = 0, 0, 0
+    for start in range(0, len(b), _NESTING_CHUNK):
+        levels = np.cumsum(_BRACKET_STEP[b[start:start + _NESTING_CHUNK]], dtype=np.int32) + depth
+        top = int(np.argmax(levels))
+        if levels[top] > deepest:
+            deepest, at = int(levels[top]), start + top
+        depth = int(levels[-1])
+    return deepest, at
 
 
 def _loads(data: bytes) -> Any:
@@ -160,13 +234,15 @@ def decode_json(path: str | Path, data: bytes, warnings: Warnings) -> list | dic
     raise InputError(str(path), f"not a chrome-trace JSON file (invalid JSON: {error})")
 
 
-def read_events(path: str | Path, label: str = "file") -> tuple[list[dict], dict[str, Any], Warnings]:
+def read_events(path: str | Path, label: str = "file", *, max_input_mb: int | None = None
+                ) -> tuple[list[dict], dict[str, Any], Warnings]:
     """The event objects of a trace file, its top-level metadata (the object form's other
     keys) and what was tolerated.  Rejects, with what it is instead, JSON that is not a
-    timeline trace (an execution trace, a memory-timeline export, a summary object)."""
+    timeline trace (an execution trace, a memory-timeline export, a summary object), and a
+    file beyond the input bound (``max_input_mb``; None: the enclosing one)."""
     path = Path(path)
     warnings: Warnings = []
-    obj = decode_json(path, read_text(path, label), warnings)
+    obj = decode_json(path, read_text(path, label, max_input_mb=max_input_mb), warnings)
     if isinstance(obj, dict):
         if "traceEvents" not in obj:
             if "nodes" in obj and ("schema" in obj or "pid" in obj):

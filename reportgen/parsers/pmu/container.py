@@ -6,9 +6,12 @@ length can never cause a giant allocation, and names the file and byte offset of
 """
 from __future__ import annotations
 
+import os
 import re
+import struct
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 
@@ -18,6 +21,7 @@ from reportgen.parsers.pmu.chips import Chip, chip_for_arch
 from reportgen.parsers.pmu.records import Block
 
 KNOWN_BLOCKS = {int(b) for b in Block}
+_HEADER = struct.Struct("<II")        # block type, payload length
 
 
 @dataclass
@@ -27,31 +31,53 @@ class BlockRef:
     payload: memoryview
 
 
-def read_blocks(path: Path, data: bytes | None = None) -> list[BlockRef]:
-    """All blocks of a core/CDMA file in file order."""
+def read_blocks(path: Path, data: bytes | np.ndarray | None = None) -> list[BlockRef]:
+    """All blocks of a core/CDMA file in file order (``data``: its bytes, when already read)."""
     if data is None:
+        scan_blocks(path)            # a file its blocks cannot account for is refused unread
         try:
             data = path.read_bytes()
         except OSError as exc:
             raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
     view = memoryview(data)
-    blocks: list[BlockRef] = []
-    off, size = 0, len(data)
+    return [BlockRef(btype, off, view[off + 8: off + 8 + length])
+            for btype, off, length in _walk(path, len(data), lambda off: view[off:off + 8])]
+
+
+def scan_blocks(path: Path) -> int:
+    """Check a file's block headers on disk, reading 8 bytes per block and no payload, and
+    return its size: a file whose blocks do not tile it (a corrupt header, bytes beyond the
+    last block, a sparse file of gigabytes) is refused before it is read."""
+    try:
+        with path.open("rb") as fh:
+            fd = fh.fileno()
+            size = os.fstat(fd).st_size
+            _walk(path, size, lambda off: os.pread(fd, 8, off))
+    except OSError as exc:
+        raise InputError(path, f"cannot read: {exc.strerror or exc}") from None
+    return size
+
+
+def _walk(path: Path, size: int, header_at: Callable[[int], bytes]) -> list[tuple[int, int, int]]:
+    """(type, offset, payload length) of every block of a file of ``size`` bytes, each header
+    checked against the bytes really present (``header_at(offset)``: the 8 bytes there)."""
+    layout: list[tuple[int, int, int]] = []
+    off = 0
     while off < size:
         if size - off < 8:
             raise InputError(path, f"truncated block header: {size - off} bytes left, expected 8",
                              offset=off)
-        btype, length = np.frombuffer(data, "<u4", 2, off)
-        btype, length = int(btype), int(length)
+        btype, length = _HEADER.unpack(header_at(off))
         if btype not in KNOWN_BLOCKS:
             raise InputError(path, f"unknown block type {btype} (expected one of the dump block "
-                             "types 1-17 or 100)", offset=off)
+                             f"types 1-17 or 100); the {size - off} bytes from here on are in no "
+                             "block", offset=off)
         if length > size - off - 8:
             raise InputError(path, f"block type {Block(btype).name} claims {length} payload bytes "
                              f"but only {size - off - 8} remain (truncated file?)", offset=off)
-        blocks.append(BlockRef(btype, off, view[off + 8: off + 8 + length]))
+        layout.append((btype, off, length))
         off += 8 + length
-    return blocks
+    return layout
 
 
 @dataclass
@@ -67,12 +93,17 @@ class GlobalProfile:
     records: dict[str, tuple[int, int]] = field(default_factory=dict)
 
 
+#: global.profile is a few hundred bytes (a line per engine and core); far more is not one
+GLOBAL_PROFILE_MAX = 1 << 20
 _INT_KEYS = ("core_num", "max_record_num", "tail_offset_ns")
 
 
 def read_global_profile(path: Path, meta: Meta) -> GlobalProfile:
     """Parse `global.profile` (spec §3). Blank lines and junk lines are tolerated with a warning."""
     try:
+        if path.stat().st_size > GLOBAL_PROFILE_MAX:
+            raise InputError(path, f"is {path.stat().st_size} bytes: global.profile holds a few lines "
+                             f"of key=value, at most {GLOBAL_PROFILE_MAX} bytes")
         text = path.read_bytes().decode("utf-8", errors="replace")
     except OSError as exc:
         raise InputError(path, f"cannot read: {exc.strerror}") from None

@@ -26,6 +26,8 @@ from tqdm import tqdm
 
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
+from reportgen.options import MAX_INPUT_MB
+from reportgen.parsers import limits
 from reportgen.parsers.pmu import bind, container, describe
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu import descriptors as D
@@ -68,13 +70,18 @@ class RawDump:
     ports: dict[int, Stream]
 
 
-def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True) -> Profile:
-    """Decode a PMU dump directory. ``tiu_freq`` (MHz) overrides `tpu_freq` and the chip default."""
-    return build_profile(read_dump(path, tiu_freq=tiu_freq, quiet=quiet))
+def load_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True,
+              max_input_mb: int = MAX_INPUT_MB) -> Profile:
+    """Decode a PMU dump directory. ``tiu_freq`` (MHz) overrides `tpu_freq` and the chip default;
+    core and port files of more than ``max_input_mb`` MB in total are refused unread."""
+    return build_profile(read_dump(path, tiu_freq=tiu_freq, quiet=quiet, max_input_mb=max_input_mb))
 
 
-def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True) -> RawDump:
-    """Read every file of a dump directory into arrays (records, nodes, descriptor index)."""
+def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = True,
+              max_input_mb: int = MAX_INPUT_MB) -> RawDump:
+    """Read every file of a dump directory into arrays (records, nodes, descriptor index).
+    Every core and port file is first checked header to header on disk, and their total size
+    against ``max_input_mb``, so a file its blocks cannot account for is refused unread."""
     directory = Path(path)
     if not directory.is_dir():
         raise InputError(directory, "not a directory: expected a PMU dump directory "
@@ -100,7 +107,9 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     meta.arch = dict(chip.arch, **{"TIU Frequency(MHz)": _num(tiu_mhz), "Core Num": chip.cores})
     _check_names(files, meta)
 
-    buffers = _file_buffers(files)
+    sizes = [container.scan_blocks(f) for f in files + list(ports.values())]
+    limits.check_size(directory, sum(sizes), max_input_mb, what="its core and port files hold")
+    buffers = _file_buffers(sizes[:len(files)])
     cores = _in_threads(lambda i, m: _read_core(i, files[i], buffers[i], chip, tiu_mhz, dma_mhz, m,
                                                 gp.bmodel), list(range(len(files))), meta, "decode cores", quiet)
     port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
@@ -236,11 +245,10 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: 
     return core
 
 
-def _file_buffers(paths: list[Path]) -> list[np.ndarray]:
-    """One uint8 buffer per file, carved out of a single allocation. numpy asks the kernel for
-    huge pages for buffers of 4 MB and more, so reading a dump costs a few page faults instead
-    of one per 4 kB (in a fresh process, faults were the main cost of decoding)."""
-    sizes = [p.stat().st_size if p.is_file() else 0 for p in paths]
+def _file_buffers(sizes: list[int]) -> list[np.ndarray]:
+    """One uint8 buffer per file size, carved out of a single allocation. numpy asks the kernel
+    for huge pages for buffers of 4 MB and more, so reading a dump costs a few page faults
+    instead of one per 4 kB (in a fresh process, faults were the main cost of decoding)."""
     whole = np.empty(sum(sizes), np.uint8)
     ends = np.cumsum(sizes).tolist()
     return [whole[end - size:end] for size, end in zip(sizes, ends)]
