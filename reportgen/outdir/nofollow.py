@@ -56,9 +56,9 @@ def parent_dir(root: int, rel: str, *, create: bool = False, label: str = "OUT")
                 try:
                     fd = os.open(name, _DIR_FLAGS, dir_fd=fd)
                 except OSError as exc:
-                    raise _unsafe_dir(label, names[:i + 1], exc) from None
+                    raise _unsafe_dir(label, names[:i + 1], fd, exc) from None
             except OSError as exc:
-                raise _unsafe_dir(label, names[:i + 1], exc) from None
+                raise _unsafe_dir(label, names[:i + 1], fd, exc) from None
             fds.append(fd)
         yield fd
     finally:
@@ -66,13 +66,14 @@ def parent_dir(root: int, rel: str, *, create: bool = False, label: str = "OUT")
             os.close(fd)
 
 
-def _unsafe_dir(label: str, names: list[str], exc: OSError) -> Exception:
+def _unsafe_dir(label: str, names: list[str], parent: int, exc: OSError) -> Exception:
+    """Why ``names[-1]`` (in folder ``parent``) could not be entered as a folder."""
+    if exc.errno not in (errno.ELOOP, errno.ENOTDIR):
+        return exc
     where = "/".join([label, *names])
-    if exc.errno == errno.ELOOP:
+    if stat.S_ISLNK(os.stat(names[-1], dir_fd=parent, follow_symlinks=False).st_mode):
         return Unsafe(f"{where} is a symbolic link: not writing through it (remove or rename it)")
-    if exc.errno == errno.ENOTDIR:
-        return Unsafe(f"{where} is a file where the report needs a folder (remove or rename it)")
-    return exc
+    return Unsafe(f"{where} is a file where the report needs a folder (remove or rename it)")
 
 
 def entry(root: int, rel: str) -> os.stat_result | None:
