@@ -433,7 +433,7 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
     rng = random.Random(18)
     seen = {"old": 0, "new": 0}
     for i in range(INSTANTS):
-        kind = "full" if i % 4 == 0 else "no-doc"
+        kind = "full" if i % 13 == 0 else "no-doc"
         if not out.exists() or fingerprint(out) != old:
             shutil.rmtree(out, ignore_errors=True)
             shutil.copytree(old_reference, out)
