@@ -198,15 +198,16 @@ def staging_left(out: Path) -> list[str]:
     return [p.name for p in out.iterdir() if p.name.startswith(".reportgen-") and p.is_dir()]
 
 
-def stop_at(n: int, action) -> None:
-    """Patch every call that changes the file system so that the ``n``-th one does ``action``."""
+def stop_at(n: int, action, *more: int) -> None:
+    """Patch every call that changes the file system so that the ``n``-th one (and those
+    numbered ``more``) does ``action``."""
     count = [0]
     for name in MUTATORS:
         real = getattr(os, name)
 
         def patched(*a, _real=real, **k):
             count[0] += 1
-            if count[0] == n:
+            if count[0] == n or count[0] in more:
                 action()
             return _real(*a, **k)
         setattr(os, name, patched)
@@ -244,20 +245,26 @@ def test_item4_killed_at_every_step_of_the_commit_recovers_all_old_or_all_new(tm
     assert outcomes[-1] == "new" and outcomes.count("old") > 3 and outcomes.count("new") > 3
 
 
-def test_item4_error_at_every_step_of_the_commit_keeps_all_old_or_all_new(tmp_path, monkeypatch):
+@pytest.mark.parametrize("again", [None, 2, 5], ids=["once", "again-2-later", "again-5-later"])
+def test_item4_error_at_every_step_of_the_commit_keeps_all_old_or_all_new(tmp_path, monkeypatch,
+                                                                          again):
+    """An error or a signal in the run at each step (and, for ``again``, a second one a few
+    steps later, i.e. during the roll-back): all-old or all-new at once or after recovery."""
     out = tmp_path / "out"
     for n in range(1, 200):
         fresh_old(out)
         with monkeypatch.context() as m:
             for name in MUTATORS:
                 m.setattr(os, name, getattr(os, name))      # undone after each step
-            stop_at(n, lambda: (_ for _ in ()).throw(KeyboardInterrupt()))
+            stop_at(n, lambda: (_ for _ in ()).throw(KeyboardInterrupt()),
+                    *([n + again] if again else []))
             try:
                 commit_files(out, NEW)
                 finished = True
             except KeyboardInterrupt:
                 finished = False
-        assert ours(out) in (OLD, NEW), n
+        if again is None:
+            assert ours(out) in (OLD, NEW), n
         outdir.recover(out)
         assert staging_left(out) == [] and ours(out) in (OLD, NEW), n
         if finished:

@@ -118,7 +118,10 @@ def staged(out: str | os.PathLike) -> Iterator[Path]:
                 yield out / stage
                 _commit.commit(root, stage, _files(out / stage))
             except BaseException:
-                nofollow.remove_tree(root, stage)
+                # a journal left by an interrupted roll-back still needs its stage: the next
+                # run's recovery completes that commit and removes the stage then
+                if not _commit.journaled(root):
+                    nofollow.remove_tree(root, stage)
                 raise
 
 

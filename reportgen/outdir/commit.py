@@ -67,6 +67,11 @@ def _read_journal(root: int) -> dict | None:
     return doc
 
 
+def journaled(root: int) -> bool:
+    """Whether a commit is in progress (or was left by a killed run)."""
+    return nofollow.entry(root, JOURNAL) is not None
+
+
 def _regular(st: os.stat_result | None) -> bool:
     return st is not None and stat.S_ISREG(st.st_mode)
 
