@@ -19,6 +19,7 @@ import argparse
 import os
 import signal
 import sys
+import threading
 from pathlib import Path
 
 from reportgen.errors import ReportgenError
@@ -102,7 +103,9 @@ STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def main(argv: list[str] | None = None) -> int:
-    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS}
+    # handlers can only be set from the main thread; elsewhere the caller's stay
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} if main_thread else {}
     for signum, handler in previous.items():
         if handler is not signal.SIG_IGN:                   # nohup keeps SIGHUP ignored
             signal.signal(signum, _stop)
