@@ -283,8 +283,8 @@ def test_item9_a_killed_writer_is_named_by_its_signal():
     assert "web report: writer process died (killed by SIGKILL)" in str(err.value)
 
 
-def _cli(*args, **kw) -> subprocess.Popen:
-    env = dict(os.environ, PYTHONPATH=str(ROOT))
+def _cli(*args, tmpdir: Path | None = None, **kw) -> subprocess.Popen:
+    env = dict(os.environ, PYTHONPATH=str(ROOT), **({"TMPDIR": str(tmpdir)} if tmpdir else {}))
     return subprocess.Popen([sys.executable, "-m", "reportgen", *map(str, args)], env=env,
                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, **kw)
 
@@ -423,7 +423,8 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
     """Issue 18 acceptance: >= 50 kill instants (SIGKILL and SIGTERM, from 0 to the measured
     run time, a third of them close to the end where the commit is) during a 160k-command run
     into an OUT holding an older complete report: after recovery our files are exactly all-old
-    or all-new, and no staging or backup folder remains after the next successful run."""
+    or all-new, and no staging or backup folder remains after the next successful run (nor
+    anything in the runs' temporary folder)."""
     t_start = time.monotonic()
     old = fingerprint(old_reference)
     new, seconds = {}, {}
@@ -436,7 +437,8 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
         seconds[kind] = time.monotonic() - t0
         new[kind] = fingerprint(ref)
         assert set(new[kind]) != set(old)
-    out = tmp_path / "out"
+    out, tmpdir = tmp_path / "out", tmp_path / "tmp"
+    tmpdir.mkdir()
     rng = random.Random(18)
     seen = {"old": 0, "new": 0}
     for i in range(INSTANTS):
@@ -447,7 +449,7 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
         near_end = i % 3 == 2
         delay = rng.uniform(0.8, 1.1) * seconds[kind] if near_end else rng.uniform(0, seconds[kind])
         signum = signal.SIGKILL if i % 2 else signal.SIGTERM
-        proc = _cli(big_dump, out, *KINDS[kind])
+        proc = _cli(big_dump, out, *KINDS[kind], tmpdir=tmpdir)
         time.sleep(delay)
         proc.send_signal(signum)
         _, err = proc.communicate(timeout=120)
@@ -462,6 +464,7 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
     proc = _cli(big_dump, out, *KINDS["no-doc"])
     assert proc.wait() == 0
     assert fingerprint(out) == new["no-doc"] and staging_left(out) == []
+    assert list(tmpdir.iterdir()) == []             # nothing of a killed run outside OUT either
     assert seen["old"] >= 10 and seen["new"] >= 5, seen
     print(f"kill harness: {INSTANTS} instants, {seen}, run {seconds}, "
           f"{time.monotonic() - t_start:.0f} s")

@@ -55,7 +55,9 @@ class SheetHelper:
         while self.first > 1 and taken < HELPER_SHARE * sum(sizes):
             self.first -= 1
             taken += sizes[self.first]
-        self.workdir = Path(tempfile.mkdtemp(prefix="reportgen-xlsx-"))
+        # beside the workbook, i.e. in the run's stage: removed with it even if we are killed
+        self.workdir = Path(tempfile.mkdtemp(prefix=".reportgen-xlsx-",
+                                             dir=Path(book.wb.filename).parent))
         # the helper needs every cell style now: formats created after the fork would be
         # unknown here
         styles = {fmt: private.style_index(book.num(fmt)) for fmt in COMMAND_FORMATS}
