@@ -8,15 +8,18 @@ links to each report.
 """
 from __future__ import annotations
 
+import multiprocessing as mp
+import os
 import re
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
 from reportgen import parallel, pipeline
-from reportgen.errors import ReportgenError
+from reportgen.errors import OutputError, ReportgenError
 from reportgen.options import Options
 
 _NUMBERS = re.compile(r"\d+")
+INDEX = "index.html"
 
 
 def dump_dirs(path: Path) -> list[Path]:
@@ -40,15 +43,40 @@ def _one(options: Options) -> dict:
             "summary": summary_document(done.profile, done.summary)}
 
 
+def _check_out(out: Path, dumps: list[Path]) -> None:
+    """Refuse, before anything is written, an OUT that cannot hold one folder per dump and
+    the index beside them."""
+    if out.exists() and not out.is_dir():
+        raise OutputError(f"{out}: exists and is not a folder (several dumps need a folder)")
+    for d in dumps:
+        if d.name == INDEX:
+            raise OutputError(f"{d}: a dump folder named {INDEX} would take the place of "
+                              f"{out / INDEX} (rename the dump folder)")
+        if (out / d.name).is_symlink():
+            raise OutputError(f"{out / d.name} is a symbolic link: not writing through it "
+                              "(remove or rename it)")
+
+
 def run_many(dumps: list[Path], options: Options) -> int:
     from reportgen.writers.index import write_index
 
     out = options.out_path
-    # one process per dump, its writers one after another (jobs=1)
+    _check_out(out, dumps)
+    # one process per dump, its writers one after another (jobs=1); a worker dies with us
     runs = [options.replace(input=str(d), output=str(out / d.name), quiet=True, jobs=1) for d in dumps]
-    with ProcessPoolExecutor(max_workers=min(parallel.workers(options.jobs), len(runs))) as pool:
-        results = list(pool.map(_one, runs))
-    index = write_index(out, results)
+    with ProcessPoolExecutor(max_workers=min(parallel.workers(options.jobs), len(runs)),
+                             initializer=parallel.die_with_parent, initargs=(os.getpid(),)) as pool:
+        try:
+            results = list(pool.map(_one, runs))
+        except BaseException:
+            # a signal or a lost worker: leaving the pool would wait for every running dump
+            for proc in mp.active_children():
+                proc.kill()
+            raise
+    try:
+        index = write_index(out, results)
+    except OSError as exc:
+        raise OutputError(f"{out / INDEX}: cannot write the index: {exc.strerror or exc}") from None
     if not options.quiet:
         for r in results:
             state = f"error: {r['error']}" if "error" in r else f"{len(r['files'])} files, {r['seconds']:.1f} s"

@@ -10,12 +10,16 @@ Outputs (all on by default; see README "Outputs and options"):
 
 A user mistake (bad input, bad option) prints one line and exits non-zero; a writer failure
 exits 3 and leaves no half-written file (every output is written under a temporary name).
+SIGINT, SIGTERM and SIGHUP stop a run the same way: the writers are killed, the stage is
+removed (OUT keeps the previous report), one line, exit 128 + the signal number.
 """
 from __future__ import annotations
 
 import argparse
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
 
 from reportgen.errors import ReportgenError
@@ -87,7 +91,36 @@ def run(options: Options) -> int:
     return 0
 
 
+class Stopped(KeyboardInterrupt):
+    """A stop signal (SIGINT, SIGTERM, SIGHUP), raised where the main process is."""
+
+    def __init__(self, signum: int):
+        super().__init__(signum)
+        self.signum = signum
+
+
+def _stop(signum, frame) -> None:
+    raise Stopped(signum)
+
+
+STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+
 def main(argv: list[str] | None = None) -> int:
+    # handlers can only be set from the main thread; elsewhere the caller's stay
+    main_thread = threading.current_thread() is threading.main_thread()
+    previous = {signum: signal.getsignal(signum) for signum in STOP_SIGNALS} if main_thread else {}
+    for signum, handler in previous.items():
+        if handler is not signal.SIG_IGN:                   # nohup keeps SIGHUP ignored
+            signal.signal(signum, _stop)
+    try:
+        return _main(argv)
+    finally:
+        for signum, handler in previous.items():
+            signal.signal(signum, handler)
+
+
+def _main(argv: list[str] | None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
@@ -101,9 +134,10 @@ def main(argv: list[str] | None = None) -> int:
             raise
         print(f"bigTpuProfile: error: {exc}", file=sys.stderr)
         return exc.exit_code
-    except KeyboardInterrupt:
-        print("bigTpuProfile: interrupted", file=sys.stderr)
-        return 130
+    except KeyboardInterrupt as exc:
+        signum = getattr(exc, "signum", signal.SIGINT)
+        print(f"bigTpuProfile: interrupted ({signal.Signals(signum).name})", file=sys.stderr)
+        return 128 + signum
     except BrokenPipeError:          # `bigTpuProfile ... | head`: the reader left, not an error
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 0

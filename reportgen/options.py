@@ -44,6 +44,9 @@ class Options:
     def __post_init__(self) -> None:
         if not self.input:
             raise OptionError("an input path is required")
+        if not self.output:
+            raise OptionError("the output folder must not be empty (give a path, e.g. '.' for "
+                              "the current folder)")
         for name in ("registers", "reginfo"):
             if getattr(self, name) not in AUTO_ON_OFF:
                 raise OptionError(f"{name} must be one of {', '.join(AUTO_ON_OFF)}, "

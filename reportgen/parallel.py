@@ -2,12 +2,16 @@
 
 The decoded Profile is built once in the parent; ``fork`` gives each writer process the same
 memory pages (copy-on-write), so nothing is pickled or decoded twice. A writer that fails in
-its process fails the run with exit code 3 and one line, never silently.
+its process fails the run with exit code 3 and one line, never silently. Writer processes die
+with the run: the parent kills them on any error or signal, and the kernel kills them when the
+parent itself is killed (:func:`die_with_parent`).
 """
 from __future__ import annotations
 
+import ctypes
 import multiprocessing as mp
 import os
+import signal
 from multiprocessing.connection import wait
 import traceback
 from pathlib import Path
@@ -39,7 +43,34 @@ def _guarded(label: str, fn: Callable):
                           "(set REPORTGEN_DEBUG=1 for the traceback)") from exc
 
 
-def _child(label, fn, conn) -> None:
+_PR_SET_PDEATHSIG = 1
+
+
+def die_with_parent(parent_pid: int) -> None:
+    """In a forked child: be killed (SIGKILL) when the parent dies, even by SIGKILL.
+
+    Linux only (``prctl(PR_SET_PDEATHSIG)``); elsewhere the parent's own clean-up on errors
+    and signals is all there is. If the parent died before this call, exit at once.
+    """
+    try:
+        ctypes.CDLL(None).prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):       # pragma: no cover - not Linux
+        pass
+    if os.getppid() != parent_pid:
+        os._exit(1)
+
+
+def _exit_text(code: int | None) -> str:
+    if code is not None and code < 0:
+        try:
+            return f"killed by {signal.Signals(-code).name}"
+        except ValueError:
+            return f"killed by signal {-code}"
+    return f"exit code {code}"
+
+
+def _child(label, fn, conn, parent_pid) -> None:
+    die_with_parent(parent_pid)
     try:
         conn.send(("ok", [str(p) for p in _guarded(label, fn)]))
     except ReportgenError as exc:
@@ -70,30 +101,37 @@ def run_jobs(jobs: list[tuple[str, Callable]], max_workers: int | None = None) -
     running: list[tuple[str, mp.Process, object]] = []
     written: list[Path] = []
     error: tuple | None = None
-    while pending or running:
-        while pending and len(running) < n and error is None:
-            label, fn = pending.pop(0)
-            parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(label, fn, child), daemon=True)
-            proc.start()
-            child.close()
-            running.append((label, proc, parent))
-        if not running:
-            break
-        # whichever writer finishes first frees its worker for the next job (waiting for the
-        # oldest would leave a CPU idle behind a long workbook)
-        ready = wait([conn for _, _, conn in running])
-        label, proc, conn = running.pop(next(i for i, r in enumerate(running) if r[2] in ready))
-        try:
-            status, payload = conn.recv()
-        except EOFError:
-            status, payload = "err", ("OutputError", f"{label}: writer process died "
-                                      f"(exit code {proc.exitcode})", 3)
-        proc.join()
-        if status == "ok":
-            written += [Path(p) for p in payload]
-        elif error is None:
-            error = payload
+    try:
+        while pending or running:
+            while pending and len(running) < n and error is None:
+                label, fn = pending.pop(0)
+                parent, child = ctx.Pipe(duplex=False)
+                proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid()), daemon=True)
+                proc.start()
+                child.close()
+                running.append((label, proc, parent))
+            if not running:
+                break
+            # whichever writer finishes first frees its worker for the next job (waiting for
+            # the oldest would leave a CPU idle behind a long workbook)
+            ready = wait([conn for _, _, conn in running])
+            label, proc, conn = running.pop(next(i for i, r in enumerate(running) if r[2] in ready))
+            try:
+                status, payload = conn.recv()
+            except EOFError:
+                proc.join()
+                status, payload = "err", ("OutputError", f"{label}: writer process died "
+                                          f"({_exit_text(proc.exitcode)})", 3)
+            proc.join()
+            if status == "ok":
+                written += [Path(p) for p in payload]
+            elif error is None:
+                error = payload
+    finally:
+        # an error or a signal here: no writer may go on writing into a stage being removed
+        for _, proc, _ in running:
+            proc.kill()
+            proc.join()
     if error is not None:
         _, message, code = error
         exc = OutputError(message)

@@ -5,8 +5,9 @@
     parse (parsers.detect) -> derive (analysis.derive) -> writers, side by side -> commit OUT
 
 Which outputs exist, when each is wanted and how it is written is the :data:`OUTPUTS` table. A
-run writes into a private staging folder inside OUT that is moved into place only when every
-writer succeeded (writers/atomic.py).
+run writes into a private staging folder inside OUT that is committed, all or nothing, only
+when every writer succeeded (reportgen/outdir: no write through links, only our own files
+replaced or removed, recovery of a killed run).
 """
 from __future__ import annotations
 
@@ -17,8 +18,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reportgen import parallel
-from reportgen.errors import OutputError
+from reportgen import outdir, parallel
 from reportgen.model import Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
 from reportgen.textsafe import clean_profile
@@ -142,16 +142,12 @@ class Report:
 
 def report(options: Options) -> Report:
     """Parse, derive and write every requested output of one input into ``options.output``."""
-    from reportgen.writers.atomic import staged_dir
-
     t0 = time.perf_counter()
+    final = options.out_path
+    outdir.recover(final)         # a killed earlier run: finished before anything else
     profile = load(options)
     summary = analyse(profile, options)
-    final = options.out_path
-    try:
-        with staged_dir(final, replace_glob=("*RegInfo_*.txt",)) as out:
-            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
-    except OSError as exc:
-        raise OutputError(f"{final}: cannot write the reports ({exc.strerror or exc})") from None
+    with outdir.staged(final) as out:
+        written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
     files = [final / p.relative_to(out) for p in written]
     return Report(files, time.perf_counter() - t0, profile, summary)

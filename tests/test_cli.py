@@ -60,7 +60,8 @@ def test_outputs_can_be_switched_off(tmp_path):
     out = tmp_path / "out"
     res = cli(SAMPLE, out, "--disable_web", "--disable_doc", "--no_perfetto", "--quiet")
     assert res.returncode == 0, res.stderr
-    assert sorted(p.name for p in out.iterdir()) == ["summary.json", "summary.txt"]
+    assert sorted(p.name for p in out.iterdir()) == [".reportgen-manifest.json", "summary.json",
+                                                     "summary.txt"]
     assert res.stdout == ""
 
 
@@ -145,7 +146,7 @@ def test_failed_run_leaves_the_previous_report_intact(tmp_path, monkeypatch, cap
     assert len(err) == 1 and "web report failed: RuntimeError: disk on fire" in err[0]
     after = {p: p.read_bytes() for p in out.rglob("*") if p.is_file()}
     assert after == before                                  # nothing new, nothing half-written
-    assert not [p for p in out.iterdir() if p.name.startswith(".reportgen-")]
+    assert not [p for p in out.iterdir() if p.name.startswith(".reportgen-") and p.is_dir()]
 
 
 def test_notebook_api():

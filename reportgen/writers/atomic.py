@@ -1,13 +1,13 @@
 """Atomic output: write to a temporary name beside the target, rename when complete.
 
 A crash or an error mid-write never leaves a half-written report under the final name, and an
-older report stays intact until the new one is complete.
+older report stays intact until the new one is complete. (A whole report is staged and
+committed into OUT by reportgen/outdir.)
 """
 from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import tempfile
 from pathlib import Path
 from typing import Iterator
@@ -42,32 +42,3 @@ def atomic_open(final: str | os.PathLike, mode: str = "w", **kwargs):
     with atomic_path(final) as tmp:
         with open(tmp, mode, **kwargs) as fh:
             yield fh
-
-
-@contextlib.contextmanager
-def staged_dir(final: str | os.PathLike, replace_glob: tuple[str, ...] = ()) -> Iterator[Path]:
-    """Yield a private staging folder inside ``final``; when the block succeeds, move every file
-    into ``final`` (one rename each) and remove the staging folder. If the block fails nothing
-    in ``final`` changes, so a failed run never leaves old and new reports mixed.
-
-    ``replace_glob``: patterns of files in ``final`` that the new run replaces as a set (e.g.
-    ``*RegInfo_*.txt``): old ones the new run did not write are removed at commit.
-    """
-    final = Path(final)
-    final.mkdir(parents=True, exist_ok=True)
-    stage = Path(tempfile.mkdtemp(prefix=".reportgen-", dir=final))
-    try:
-        yield stage
-    except BaseException:
-        shutil.rmtree(stage, ignore_errors=True)
-        raise
-    new = [p for p in stage.rglob("*") if p.is_file()]
-    for pattern in replace_glob:
-        if any(p.match(pattern) for p in new):
-            for old in final.glob(pattern):
-                old.unlink()
-    for p in new:
-        dest = final / p.relative_to(stage)
-        dest.parent.mkdir(parents=True, exist_ok=True)
-        os.replace(p, dest)
-    shutil.rmtree(stage, ignore_errors=True)

@@ -20,6 +20,7 @@ from typing import Callable
 
 import numpy as np
 
+from reportgen.parallel import die_with_parent
 from reportgen.writers.xlsx import sheet_xml, workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import Column, cut_count
@@ -54,14 +55,18 @@ class SheetHelper:
         while self.first > 1 and taken < HELPER_SHARE * sum(sizes):
             self.first -= 1
             taken += sizes[self.first]
-        self.workdir = Path(tempfile.mkdtemp(prefix="reportgen-xlsx-"))
+        # beside the workbook, i.e. in the run's stage: removed with it even if we are killed
+        self.workdir = Path(tempfile.mkdtemp(prefix=".reportgen-xlsx-",
+                                             dir=Path(book.wb.filename).parent))
         # the helper needs every cell style now: formats created after the fork would be
         # unknown here
         styles = {fmt: private.style_index(book.num(fmt)) for fmt in COMMAND_FORMATS}
+        writer_pid = os.getpid()
         self.pid = os.fork()
         if self.pid == 0:                                   # the helper
             status = 1
             try:
+                die_with_parent(writer_pid)
                 heads = [build_rows_file(columns(name, pos), styles, self.workdir / f"{i}.xml")
                          for i, (name, pos) in enumerate(sheets) if i >= self.first]
                 with open(self.workdir / "heads.pkl", "wb") as fh:

@@ -32,7 +32,10 @@ class Book:
     def __init__(self, path: Path) -> None:
         self.wb = xlsxwriter.Workbook(str(path), {
             "constant_memory": True, "strings_to_numbers": False, "strings_to_urls": False,
-            "strings_to_formulas": False})
+            "strings_to_formulas": False,
+            # its temporary files beside the workbook (in the run's stage): a killed run
+            # leaves nothing in TMPDIR, the next run's recovery removes the stage
+            "tmpdir": str(Path(path).parent)})
         self.header = self.wb.add_format({"bold": True, "bg_color": "#305496", "font_color": "#FFFFFF",
                                           "text_wrap": True, "valign": "top", "border": 1})
         self.title = self.wb.add_format({"bold": True, "font_size": 14})
