@@ -19,6 +19,7 @@ from typing import Callable
 import pandas as pd
 
 from reportgen import outdir, parallel
+from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
 from reportgen.textsafe import clean_profile
@@ -148,6 +149,12 @@ def report(options: Options) -> Report:
     profile = load(options)
     summary = analyse(profile, options)
     with outdir.staged(final) as out:
-        written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
+        try:
+            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
+        except OutputError as exc:
+            # writers name files in the private stage; the user knows them under OUT
+            named = OutputError(str(exc).replace(str(out), str(final)))
+            named.exit_code = exc.exit_code
+            raise named from None
     files = [final / p.relative_to(out) for p in written]
     return Report(files, time.perf_counter() - t0, profile, summary)

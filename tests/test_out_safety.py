@@ -468,3 +468,30 @@ def test_kill_harness(tmp_path, big_dump, old_reference):
     assert seen["old"] >= 10 and seen["new"] >= 5, seen
     print(f"kill harness: {INSTANTS} instants, {seen}, run {seconds}, "
           f"{time.monotonic() - t_start:.0f} s")
+
+
+@pytest.fixture
+def full_disk(tmp_path):
+    """A 200 kB tmpfs: too small for the sample's workbook (needs root and mount rights)."""
+    mnt = tmp_path / "tiny"
+    mnt.mkdir()
+    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=200k", "tmpfs", str(mnt)],
+                         capture_output=True, text=True)
+    if res.returncode:
+        pytest.skip(f"cannot mount a small tmpfs to fill a disk: {res.stderr.strip()}")
+    yield mnt
+    subprocess.run(["umount", str(mnt)], check=False)
+
+
+def test_full_disk_is_one_line_without_zipfile_noise(full_disk):
+    """Item 9: a full disk used to add an 'Exception ignored in ZipFile.__del__' traceback, and
+    the line named the private staging folder instead of OUT."""
+    out = full_disk / "out"
+    res = subprocess.run([sys.executable, "-m", "reportgen", str(SAMPLE), str(out), "--quiet",
+                          "--disable_web", "--no_perfetto", "--disable_summary", "--reginfo", "off"],
+                         capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ROOT)))
+    assert res.returncode == 3
+    assert res.stderr.splitlines() == [
+        f"bigTpuProfile: error: cannot write {out}/PerfDoc/PerfAI_output.xlsx: "
+        "[Errno 28] No space left on device"]
+    assert [p.name for p in out.iterdir()] == []

@@ -78,7 +78,7 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *,
     with_registers, why = _registers_decision(profile, registers)
     register_note = summary_sheet.register_note(why, len(profile.commands), REGISTER_AUTO_LIMIT)
     try:
-        with atomic_path(final) as tmp:
+        with atomic_path(final) as tmp, private.zip_level(ZIP_LEVEL):
             book = workbook.Book(tmp)
             try:
                 _write_workbook(book, profile, summary, with_registers, register_note, quiet)
@@ -88,8 +88,7 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *,
                 with contextlib.suppress(Exception):
                     book.wb.close()
                 raise
-            with private.zip_level(ZIP_LEVEL):
-                book.wb.close()
+            book.wb.close()
     except OutputError:
         raise
     except (OSError, XlsxWriterException) as err:

@@ -173,17 +173,24 @@ def zip_level(level: int | None):
 
     xlsxwriter has no option for it: it creates ``ZipFile(...)`` by that module-level name in
     ``xlsxwriter.workbook``, which is swapped for a subclass with ``compresslevel`` for the
-    duration of the close only (restored even on error).
+    duration of the close only (restored even on error). The subclass also keeps a zip that a
+    failed close left open (a full disk) from printing "Exception ignored in ZipFile.__del__"
+    when it is collected: the error has already been reported as one line.
     """
-    if level is None or not USABLE:
+    if not USABLE:
         yield
         return
     original = xlsxwriter.workbook.ZipFile
 
     class LeveledZipFile(zipfile.ZipFile):
         def __init__(self, *args, **kwargs):
-            kwargs.setdefault("compresslevel", level)
+            if level is not None:
+                kwargs.setdefault("compresslevel", level)
             super().__init__(*args, **kwargs)
+
+        def __del__(self):
+            with contextlib.suppress(OSError):
+                self.close()
 
     xlsxwriter.workbook.ZipFile = LeveledZipFile
     try:
