@@ -231,6 +231,24 @@ def _bar_centre(p, view: str, index: int) -> tuple[float, float]:
     }}"""))
 
 
+def _lane_labels(p, view: str) -> list[str]:
+    """The lane labels of a timeline view, top to bottom."""
+    return p.evaluate(f"Array.from(document.querySelectorAll('#view-{view} .yaxislayer-above text'))"
+                      ".map(t => t.textContent)")
+
+
+def _hover_lines(p, view: str, start: int, end: int) -> list[str]:
+    """The hover text lines of the item drawn from ``start`` to ``end`` (ns) in ``view``."""
+    index = p.evaluate(f"""(() => {{ const it = __report.items;
+        for (let i = 0; i < it.n; i++) if (it.start[i] === {start} && it.end[i] === {end}) return i;
+        return -1; }})()""")
+    x, y = _bar_centre(p, view, index)
+    p.mouse.move(x, y)
+    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
+    return p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
+                      ".map(t => t.textContent)")
+
+
 def test_jump_and_hover_show_the_model_row(page, report):
     profile, t0 = report["profile"], report["t0"]
     p = page.page
@@ -422,17 +440,9 @@ def test_host_lanes_sit_above_the_device_lanes(browser, tmp_path):
     p.evaluate("__report.show('core-0')")
     result = p.evaluate("__report.zoom('core-0', 0, 100000)")
     assert result["tier"] == "bars"
-    labels = p.evaluate("Array.from(document.querySelectorAll('#view-core-0 .yaxislayer-above text'))"
-                        ".map(t => t.textContent)")
+    labels = _lane_labels(p, "core-0")
     assert labels == ["pid 7 / tid 1", "pid 7 / tid 1 · d1", "TIU_0", "GDMA_0", "SDMA_0", "CDMA_0"]
-    index = p.evaluate("""(() => { const it = __report.items;
-        for (let i = 0; i < it.n; i++) if (it.start[i] === 1000 && it.end[i] === 40000) return i;
-        return -1; })()""")
-    x, y = _bar_centre(p, "core-0", index)
-    p.mouse.move(x, y)
-    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
-    lines = p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
-                       ".map(t => t.textContent)")
+    lines = _hover_lines(p, "core-0", 1000, 40000)
     assert lines == ["<b>aten::mm</b>", "cpu_op · pid 7 / tid 1 · d1", "start 1.000 µs · duration 39,000 ns"]
     shot(p, "html_host_lanes.png")
     watch.check()
@@ -710,17 +720,8 @@ def test_quotes_and_markup_in_names_show_as_typed(browser, tmp_path):
     p.evaluate("__report.ready")
     p.evaluate("__report.show('core-0')")
     assert p.evaluate("__report.zoom('core-0', 0, 50000)")["tier"] == "bars"
-    labels = p.evaluate("Array.from(document.querySelectorAll('#view-core-0 .yaxislayer-above text'))"
-                        ".map(t => t.textContent)")
-    assert labels[0] == 'pid "p" <b>7</b> / tid 1'
-    index = p.evaluate("""(() => { const it = __report.items;
-        for (let i = 0; i < it.n; i++) if (it.start[i] === 0 && it.end[i] === 40000) return i;
-        return -1; })()""")
-    x, y = _bar_centre(p, "core-0", index)
-    p.mouse.move(x, y)
-    p.wait_for_selector(".hoverlayer .hovertext", timeout=5000)
-    lines = p.evaluate("Array.from(document.querySelectorAll('.hoverlayer .hovertext text.nums tspan.line'))"
-                       ".map(t => t.textContent)")
+    assert _lane_labels(p, "core-0")[0] == 'pid "p" <b>7</b> / tid 1'
+    lines = _hover_lines(p, "core-0", 0, 40000)
     assert lines[:2] == [QUOTED, 'cat "c" · pid "p" <b>7</b> / tid 1']
     # the input's <i> and <b> stayed text: no italic anywhere, bold only for the page's own title line
     styled = p.evaluate("""Array.from(document.querySelectorAll('#view-core-0 tspan, .hoverlayer tspan'))
