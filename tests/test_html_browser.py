@@ -231,6 +231,18 @@ def _bar_centre(p, view: str, index: int) -> tuple[float, float]:
     }}"""))
 
 
+def _core0_bars(browser, profile, tmp_path, end_ns: int):
+    """``profile``'s page opened on core 0, zoomed to [0, end_ns] where items are drawn as bars."""
+    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
+    watch = PageWatch(browser, path.as_uri())
+    p = watch.page
+    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+    p.evaluate("__report.ready")
+    p.evaluate("__report.show('core-0')")
+    assert p.evaluate(f"__report.zoom('core-0', 0, {end_ns})")["tier"] == "bars"
+    return watch, p
+
+
 def _lane_labels(p, view: str) -> list[str]:
     """The lane labels of a timeline view, top to bottom."""
     return p.evaluate(f"Array.from(document.querySelectorAll('#view-{view} .yaxislayer-above text'))"
@@ -432,14 +444,7 @@ def test_host_lanes_sit_above_the_device_lanes(browser, tmp_path):
         "depth": [0, 1, 1], "parent": [-1, 0, 0], "args": [None] * 3,
     }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
     profile.host = host
-    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
-    watch = PageWatch(browser, path.as_uri())
-    p = watch.page
-    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    p.evaluate("__report.ready")
-    p.evaluate("__report.show('core-0')")
-    result = p.evaluate("__report.zoom('core-0', 0, 100000)")
-    assert result["tier"] == "bars"
+    watch, p = _core0_bars(browser, profile, tmp_path, 100_000)
     labels = _lane_labels(p, "core-0")
     assert labels == ["pid 7 / tid 1", "pid 7 / tid 1 · d1", "TIU_0", "GDMA_0", "SDMA_0", "CDMA_0"]
     lines = _hover_lines(p, "core-0", 1000, 40000)
@@ -713,13 +718,7 @@ def test_quotes_and_markup_in_names_show_as_typed(browser, tmp_path):
         "name": [QUOTED], "category": ['cat "c"'], "pid": ['"p" <b>7</b>'], "tid": [1],
         "start_ns": [t0], "end_ns": [t0 + 40_000], "depth": [0], "parent": [-1], "args": [None],
     }).astype({k: v for k, v in HOST_COLUMNS.items() if k != "args"})
-    path = html_writer.write(profile, engine_summary(profile), tmp_path, quiet=True)
-    watch = PageWatch(browser, path.as_uri())
-    p = watch.page
-    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    p.evaluate("__report.ready")
-    p.evaluate("__report.show('core-0')")
-    assert p.evaluate("__report.zoom('core-0', 0, 50000)")["tier"] == "bars"
+    watch, p = _core0_bars(browser, profile, tmp_path, 50_000)
     assert _lane_labels(p, "core-0")[0] == 'pid "p" <b>7</b> / tid 1'
     lines = _hover_lines(p, "core-0", 0, 40000)
     assert lines[:2] == [QUOTED, 'cat "c" · pid "p" <b>7</b> / tid 1']
