@@ -52,7 +52,7 @@ def build_parser() -> argparse.ArgumentParser:
                    help="RegInfo text files (auto: with the workbook, up to %d commands: "
                         "beyond that they run to gigabytes)" % REGINFO_AUTO_LIMIT)
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
-    p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept")
+    p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept (-1: no limit)")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
     p.add_argument("--max_input_mb", type=int, default=MAX_INPUT_MB, metavar="N",
                    help="read at most N MB of input (default %(default)s): a larger file, a "

@@ -24,7 +24,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-hc", "--host_cat", default="cuda_runtime", help="launch (host runtime) category")
     p.add_argument("-dc", "--device_cat", default="kernel", help="device category ('all' for every device slice)")
     p.add_argument("-mc", "--monitor_cat", default="python_function", help="monitored host category")
-    p.add_argument("--max_depth", type=int, default=None, help="deepest call depth kept (inclusive)")
+    p.add_argument("--max_depth", type=int, default=None, help="deepest call depth kept (inclusive; -1: no limit)")
     p.add_argument("--min_depth", type=int, default=None, help="shallowest call depth kept (inclusive)")
     p.add_argument("--self", action="store_true", help="self attribution (exclude deeper monitored events)")
     return p

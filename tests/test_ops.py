@@ -128,6 +128,17 @@ def test_profile_parser_main_cli(tmp_path):
     assert rc != 0
 
 
+def test_max_depth_minus_one_means_no_limit(tmp_path):
+    """Issue 16 item 3: the seed tool documents ``--max_depth -1`` as "everything"; it used to
+    give no rows. Every cpu_op slice of the file (5, counted from the JSON) is a row."""
+    events = json.loads((DATA / "handmade_kineto.json").read_text())["traceEvents"]
+    cpu_ops = sum(1 for e in events if e.get("cat") == "cpu_op" and e.get("ph") == "X")
+    dst = tmp_path / "seed.csv"
+    assert profile_parser.main(["-s", str(DATA / "handmade_kineto.json"), "-d", str(dst),
+                                "-mc", "cpu_op", "--max_depth", "-1"]) == 0
+    assert len(pd.read_csv(dst)) == cpu_ops == 5
+
+
 # -------------------------------------------------------------------------------------------
 # (b) key_averages
 # -------------------------------------------------------------------------------------------

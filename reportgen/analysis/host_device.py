@@ -19,7 +19,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
                       device: str | Iterable[str] | None = "kernel",
                       min_depth: int | None = None, max_depth: int | None = None,
                       self_only: bool = False, with_lists: bool = False) -> pd.DataFrame:
-    """One row per monitored host slice with ``min_depth <= depth <= max_depth``.
+    """One row per monitored host slice with ``min_depth <= depth <= max_depth`` (a negative
+    ``max_depth``, the seed tool's ``-1``, means no limit, like None).
 
     Depth and the ``$$`` path count only monitored ancestors on the same thread.  Launches are
     the ``launch``-category slices inside the row's slice on its thread (tree descendants);
@@ -77,7 +78,7 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
 
     rows = np.flatnonzero(is_m)
     lo = 1 if min_depth is None else int(min_depth)
-    hi = np.iinfo(np.int64).max if max_depth is None else int(max_depth)
+    hi = np.iinfo(np.int64).max if max_depth is None or max_depth < 0 else int(max_depth)
     rows = rows[(depth[rows] >= lo) & (depth[rows] <= hi)]
     out = pd.DataFrame({
         "name": path[rows],
