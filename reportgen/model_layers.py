@@ -75,7 +75,12 @@ class LayerView:
     classes: pd.DataFrame
     #: the what-if table (docs/metrics.md "Layers: what if"); empty when peaks are unknown
     what_if: pd.DataFrame
-    #: TIU/GDMA commands no record owns, and the same as one row like ``layers``
+    #: the TIU/GDMA commands no record owns, as one row with the columns of ``layers``
     unattributed: pd.DataFrame
     #: chip and model facts shown above the tables: (label, value, unit)
     facts: list[tuple[str, object, str]] = field(default_factory=list)
+    #: one row per record with commands (the layer lanes): record, core, layer, file_line, name,
+    #: group_line, start_ns, end_ns, cmds; by core and start
+    spans: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: unattributed commands per core and engine: core, engine, cmds
+    unattributed_cmds: pd.DataFrame = field(default_factory=pd.DataFrame)
