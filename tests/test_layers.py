@@ -211,3 +211,20 @@ def test_a_broken_layer_file_gives_a_warning_and_a_report(variant, tmp_path):
     assert ("layers" in doc) == has_layers
     sheets = openpyxl.load_workbook(out / "PerfDoc" / "PerfAI_output.xlsx", read_only=True).sheetnames
     assert ("Layer by Layer Info" in sheets) == has_layers
+
+
+def test_perfetto_has_a_layer_track_per_core(tmp_path):
+    from test_perfetto import decode, track_path
+
+    from reportgen.writers import perfetto
+
+    profile = _profile("aks-layers-c8")
+    dec = decode(perfetto.write(profile, profile.summary, tmp_path, quiet=True))
+    layer = [dict(s, path=track_path(dec["tracks"], s["track"])) for s in dec["slices"]
+             if "/Layers" in track_path(dec["tracks"], s["track"])]
+    spans = profile.layer_view.spans
+    assert len(layer) == len(spans)
+    got = sorted((s["args"]["Layer Id"], s["dur"], s["args"]["Commands"]) for s in layer)
+    want = sorted(zip(spans["file_line"], spans["end_ns"] - spans["start_ns"], spans["cmds"]))
+    assert got == want
+    assert len({s["path"].split("/Layers")[0] for s in layer}) == 8          # one per core
