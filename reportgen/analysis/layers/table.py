@@ -47,10 +47,13 @@ def _union_ns(bucket: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) ->
         return np.zeros(n, np.int64)
     order = np.lexsort((start, bucket))
     b, s, e = bucket[order], start[order], end[order]
-    reach = pd.Series(e).groupby(b).cummax().to_numpy()
+    # running max of the ends within each bucket: offset each bucket above the previous ones
+    first = np.r_[True, b[1:] != b[:-1]]
+    lift = np.cumsum(first) * (int(e.max()) - int(s.min()) + 1) - int(s.min())
+    reach = np.maximum.accumulate(e + lift) - lift
     prev = np.empty_like(reach)
     prev[0], prev[1:] = np.iinfo(np.int64).min, reach[:-1]
-    prev[np.r_[True, b[1:] != b[:-1]]] = np.iinfo(np.int64).min
+    prev[first] = np.iinfo(np.int64).min
     part = np.clip(e - np.maximum(s, prev), 0, None)
     return np.bincount(b, weights=part, minlength=n).astype(np.int64)
 
@@ -59,7 +62,7 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
                   files: LayerFiles, num_cores: int) -> pd.DataFrame:
     """``layers`` + the figures of docs/metrics.md; the last row is ``(unattributed)``."""
     n = len(layers) + 1                          # the last bucket: unattributed TIU/GDMA commands
-    engine = commands["engine"].astype(str).to_numpy()
+    engine = np.asarray(commands["engine"].astype(object))
     mine = np.isin(engine, ("TIU", "GDMA"))
     bucket = np.where(command_layer >= 0, command_layer, n - 1)[mine]
     c = commands[mine]
@@ -73,7 +76,10 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
 
     tiu, gdma = eng == "TIU", eng == "GDMA"
     nbytes = c["bytes"].to_numpy(np.float64, na_value=0.0)
-    direction = c["direction"].astype(str).to_numpy()
+    direction = c["direction"].astype("category").array       # a test per category, not per row
+    cats = direction.categories.astype(str)
+    into_lmem = np.isin(direction.codes, np.flatnonzero(cats.str.endswith("LMEM")))
+    from_lmem = np.isin(direction.codes, np.flatnonzero(cats.str.startswith("LMEM")))
     out = pd.DataFrame({
         "tiu_cmds": total(tiu).astype(np.int64),
         "gdma_cmds": total(gdma).astype(np.int64),
@@ -86,10 +92,8 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
         "alg_ops": total(tiu, np.nan_to_num(c["alg_ops"].to_numpy(np.float64))),
         "uarch_ops": total(tiu, np.nan_to_num(c["uarch_ops"].to_numpy(np.float64))),
         "gdma_bytes": total(gdma & work, nbytes).astype(np.int64),
-        "gdma_load_bytes": total(gdma & work & np.char.endswith(direction.astype(str), "LMEM"),
-                                 nbytes).astype(np.int64),
-        "gdma_store_bytes": total(gdma & work & np.char.startswith(direction.astype(str), "LMEM"),
-                                  nbytes).astype(np.int64),
+        "gdma_load_bytes": total(gdma & work & into_lmem, nbytes).astype(np.int64),
+        "gdma_store_bytes": total(gdma & work & from_lmem, nbytes).astype(np.int64),
     })
     with np.errstate(divide="ignore", invalid="ignore"):
         out["uarch_rate"] = np.where(out["uarch_ops"] > 0, out["alg_ops"] / out["uarch_ops"], np.nan)
