@@ -22,6 +22,8 @@ class SynthConfig:
     rvt_ratio: float = 0.0              # AKSV: share of kernels recorded as RVT nodes
     des_ratio: float = 0.0              # share of kernels dispatched as DES chains (BLOCK_DES_KV)
     batch_idx: bool = False             # BATCH_IDX node after every FUNC (batch = kernel % 4)
+    bmodel: bool = False                # bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA (§10)
+    dyn_ratio: float = 0.0              # bmodel: share of kernels recorded in DYN_DATA instead
     max_record_num: int = 131072
     tail_offset_ns: int = 850000
     dump_name: str = "cdm_profile_data_dev0-0"
@@ -40,7 +42,13 @@ class SynthConfig:
         anchor_present = cores == chip["core_num"]
         ports = self.cdma_ports
         if ports is None:
-            ports = (0, 1) if anchor_present else ()
+            ports = (0, 1) if anchor_present and not self.bmodel else ()
+        if self.bmodel and (ports or self.mode != 1 or self.rvt_ratio or self.des_ratio
+                            or self.batch_idx or self.ring_core is not None or self.id_wrap):
+            raise ValueError("a bmodel capture has no CDMA ports, RVT/DES kernels, BATCH_IDX, "
+                             "lapped ring or id wrap, and its DYN_DATA is condensed (mode 1)")
+        if self.dyn_ratio and not self.bmodel:
+            raise ValueError("dyn_ratio applies to bmodel captures (--bmodel)")
         ports = tuple(sorted(set(int(p) for p in ports)))
         if ports and not anchor_present:
             raise ValueError("CDMA ports need the anchor core CORE_NUM-1 in the dump "
@@ -69,8 +77,8 @@ class SynthConfig:
             raise ValueError("RVT nodes need DYN_DATA (mode 1 or 2)")
         if (self.des_ratio or self.batch_idx) and self.mode == 0:
             raise ValueError("DES dispatch and BATCH_IDX need DYN_DATA (mode 1 or 2)")
-        if not (0 <= self.rvt_ratio <= 1 and 0 <= self.des_ratio <= 1):
-            raise ValueError("rvt_ratio and des_ratio are shares between 0 and 1")
+        if not all(0 <= x <= 1 for x in (self.rvt_ratio, self.des_ratio, self.dyn_ratio)):
+            raise ValueError("rvt_ratio, des_ratio and dyn_ratio are shares between 0 and 1")
         if self.tiu_freq <= 0:
             raise ValueError("tiu_freq must be > 0")
         return SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,

@@ -67,6 +67,8 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
     des_types = (("TIU", df.DynType.DES_TIU), ("GDMA", df.DynType.DES_GDMA),
                  ("SDMA", df.DynType.DES_SDMA))
     for ki, run in enumerate(prog.kernels):
+        if run.in_blocks:                  # bmodel: its commands are in descriptor blocks
+            continue
         end = kb[ki + 1] if ki + 1 < len(kb) else n
         hdr = [df.func_name_words(run.func)]
         if run.batch is not None:
@@ -92,7 +94,7 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
     kv_blocks = []
     if chains:
         order = np.concatenate([idx for _, idx in chains])
-        buf, offs, lens = _pack_rows(rows, order, layouts)
+        buf, offs, lens = pack_rows(rows, order, layouts)
         at = 0
         for key, idx in chains:
             k = len(idx)
@@ -118,7 +120,7 @@ def _pack_layout(rows, idx: np.ndarray, layout: Layout) -> np.ndarray:
     return pack_descriptors(layout, len(idx), descriptor_values(layout.op, sub))
 
 
-def _pack_rows(rows, idx: np.ndarray, layouts: dict[str, Layout]):
+def pack_rows(rows, idx: np.ndarray, layouts: dict[str, Layout]):
     """Descriptors of rows ``idx`` back to back (ragged): bytes, offsets, lengths."""
     lay = OP_LAYOUT[rows["op"][idx]]
     lens = np.zeros(len(idx), np.int64)

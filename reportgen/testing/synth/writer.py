@@ -13,6 +13,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.testing import dumpformat as df
+from reportgen.testing.synth.bmodel import descriptor_blocks, pick_dynamic
 from reportgen.testing.synth.catalogue import OP_INDEX
 from reportgen.testing.synth.config import SynthConfig
 from reportgen.testing.synth.descriptors import register_layouts
@@ -69,6 +70,11 @@ class DumpWriter:
         cfg, rng = self.cfg, self.rng
         programs, seq, rvt_kernels, des_kernels, submitter = plan(cfg, rng)
         self._check_runs(programs)
+        dyn_kernels = pick_dynamic(programs, cfg.dyn_ratio, rng) if cfg.dyn_ratio else []
+        if cfg.bmodel and not cfg.dyn_ratio:
+            for p in programs.values():
+                for run in p.kernels:
+                    run.in_blocks = True
         files: dict[str, int] = {}
         counts: dict[str, int] = {}
         sync_ns = {}
@@ -122,7 +128,10 @@ class DumpWriter:
             files[name] = len(blob)
             counts[f"cdma_port{p}_record"] = len(prow["start_raw"])
             port_rows[p] = prow
-        lines = [f"arch={self.chip['arch']}", f"tpu_freq={cfg.tiu_freq}",
+        # the bmodel runtime marks its captures with a bare `bmodel` line and writes arch 5/6
+        lines = ["bmodel", f"arch={self.chip['bmodel_arch']}"] if cfg.bmodel else \
+            [f"arch={self.chip['arch']}"]
+        lines += [f"tpu_freq={cfg.tiu_freq}",
                  f"max_record_num={max_rec}", f"core_num={cfg.cores}"]
         if ring is None:
             lines += [f"{k}={v}" for k, v in counts.items()]
@@ -148,7 +157,8 @@ class DumpWriter:
             "id_wrap": cfg.id_wrap, "time_wrap": cfg.time_wrap, "ring_core": cfg.ring_core,
             "ring_capacity": ring["cap"] if ring else None, "max_record_num": max_rec,
             "counter_base": {str(c): b for c, b in bases.items()},
-            "tail_offset_ns": cfg.tail_offset_ns, "bmodel": False, "compat": "0.3.7",
+            "tail_offset_ns": cfg.tail_offset_ns, "bmodel": cfg.bmodel,
+            "dyn_kernels": dyn_kernels, "compat": "0.3.7",
             "edge_markers": False, "trace": None,
             "generator": "reportgen.testing.synth", "dump_dir": cfg.dump_name,
             "commands": int(len(truth)),
@@ -217,7 +227,12 @@ class DumpWriter:
                 tsync = int(np.round(rows["end_raw"][m[1]] / cfg.tiu_freq * 1000))
             n_by[e] = len(rec)
             blocks.append(df.block_bytes(bt, rec.tobytes()))
-        if cfg.mode >= 1:
+        if cfg.bmodel:
+            blocks += descriptor_blocks(rows, prog, self.layouts)
+            if any(not run.in_blocks for run in prog.kernels):
+                words, _, _ = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
+                blocks.append(df.block_bytes(df.BlockType.DYN_DATA, words.tobytes()))
+        elif cfg.mode >= 1:
             words, extra, kv_blocks = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
             for kv in kv_blocks:       # writers emit 3, 4, 11, 17..., 6, 5 (§4)
                 blocks.append(df.block_bytes(df.BlockType.BLOCK_DES_KV, kv))
