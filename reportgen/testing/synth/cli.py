@@ -41,6 +41,12 @@ def main(argv: list[str] | None = None) -> int:
                     help="bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA descriptor blocks")
     ap.add_argument("--dyn-ratio", type=float, default=0.0,
                     help="bmodel: share of kernels recorded in DYN_DATA instead of blocks")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="a compiled model of N ops: tensor_location.json + final.mlir in the "
+                         "dump, expected_layers.csv beside it")
+    ap.add_argument("--layer-format", default="new", choices=("new", "old"))
+    ap.add_argument("--layer-tail", type=int, default=3,
+                    help="TIU and GDMA commands per core owned by no layer")
     ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
     ap.add_argument("--no-truth", action="store_true",
                     help="skip expected_commands.csv (faster for big benchmark dumps)")
@@ -52,7 +58,8 @@ def main(argv: list[str] | None = None) -> int:
                       idle_cores=_parse_ints(a.idle_cores), id_wrap=a.id_wrap,
                       time_wrap=a.time_wrap, ring_core=a.ring_core, rvt_ratio=a.rvt_ratio,
                       des_ratio=a.des_ratio, batch_idx=a.batch_idx,
-                      bmodel=a.bmodel, dyn_ratio=a.dyn_ratio,
+                      bmodel=a.bmodel, dyn_ratio=a.dyn_ratio, layers=a.layers,
+                      layer_format=a.layer_format, layer_tail=a.layer_tail,
                       dump_name=a.dump_name, write_truth=not a.no_truth)
     t0 = time.perf_counter()
     try:

@@ -35,7 +35,8 @@ def _extra_block(blobs: dict[int, np.ndarray], order_pos: dict[int, np.ndarray],
 
 
 def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes: dict[str, int],
-               layouts: dict[str, Layout]) -> tuple[np.ndarray, bytes, list[bytes]]:
+               layouts: dict[str, Layout], id_resets: bool = True
+               ) -> tuple[np.ndarray, bytes, list[bytes]]:
     """DYN_DATA words, the DYN_EXTRA payload (mode 2, else empty) and the BLOCK_DES_KV payloads
     of a core's rows (program order, as :func:`~reportgen.testing.synth.rows.core_rows`)."""
     eng = rows["engine"]
@@ -83,8 +84,9 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
                             np.array([len(idx)], "<u4")]
             pieces += hdr + [df.pack_dyn_words([int(df.DynType.FUNC_END)])]
             continue
-        hdr.append(df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
-                                     [codes["TIU"], codes["GDMA"], codes["SDMA"]]))
+        if id_resets:
+            hdr.append(df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
+                                         [codes["TIU"], codes["GDMA"], codes["SDMA"]]))
         for p in run.ports:
             hdr.append(df.pack_dyn_words([int(df.DynType.ID_RESET)], [codes["CDMA"]], 0, 0,
                                          [p << 8]))

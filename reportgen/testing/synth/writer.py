@@ -17,6 +17,7 @@ from reportgen.testing.synth.bmodel import descriptor_blocks, pick_dynamic
 from reportgen.testing.synth.catalogue import OP_INDEX
 from reportgen.testing.synth.config import SynthConfig
 from reportgen.testing.synth.descriptors import register_layouts
+from reportgen.testing.synth.layers import write_layer_files
 from reportgen.testing.synth.dyn import dyn_blocks
 from reportgen.testing.synth.records import U32, cdma_records, dma_records, tiu_records
 from reportgen.testing.synth.rows import core_rows
@@ -33,6 +34,7 @@ class SynthResult:
     truth: pd.DataFrame
     meta: dict
     files: dict[str, int]          # file name -> size in bytes
+    layers: pd.DataFrame | None = None   # expected_layers.csv (layer captures)
 
 
 class DumpWriter:
@@ -69,7 +71,8 @@ class DumpWriter:
     def _write(self, outdir: Path, dump: Path) -> SynthResult:
         cfg, rng = self.cfg, self.rng
         programs, seq, rvt_kernels, des_kernels, submitter = plan(cfg, rng)
-        self._check_runs(programs)
+        if not cfg.layers:              # a layer capture has no id resets
+            self._check_runs(programs)
         dyn_kernels = pick_dynamic(programs, cfg.dyn_ratio, rng) if cfg.dyn_ratio else []
         if cfg.bmodel and not cfg.dyn_ratio:
             for p in programs.values():
@@ -100,7 +103,8 @@ class DumpWriter:
                 hi = max(top - span_guess - 10_000_000, 200_000_000)
                 base = int(rng.integers(100_000_000, hi))
             bases[core] = base
-            rows_by_core[core] = core_rows(programs[core], base, cfg.tiu_freq)
+            rows_by_core[core] = core_rows(programs[core], base, cfg.tiu_freq,
+                                           id_resets=not cfg.layers)
         # ring buffer: the lapped core keeps its last `cap` GDMA records (rotated)
         ring = self._ring_plan(rows_by_core) if cfg.ring_core is not None else None
         max_rec = cfg.max_record_num
@@ -140,6 +144,10 @@ class DumpWriter:
         (dump / "global.profile").write_text(gp)
         files["global.profile"] = len(gp)
         truth = truth_table(cfg, rows_by_core, programs, port_rows, sync_ns, anchor, ring)
+        layers = (write_layer_files(dump, outdir, cfg, rows_by_core, rng, cfg.write_truth)
+                  if cfg.layers else None)
+        for name in ("tensor_location.json", "final.mlir") if cfg.layers else ():
+            files[name] = (dump / name).stat().st_size
         meta = {
             "arch": cfg.arch, "cores": cfg.cores, "mode": cfg.mode, "seed": cfg.seed,
             "tiu_freq": cfg.tiu_freq, "cmds_per_core": cfg.cmds_per_core,
@@ -162,13 +170,15 @@ class DumpWriter:
             "edge_markers": False, "trace": None,
             "generator": "reportgen.testing.synth", "dump_dir": cfg.dump_name,
             "commands": int(len(truth)),
+            "layers": cfg.layers, "layer_format": cfg.layer_format if cfg.layers else None,
+            "layer_records": None if layers is None else int(len(layers)),
         }
         if cfg.write_truth:
             with atomic_open(outdir / "expected_commands.csv", newline="") as fh:
                 truth.to_csv(fh, index=False)
         with atomic_open(outdir / "generator_meta.json") as fh:
             fh.write(json.dumps(meta, indent=1) + "\n")
-        return SynthResult(dump, truth, meta, files)
+        return SynthResult(dump, truth, meta, files, layers)
 
     # -- decoder-constraint checks --------------------------------------------------------
     def _check_runs(self, programs):
@@ -233,7 +243,8 @@ class DumpWriter:
                 words, _, _ = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
                 blocks.append(df.block_bytes(df.BlockType.DYN_DATA, words.tobytes()))
         elif cfg.mode >= 1:
-            words, extra, kv_blocks = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
+            words, extra, kv_blocks = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts,
+                                                 id_resets=not cfg.layers)
             for kv in kv_blocks:       # writers emit 3, 4, 11, 17..., 6, 5 (§4)
                 blocks.append(df.block_bytes(df.BlockType.BLOCK_DES_KV, kv))
             if cfg.mode == 2:
@@ -271,7 +282,8 @@ class DumpWriter:
         return df.block_bytes(df.BlockType.MONITOR_CDMA, rec.tobytes()), rows
 
 
-DUMP_FILE_PATTERNS = ("global.profile", "cdmlib*.profile", "cdma*.profile")
+DUMP_FILE_PATTERNS = ("global.profile", "cdmlib*.profile", "cdma*.profile",
+                      "tensor_location.json", "final.mlir")
 
 
 def _dump_files(d: Path) -> set[Path]:
