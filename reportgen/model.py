@@ -18,10 +18,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:   # the layer types live in their own module (which needs nothing from here)
+    from reportgen.model_layers import LayerFiles, LayerView
 
 #: Engines in display order. Engine ids are the ones the vendor tool writes everywhere.
 ENGINES = ("TIU", "GDMA", "SDMA", "CDMA")
@@ -257,6 +260,10 @@ class Profile:
     source_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: vendor summary files per rank, as read (Ascend / MindSpore folders)
     vendor_outputs: dict[int, VendorOutput] = field(default_factory=dict)
+    #: bmodel captures: the compiler's layer files as read (parsers.layers), None without them
+    layers: "LayerFiles | None" = None
+    #: the commands mapped onto those layers (analysis.layers), attached by analysis.derive
+    layer_view: "LayerView | None" = None
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

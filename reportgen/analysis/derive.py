@@ -10,6 +10,7 @@ import pandas as pd
 
 from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.host_align import align_host_trace
+from reportgen.analysis.layers import build_layer_view
 from reportgen.analysis.metrics import engine_summary, lane_summary
 from reportgen.model import Profile
 
@@ -25,6 +26,7 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
     if profile.host_trace is not None:
         align_host_trace(profile, profile.host_trace)
     profile.summary = engine_summary(profile)
+    profile.layer_view = build_layer_view(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
     return profile.summary

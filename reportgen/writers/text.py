@@ -18,6 +18,7 @@ import pandas as pd
 from reportgen.analysis import catalogue
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
+from reportgen.writers.layers_text import layers_document, top_layers_text
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
 SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
@@ -92,6 +93,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
     if len(m.warnings) > 50:
         warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
+    if profile.layer_view is not None:
+        body += "\n\n" + top_layers_text(profile.layer_view)
     return "\n".join(head + ([acct] if acct else []) + [""] + [body] + notes
                      + ([""] + warn if warn else [])) + "\n"
 
@@ -122,6 +125,7 @@ def _jsonable(v):
 def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
     """summary.json's content: the run's facts and the engine summary, unformatted."""
     m = profile.meta
+    layers = layers_document(profile.layer_view) if profile.layer_view is not None else {}
     return {
         "input": m.input_path, "chip": m.chip, "cores": m.num_cores, "mode": m.mode,
         "tiu_freq_mhz": m.tiu_freq_mhz, "dma_freq_mhz": m.dma_freq_mhz, "cdma_ports": m.cdma_ports,
@@ -131,6 +135,7 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
         "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
+        **layers,
     }
 
 

@@ -17,6 +17,7 @@ from reportgen.writers.perfetto.counters import counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
 from reportgen.writers.perfetto.kernels import kernels_plan
+from reportgen.writers.perfetto.layers import layers_plan
 from reportgen.writers.perfetto.trace import Plan, Trace, pairs
 
 FILE_NAME = "perfetto.pftrace"
@@ -43,6 +44,8 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
         plans.append(commands_plan(device, c))
         plans.append(kernels_plan(device, c))
         plans.extend(counters_plan(device, c))
+        if profile.layer_view is not None:
+            plans.append(layers_plan(device, profile.layer_view))
     if len(profile.host):
         plans.append(host_plan(device, profile.host))
     plan = [x for x in plans if x is not None and x.n]

@@ -51,6 +51,7 @@ from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_path
 from reportgen.writers.xlsx import summary_sheet, workbook
+from reportgen.writers.xlsx.layer_sheets import write_layer_sheets
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import cut_count
 from reportgen.writers.xlsx.helper import SheetHelper
@@ -114,6 +115,8 @@ def _registers_decision(profile: Profile, registers) -> tuple[bool, str]:
 def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame,
                     with_registers: bool, register_note: str, quiet: bool) -> None:
     summary_ws, note_row = summary_sheet.write_summary_sheet(book, profile, summary, register_note)
+    if profile.layer_view is not None:
+        write_layer_sheets(book, profile.layer_view, quiet)
     commands = profile.commands
     positions = commands.groupby("sheet", observed=True, sort=False).indices
     sheets = [(name, positions[name]) for name in profile.sheets()]

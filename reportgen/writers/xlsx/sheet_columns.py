@@ -14,6 +14,7 @@ import pandas as pd
 
 from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
 from reportgen.writers.xlsx.columns import Column, column_from_series
+from reportgen.writers.xlsx.layer_sheets import layer_columns
 
 TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
 FREEZE_COLS = 3  # Engine Id, Core Id, Global Idx stay visible while scrolling right
@@ -119,7 +120,11 @@ COMMAND_FORMATS = sorted({fmt for spec in (COMMON_SPEC, TIU_SPEC, DMA_SPEC, OPTI
 def command_sheet_columns(profile: Profile, pos: np.ndarray, with_registers: bool) -> list[Column]:
     """The columns of the command sheet holding the commands at rows ``pos``."""
     frame = profile.commands.iloc[pos]
-    frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+    order = np.argsort(frame["global_idx"].to_numpy(), kind="stable")
+    frame = frame.iloc[order]
     engine = str(frame["engine"].iloc[0])
     regs = profile.registers.get(engine) if with_registers else None
-    return command_columns(frame, engine, regs)
+    columns = command_columns(frame, engine, regs)
+    if profile.layer_view is not None and engine in ("TIU", "GDMA"):
+        columns[FREEZE_COLS + 2:FREEZE_COLS + 2] = layer_columns(profile, pos[order])  # beside Kernel
+    return columns
