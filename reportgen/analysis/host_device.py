@@ -9,8 +9,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.calltree import (ancestor_pairs, call_paths, category_mask, first_category,
-                                         nearest_ancestor, subtree_sum)
+from reportgen.analysis.calltree import (MonitoredTree, ancestor_pairs, call_paths, category_mask,
+                                         first_category, subtree_sum)
 from reportgen.model import Profile
 
 
@@ -35,18 +35,18 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
         return pd.DataFrame(columns=cols)
     cats = first_category(host["category"])
     names = host["name"].to_numpy(object)
-    parent = host["parent"].to_numpy(np.int64)
     is_m = category_mask(cats, monitor)
     is_l = category_mask(cats, launch) & ~is_m if launch is not None else np.zeros(len(host), bool)
-    m_anc = nearest_ancestor(parent, is_m)
+    tree = MonitoredTree(host, is_m)
+    m_anc = tree.ancestor
     path, depth = call_paths(names, m_anc, is_m)
     dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
 
     n = len(host)
     cdur = (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) if len(cmds) else np.zeros(0, np.int64)
-    # self attribution: each launch to its nearest monitored ancestor
+    # self attribution: each launch to the innermost monitored slice holding it
     lrows = np.flatnonzero(is_l)
-    l_owner = m_anc[lrows]
+    l_owner = tree.holder(lrows)
     ok = l_owner >= 0
     lrows, l_owner = lrows[ok], l_owner[ok]
     # each device slice to the monitored slice that issued it, or that holds its issuing launch
@@ -55,13 +55,15 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     if len(cmds) and "launch_row" in cmds.columns:
         dcat = first_category(cmds["func_type"].astype(object).fillna(""))
         dmask = category_mask(dcat, device) & (cmds["launch_row"].to_numpy(np.int64) >= 0)
-        if device is None:  # "all device work": waits/syncs are not work
-            dmask &= ~cmds["is_sys"].to_numpy(bool)
+        # waits, syncs and markers are no work, whatever category was asked for
+        dmask &= ~cmds["is_sys"].to_numpy(bool)
         crow = np.flatnonzero(dmask)
         r = cmds["launch_row"].to_numpy(np.int64)[crow]
         keep = is_l[r] | is_m[r]
         crow, r = crow[keep], r[keep]
-        c_owner = np.where(is_m[r], r, m_anc[r])
+        c_owner = r.copy()
+        held = ~is_m[r]
+        c_owner[held] = tree.holder(r[held])
         keep = c_owner >= 0
         crow, c_owner = crow[keep], c_owner[keep]
     sums = {

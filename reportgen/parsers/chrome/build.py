@@ -8,7 +8,6 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.intervals import enclosing
 from reportgen.model import Meta, Profile, empty_commands, finalize_commands
 from reportgen.parsers.chrome.classify import (ASCEND_SYNC_TASKS, DEVICE_PROCESSES, DEVICE_WAIT_CATS,
                                                HOST_ROLES, DEVICE_PROCESS_NAME_NUM, PID_DEVICE_LABEL,
@@ -254,8 +253,7 @@ def _memory(mem: pd.DataFrame, host: pd.DataFrame, forest: Forest) -> pd.DataFra
         "total_reserved": pd.to_numeric(arg_column(a, "Total Reserved"), errors="coerce").to_numpy(),
     })
     qt = track_of(mem, forest.track_codes)
-    row = enclosing(forest.track, forest.start, forest.end, forest.parent, qt,
-                          out["ts_ns"].to_numpy(np.int64))
+    row = forest.enclosing_row(qt, out["ts_ns"].to_numpy(np.int64))
     op = np.where(row >= 0, host["op_row"].to_numpy()[np.maximum(row, 0)] if len(host) else -1, -1)
     out["op_row"] = op
     return out.sort_values("ts_ns", kind="stable").reset_index(drop=True)
