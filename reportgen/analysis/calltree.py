@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.intervals import enclosing, operator_parents
+from reportgen.model import operator_rows
 
 
 def first_category(cat: pd.Series) -> np.ndarray:
@@ -106,12 +107,11 @@ def subtree_sum(parent_of: np.ndarray, values: np.ndarray) -> np.ndarray:
 
 
 def function_rows(host: pd.DataFrame) -> np.ndarray:
-    """torch's FunctionEvents among the host slices: every slice but python frames (cpu_op,
-    user_annotation, runtime/driver calls, and the plain slices of generic traces).  Their
-    ``parent`` is the operator tree; python frames' ``parent`` is a tree of python frames."""
+    """torch's FunctionEvents among the host slices (model.operator_rows): their ``parent`` is
+    the operator tree; the other slices' (python frames) ``parent`` is a tree of their own."""
     if "role" not in host.columns:
         return np.ones(len(host), bool)
-    return host["role"].to_numpy() != "python"
+    return operator_rows(host["role"].to_numpy())
 
 
 class MonitoredTree:

@@ -9,16 +9,12 @@ import numpy as np
 import pandas as pd
 
 from reportgen.intervals import call_forest, enclosing, operator_parents
-from reportgen.model import HOST_COLUMNS, Meta
-
-
-#: host roles that are not torch FunctionEvents: python frames form their own tree per thread
-PYTHON_ROLES = ("python",)
+from reportgen.model import HOST_COLUMNS, Meta, operator_rows
 
 
 @dataclass
 class Forest:
-    """The operator tree (every host slice but python frames) in forest order, for point
+    """The operator tree (model.OPERATOR_ROLES) in forest order, for point
     queries: ``track_codes`` maps "file, pid, tid" keys to track numbers, ``rows`` gives the
     host row of each position (``parent`` holds positions)."""
 
@@ -35,15 +31,15 @@ class Forest:
         return np.where(pos >= 0, self.rows[np.maximum(pos, 0)] if len(self.rows) else -1, -1)
 
 
-def family_parents(track: np.ndarray, start: np.ndarray, end: np.ndarray, python: np.ndarray
+def family_parents(track: np.ndarray, start: np.ndarray, end: np.ndarray, operator: np.ndarray
                    ) -> tuple[np.ndarray, int]:
     """Parents of slices in forest order under torch's rule, computed separately for the
-    operator tree (cpu_op, user_annotation, runtime and every other non-python slice: torch's
-    FunctionEvents) and for the python frames (they give the seed CSV its call paths but are
-    not operators).  Returns host positions and the number of partial overlaps torch pops."""
+    operator tree (torch's FunctionEvents, model.operator_rows) and for the other slices
+    (python frames: they give the seed CSV its call paths but are not operators).  Returns
+    host positions and the number of partial overlaps torch pops."""
     parent = np.full(len(start), -1, np.int64)
     overlaps = 0
-    for family in (~python, python):
+    for family in (operator, ~operator):
         idx = np.flatnonzero(family)
         p, k = operator_parents(track[idx], start[idx], end[idx])
         parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
@@ -60,7 +56,7 @@ def track_of(host_like: pd.DataFrame, codes: dict) -> np.ndarray:
 
 def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
     """Host slices in forest order with ``depth`` (nesting of all slices of the thread, as drawn),
-    ``parent`` (torch's operator tree, python frames in a tree of their own: see
+    ``parent`` (torch's operator tree, other slices in a tree of their own: see
     :func:`family_parents`), ``op_row`` (the framework op each belongs to) and the operator
     forest for point queries."""
     if host.empty:
@@ -79,8 +75,8 @@ def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
     end = start + host["dur_ns"].to_numpy(np.int64)
     order, depth, _, _ = call_forest(track, start, end)
     host = host.iloc[order].reset_index(drop=True)
-    python = np.isin(host["role"].to_numpy(), PYTHON_ROLES)
-    parent, overlaps = family_parents(track[order], start[order], end[order], python)
+    operator = operator_rows(host["role"].to_numpy())
+    parent, overlaps = family_parents(track[order], start[order], end[order], operator)
     if overlaps:
         meta.warn("improper-nesting", f"{overlaps} host slices start inside another slice of their "
                                       "thread but end after it; as torch does, that slice is then "
@@ -104,7 +100,7 @@ def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
     out["external_id"] = host["external_id"].to_numpy()
     out["_file"] = host["_file"].to_numpy()
     out["_track"] = track[order]
-    ops = np.flatnonzero(~python)
+    ops = np.flatnonzero(operator)
     position = np.full(len(out), -1, np.int64)
     position[ops] = np.arange(len(ops))
     op_parent = parent[ops]
