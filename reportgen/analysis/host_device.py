@@ -150,13 +150,19 @@ def _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur):
     return out
 
 
-def default_monitor(profile: Profile) -> str | None:
-    """The seed table's monitored category for this profile: framework ops if there are any,
-    else python frames, else the most common host category."""
+#: monitored category by preference: the seed CSV follows the seed tool (python frames first,
+#: else the trace's aten ops); the Host-Device tables sum per path, where op paths read best
+MONITOR_PREFERENCE = {"seed": ("python_function", "cpu_op", "operator", "user_annotation"),
+                      "tables": ("cpu_op", "operator", "python_function", "user_annotation")}
+
+
+def default_monitor(profile: Profile, use: str = "tables") -> str | None:
+    """The monitored category fitting the trace's era (:data:`MONITOR_PREFERENCE`), else the most
+    common host category; so a trace with host slices always gives rows."""
     if profile.host.empty:
         return None
     cats = pd.Series(first_category(profile.host["category"]))
-    for c in ("cpu_op", "operator", "python_function", "user_annotation"):
+    for c in MONITOR_PREFERENCE[use]:
         if (cats == c).any():
             return c
     return cats.value_counts().index[0]
@@ -168,3 +174,30 @@ def default_launch(profile: Profile) -> list[str] | None:
         return None
     cats = first_category(profile.host["category"][profile.host["role"] == "runtime"])
     return sorted(set(cats)) or None
+
+
+#: ``-dc`` values meaning every device slice that is work
+ALL_DEVICE = ("all", "any", "*")
+
+
+def default_device(profile: Profile, use: str = "tables") -> str | None:
+    """The seed CSV: ``kernel`` when the trace has kernel slices (the seed tool's default), else
+    all work; the Host-Device tables: all work (None)."""
+    cmds = profile.commands
+    if use == "seed" and len(cmds) and \
+            (first_category(cmds["func_type"].astype(object).fillna("")) == "kernel").any():
+        return "kernel"
+    return None
+
+
+def seed_categories(profile: Profile, monitor: str | None = None, launch: str | None = None,
+                    device: str | None = None, use: str = "tables") -> dict:
+    """The categories of the seed table (``-mc``, ``-hc``, ``-dc``; None: the defaults above for
+    ``use`` "seed" (the CSV) or "tables"; ``-dc all``: every device slice that is work) as
+    :func:`host_device_table` arguments."""
+    if device is not None and device.strip().lower() in ALL_DEVICE:
+        dev = None
+    else:
+        dev = device or default_device(profile, use)
+    return {"monitor": monitor or default_monitor(profile, use),
+            "launch": launch or default_launch(profile), "device": dev}
