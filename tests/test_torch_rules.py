@@ -131,3 +131,69 @@ def test_profiler_steps_are_one_key_with_device_work():
     steps = step_table(prof)
     if len(steps):
         assert (steps["Device slices"] > 0).all()
+
+
+# -------------------------------------------------------------------------------------------
+# device busy per device = union of its streams (issue 16 item 2); seed CSV rows (item 3)
+# -------------------------------------------------------------------------------------------
+def _union(s, e) -> int:
+    """Covered length, merged by a plain loop (independent of reportgen.analysis.metrics)."""
+    total, cur_s, cur_e = 0, None, None
+    for a, b in sorted(zip(s.tolist(), e.tolist())):
+        if cur_e is None or a > cur_e:
+            total += 0 if cur_e is None else cur_e - cur_s
+            cur_s, cur_e = a, b
+        else:
+            cur_e = max(cur_e, b)
+    return total + (0 if cur_e is None else cur_e - cur_s)
+
+
+@pytest.mark.parametrize("rel", [r for r in KINETO if "xdit" not in r])
+def test_device_busy_is_the_union_of_its_streams_and_host_device_has_rows(rel, tmp_path):
+    from reportgen.analysis.metrics import lane_summary
+    from reportgen.writers.csv_tables import seed_frame
+
+    path = FRAMEWORK / rel
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    prof = load_chrome_trace(path)
+    if len(prof.host):
+        assert len(seed_frame(prof)) > 0          # header-only before issue 16 on 28 traces
+    if prof.commands.empty:
+        return
+    t = lane_summary(prof)
+    c = prof.commands[~prof.commands["is_sys"]]
+    for core, rows in t[t["engine"].astype(str).str.startswith("device:")].groupby("core"):
+        mine = c[c["core"] == core]
+        want = _union(mine["start_ns"].to_numpy(), mine["end_ns"].to_numpy())
+        assert int(rows["busy_ns"].iloc[0]) == want
+        assert want <= int(rows["span_ns"].iloc[0])
+    overall = t.iloc[-1]
+    assert overall["util"] <= 1.0
+
+
+@needs(FRAMEWORK / "hta/trace_diff/test/test.json.gz")
+def test_multi_stream_busy_was_the_sum():
+    """Seen on this single-device multi-stream trace: the sum of streams exceeds the union."""
+    from reportgen.analysis.metrics import lane_summary
+
+    t = lane_summary(load_chrome_trace(FRAMEWORK / "hta/trace_diff/test/test.json.gz"))
+    lanes = t[(t["core"] != "Overall") & ~t["engine"].astype(str).str.startswith("device:")]
+    device = t[t["engine"].astype(str).str.startswith("device:")]
+    assert len(lanes) > 1 and len(device) == 1
+    assert lanes["busy_ns"].sum() > device["busy_ns"].iloc[0]
+    assert t.iloc[-1]["busy_ns"] == device["busy_ns"].iloc[0] <= device["span_ns"].iloc[0]
+
+
+@needs(FRAMEWORK / "hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz")
+def test_cuda_profiler_ranges_are_no_work():
+    """Seen here: 77 back-to-back cuda_profiler_range placeholders reported as 100 % busy."""
+    from reportgen.analysis.kernels import kernel_table
+    from reportgen.analysis.metrics import lane_summary
+
+    prof = load_chrome_trace(FRAMEWORK / "hta/cupti_profiler/benchmark_result_924719_1679055439_trace.json.gz")
+    assert len(prof.commands) == 77 and prof.commands["is_sys"].all()
+    assert lane_summary(prof).iloc[-1]["busy_ns"] == 0
+    assert kernel_table(prof).empty
+    assert any(w.code == "non-work-device" and "cuda_profiler_range: 77" in w.message
+               for w in prof.meta.warnings)
