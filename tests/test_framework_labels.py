@@ -80,3 +80,18 @@ def test_mindspore_step_trace_and_gpu_lanes(tmp_path):
     g = pipeline.load(Options(input=str(gpu)))
     assert list(g.commands["engine"].astype(str)) == ["GPU stream 7"]
     assert list(g.commands["func_type"].astype(str)) == ["GPU_KERNEL"]
+
+
+def test_large_seed_csv_is_gzipped(tmp_path):
+    """A seed CSV above the bound is written as host_device.csv.gz (issue 16: 373 MB once)."""
+    import gzip
+
+    from reportgen.writers.csv_tables import seed_frame, write_seed_csv
+
+    prof = load_chrome_trace(FRAMEWORK / "hta/call_stack/backward_thread.json") \
+        if (FRAMEWORK / "hta/call_stack/backward_thread.json").exists() else pytest.skip("no data")
+    small = write_seed_csv(prof, tmp_path / "host_device.csv", gzip_above=1 << 30)
+    big = write_seed_csv(prof, tmp_path / "b" / "host_device.csv", gzip_above=10)
+    assert small.name == "host_device.csv" and big.name == "host_device.csv.gz"
+    assert gzip.decompress(big.read_bytes()).decode() == small.read_text()
+    assert len(seed_frame(prof)) > 0

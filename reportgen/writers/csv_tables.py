@@ -155,7 +155,7 @@ def text_bytes(frame: pd.DataFrame) -> int:
     size = 0
     for col in frame.columns:
         s = frame[col]
-        size += int(s.str.len().sum()) if s.dtype == object else 20 * len(s)
+        size += 20 * len(s) if pd.api.types.is_numeric_dtype(s) else int(s.astype(str).str.len().sum())
     return size + 8 * len(frame) * len(frame.columns)
 
 
