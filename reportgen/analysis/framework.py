@@ -35,12 +35,14 @@ TABLE_ORDER = ("Operators", "Operators by Shape", "Kernels", "Op Statistic", "St
 
 #: one-line definition per table, for legends and tooltips (framework-traces.md §6)
 TABLE_DEFINITIONS = {
-    "Operators": "torch key_averages semantics: Self CPU = duration minus direct child calls; "
+    "Operators": "torch key_averages semantics (torch's operator tree; ProfilerStep#N counted as "
+                 "ProfilerStep*): Self CPU = duration minus direct child calls; "
                  "CPU total % divides by the sum of Self CPU (as torch does); Self Device = device "
                  "slices launched by the op itself; Device total adds its sub-calls. Times in us.",
     "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ',').",
-    "Kernels": "Device slices grouped by name and launch geometry: calls, total/avg/min/max (us), "
-               "share of all device time; occupancy columns are duration-weighted means.",
+    "Kernels": "Device work (no waits, syncs or markers) grouped by name and launch geometry: "
+               "calls, total/avg/min/max (us), share of all device work time; occupancy columns "
+               "are duration-weighted means.",
     "Op Statistic": "Device tasks per (OP Type, Core Type): count, total/min/avg/max (us), "
                     "Ratio = share of the device's total task time.",
     "Steps": "ProfilerStep#N host ranges; device step = first start to last end of the device "
