@@ -5,6 +5,7 @@ Outputs (all on by default; see README "Outputs and options"):
   OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
   OUT/*RegInfo_*.txt                  with the workbook up to 200k commands; --reginfo on|off
   OUT/tables/*.csv, host_device.csv   framework traces: every analysis table, the seed tool's CSV
+                                      (host_device.csv.gz above 64 MB; categories: -mc/-hc/-dc)
   OUT/PerfWeb/result.html             off with --disable_web
   OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
 
@@ -53,6 +54,16 @@ def build_parser() -> argparse.ArgumentParser:
                         "beyond that they run to gigabytes)" % REGINFO_AUTO_LIMIT)
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
     p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept (-1: no limit)")
+    p.add_argument("-mc", "--monitor_cat", metavar="CAT", help="framework traces, host_device.csv and "
+                   "the Host-Device tables: monitored host category (as profile_parser_main -mc; "
+                   "default: python_function when the trace has python frames, else its aten ops: "
+                   "cpu_op, or Operator in 2021-era traces)")
+    p.add_argument("-hc", "--host_cat", metavar="CAT", help="framework traces: launch (runtime) "
+                   "category (as profile_parser_main -hc; default: the trace's runtime categories, "
+                   "e.g. cuda_runtime and cuda_driver)")
+    p.add_argument("-dc", "--device_cat", metavar="CAT", help="framework traces: device category "
+                   "(as profile_parser_main -dc; 'all' for every device slice that is work; "
+                   "default: kernel when the trace has kernels, else all)")
     p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
     p.add_argument("--max_input_mb", type=int, default=MAX_INPUT_MB, metavar="N",
                    help="read at most N MB of input (default %(default)s): a larger file, a "
@@ -70,6 +81,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         web=not args.disable_web, perfetto=not args.no_perfetto,
         registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
         tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
+        monitor_cat=args.monitor_cat, host_cat=args.host_cat, device_cat=args.device_cat,
         quiet=args.quiet, max_input_mb=args.max_input_mb)
 
 

@@ -66,6 +66,20 @@ COMMAND_COLUMNS: dict[str, str] = {
     "dep_cmd_id": "Int64",    # cmd_id_dep of the descriptor (dependency), <NA> when unknown
 }
 
+#: host roles that are torch FunctionEvents (cpu_op, user_annotation, runtime/driver calls, and
+#: Ascend's enqueue/dequeue): the slices of the operator tree.  Python frames and other slices
+#: (Kineto "overhead", ...) form a second tree per thread; a generic trace without any of these
+#: roles has its plain slices as operators.
+OPERATOR_ROLES = ("op", "annotation", "runtime", "queue")
+
+
+def operator_rows(role: np.ndarray) -> np.ndarray:
+    """Which host slices (by their ``role``) belong to the operator tree (OPERATOR_ROLES)."""
+    role = np.asarray(role, object)
+    ops = np.isin(role, OPERATOR_ROLES)
+    return ops if ops.any() else role != "python"
+
+
 #: Columns of ``Profile.host`` (host/framework events).
 HOST_COLUMNS: dict[str, str] = {
     "name": "object",
@@ -75,7 +89,7 @@ HOST_COLUMNS: dict[str, str] = {
     "start_ns": "int64",
     "end_ns": "int64",
     "depth": "int32",
-    "parent": "int64",        # row index of the enclosing event, -1 at top level
+    "parent": "int64",        # parent row: torch's operator tree, other slices a tree of their own
     "args": "object",         # dict or None
 }
 

@@ -43,7 +43,13 @@ def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     """Every derived table, attached once; returns the engine summary."""
     from reportgen.analysis.derive import derive
 
-    return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth)
+    return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth,
+                  categories=seed_options(options))
+
+
+def seed_options(options: Options) -> dict:
+    """The ``-mc/-hc/-dc`` choices (None: fitting the trace, analysis.host_device)."""
+    return {"monitor": options.monitor_cat, "launch": options.host_cat, "device": options.device_cat}
 
 
 # -- the outputs -----------------------------------------------------------------------------
@@ -95,7 +101,8 @@ def _csv_tables(profile, summary, out, options):
 
 def _seed_csv(profile, summary, out, options):
     from reportgen.writers import csv_tables
-    return csv_tables.write_seed_csv(profile, out / "host_device.csv",
+    return csv_tables.write_seed_csv(profile, out / "host_device.csv", **seed_options(options),
+                                     gzip_above=csv_tables.SEED_CSV_GZIP_BYTES,
                                      min_depth=options.min_depth, max_depth=options.max_depth)
 
 
@@ -114,7 +121,8 @@ OUTPUTS = (
     Output("web report", lambda o, p: o.web, _web),
     Output("summary", lambda o, p: o.summary, _summary),
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
-    Output("seed CSV", lambda o, p: o.workbook and p.meta.source == "chrome" and len(p.host) > 0,
+    # every trace with host slices (PyTorch, torch_npu trace_view.json, ...)
+    Output("seed CSV", lambda o, p: o.workbook and not p.meta.is_pmu and len(p.host) > 0,
            _seed_csv),
 )
 

@@ -123,7 +123,10 @@ def test_framework_trace_report(tmp_path):
         assert (out / rel).is_file(), rel
     assert not list(out.glob("*RegInfo_*.txt"))
     lanes = pd.read_csv(out / "tables" / "Device_lanes.csv")
-    assert lanes["commands"].iloc[-1] == lanes["commands"].iloc[:-1].sum()
+    # per device: its lanes, then the device row (union); Overall counts every command once
+    device_rows = lanes["engine"].astype(str).str.startswith("device:")
+    assert lanes["commands"].iloc[-1] == lanes["commands"][device_rows].sum()
+    assert lanes["commands"].iloc[-1] == lanes["commands"][:-1][~device_rows[:-1]].sum()
 
 
 def test_failed_run_leaves_the_previous_report_intact(tmp_path, monkeypatch, capsys):

@@ -90,7 +90,14 @@ def test_lane_summary(profile):
     assert (row["commands"], row["busy_ns"], row["util"]) == (3, 160, pytest.approx(0.16))
     overall = t.iloc[-1]
     assert overall["core"] == "Overall" and overall["commands"] == 9
-    assert overall["busy_ns"] == 150 + 160 + 200 + 400 + 400
+    # issue 16: a device is busy while any of its lanes is: the union, never the sum
+    # core 0: [0,150] [200,250] [300,310] [400,600] (the sys command at 900 is no work)
+    # core 1: TIU [0,400] and CDMA [100,500] -> [0,500]
+    dev = t[t["engine"].astype(str).str.startswith("device:")].set_index("core")
+    assert dev.loc[0, "busy_ns"] == 150 + 50 + 10 + 200 and dev.loc[1, "busy_ns"] == 500
+    assert dev.loc[0, "idle_ns"] == 1000 - 410 and dev.loc[1, "util"] == pytest.approx(0.5)
+    assert overall["busy_ns"] == 410 + 500
+    assert overall["util"] == pytest.approx(910 / (1000 * 2))
 
 
 def test_pmu_kind_is_one_rule_everywhere():

@@ -24,9 +24,10 @@ TABLE_ROWS_SHOWN = 500
 TABLE_ROWS_EMBEDDED = 20_000
 #: Definitions of tables that are not framework analyses (analysis.framework has the others).
 EXTRA_DEFINITIONS = {
-    "Device lanes": "One row per (device, stream/lane): commands, busy = union of the lane's "
-                    "slice intervals (ns), util = busy / span of the whole profile; Overall sums "
-                    "every lane.",
+    "Device lanes": "Per device, one row per stream/lane: commands, busy = union of the lane's "
+                    "work intervals (ns), idle = span - busy, util = busy / span of the whole "
+                    "profile; then the device row, busy = union over all its lanes (never above "
+                    "the span); Overall adds the devices.",
 }
 
 
