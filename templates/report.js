@@ -741,24 +741,23 @@
    * summary.json "layers"; hovers print them with the table's own formats. */
   const LAYER_DATA = DATA.layers || null;
   const timelineHooks = {shapes: [], wired: []};   // called by Timeline.layout() and wire()
-  let layerTable = null;       // {head, body, col: stored column name -> values}
+  let layerTable = null;       // {head, body, col / spec: stored column name -> values / format}
   let layerTableView = null;   // the Layers tab's table
   let layerBars = null;        // layer -> item indices of its bars (built on first use)
   let selectedLayer = -1;
 
   const layerTableReady = LAYER_DATA ? (async () => {
     const raw = await gunzip(b64ToBytes(takeBlock('rg-layers')));
-    const body = JSON.parse(new TextDecoder().decode(raw)), col = {};
-    LAYER_DATA.table.columns.forEach((c, j) => { col[c.stored_name] = body.columns[j]; });
-    layerTable = {head: LAYER_DATA.table, body, col};
+    const body = JSON.parse(new TextDecoder().decode(raw)), col = {}, spec = {};
+    LAYER_DATA.table.columns.forEach((c, j) => { col[c.stored_name] = body.columns[j]; spec[c.stored_name] = c; });
+    layerTable = {head: LAYER_DATA.table, body, col, spec};
     return layerTable;
   })() : null;
 
-  /* A cell of layer k as the table shows it ('n/a' when missing). */
+  /* A cell of layer k as the table shows it ('n/a' when missing), escaped for a hover. */
   function layerCell(k, name) {
     if (!layerTable) return '…';
-    const j = layerTable.head.columns.findIndex((c) => c.stored_name === name);
-    return fmtCell(layerTable.col[name][k], layerTable.head.columns[j]) ?? 'n/a';
+    return esc(fmtCell(layerTable.col[name][k], layerTable.spec[name]) ?? 'n/a');
   }
   function layerLabel(k) {
     if (!layerTable) return '…';
@@ -779,6 +778,18 @@
     });
     return layerBars;
   }
+  let membersOfGroup = null;
+  /* group line -> "Op · line N" of its member layers (built once the table is in). */
+  function groupMembers() {
+    if (membersOfGroup || !layerTable) return membersOfGroup || new Map();
+    membersOfGroup = new Map();
+    layerTable.col.group_line.forEach((g, k) => {
+      if (g === null) return;
+      if (!membersOfGroup.has(g)) membersOfGroup.set(g, []);
+      membersOfGroup.get(g).push(`${esc(layerTable.col.name[k])} · line ${layerTable.col.file_line[k]}`);
+    });
+    return membersOfGroup;
+  }
   /* [first start, last end] of layer k's bars over every core, or null (no commands). */
   function layerExtent(k) {
     const bars = layerIndex().get(k);
@@ -791,10 +802,7 @@
   function layerHover(i, lane) {
     const s = IT.start[i], e = IT.end[i], when = `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;
     if (lane.layer === 'groups') {
-      const g = IT.gidx[i], members = [];
-      if (layerTable) {
-        layerTable.col.group_line.forEach((line, k) => { if (line === g) members.push(layerLabel(k).split(' (')[0]); });
-      }
+      const g = IT.gidx[i], members = groupMembers().get(g) || [];
       return [`<b>Group · line ${g}</b>  core ${lane.cores[0]}`, when,
         `${group3(IT.cmd[i])} records of its ${group3(members.length)} members on this core`,
         ...members.slice(0, 8), ...(members.length > 8 ? [`… ${members.length - 8} more`] : [])].join('<br>');

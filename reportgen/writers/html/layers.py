@@ -181,8 +181,8 @@ def layer_lanes(profile: Profile, items: Items, t0: int, types: list[dict[str, A
                                 spans["end_ns"].to_numpy(np.int64), first_lane + len(g_specs))
     # the bars' types: one per op class (legend, colours), then the layer groups
     taken = {t["color"] for t in types}
-    names = spans["name"].astype(str)
-    type_names = sorted(set(names.map(_layer_type))) + ([GROUP_TYPE] if len(groups) else [])
+    name_code, op_names = pd.factorize(spans["name"].astype(str))
+    type_names = sorted({_layer_type(n) for n in op_names}) + ([GROUP_TYPE] if len(groups) else [])
     type_index = {}
     for name in type_names:
         colour = type_color(name, False, taken)
@@ -190,9 +190,8 @@ def layer_lanes(profile: Profile, items: Items, t0: int, types: list[dict[str, A
         type_index[name] = len(types)
         types.append({"name": name, "group": "layer", "color": colour, "sys": False})
     # ops: one per op name (a Find by name matches them), one per group line
-    op_key = pd.factorize(names)
-    layer_op = op_key[0].astype(np.int64) + len(ops)
-    ops.extend([type_index[_layer_type(n)], n, None, ""] for n in op_key[1])
+    layer_op = name_code.astype(np.int64) + len(ops)
+    ops.extend([type_index[_layer_type(n)], n, None, ""] for n in op_names)
     group_lines = groups["group_line"].to_numpy(np.int64)
     g_key = pd.factorize(pd.Series(group_lines))
     group_op = g_key[0].astype(np.int64) + len(ops)
