@@ -14,7 +14,6 @@ from __future__ import annotations
 import base64
 import gzip
 import json
-import math
 from dataclasses import dataclass
 from typing import Any
 
@@ -28,8 +27,9 @@ from reportgen.model_layers import LayerView
 from reportgen.writers.html.palette import type_color
 from reportgen.writers.html.payload import Items
 
-#: lane kinds of the layer view: (lane spec ``layer`` value, lane name prefix, legend engine)
-LAYER_LANE, GROUP_LANE = ("layers", "LAYER", "Layers"), ("groups", "GROUP", "Groups")
+#: lane kinds of the layer view: (lane spec ``layer`` value, lane name prefix, legend engine,
+#: lanes per core at most: bars that overlap more than that share the last lane)
+LAYER_LANE, GROUP_LANE = ("layers", "LAYER", "Layers", 4), ("groups", "GROUP", "Groups", 2)
 LANE_COLORS = {"layers": "#00838F", "groups": "#8D6E63"}
 #: ops that only move data inside a layer group get their own colour (their class is Others)
 DATA_MOVES = ("load", "store")
@@ -73,14 +73,14 @@ def _layer_type(name: str) -> str:
     return "layer Load/Store" if low in DATA_MOVES else f"layer {CLASS_OF.get(low, OTHERS)}"
 
 
-def _cell(value: Any, kind: str) -> Any:
-    if value is None or value is pd.NA or (isinstance(value, float) and not math.isfinite(value)):
-        return None
+def _column(values: pd.Series, kind: str) -> list[Any]:
+    """JSON-ready values of a column (None where missing): whole columns, no call per cell."""
     if kind == "text":
-        return str(value)
-    if kind == "int":
-        return int(value)
-    return float(value)
+        return values.astype("object").where(values.notna(), None).tolist()
+    numbers = values.to_numpy(np.float64, na_value=np.nan)
+    known = np.isfinite(numbers)
+    typed = pd.Series(np.where(known, numbers, 0).astype(np.int64) if kind == "int" else numbers)
+    return typed.astype("object").where(known, None).tolist()
 
 
 def table_rows(view: LayerView) -> pd.DataFrame:
@@ -98,8 +98,7 @@ def table_payload(view: LayerView) -> tuple[dict[str, Any], bytes]:
     head = {"name": "Layers", "rows": int(len(rows)), "embedded": int(len(rows)),
             "columns": [{"name": label, "kind": kind, "decimals": d, "stored_name": col}
                         for col, label, kind, d in TABLE_COLUMNS]}
-    values = [[_cell(v, kind) for v in rows[col].astype("object").tolist()]
-              for col, _, kind, _ in TABLE_COLUMNS]
+    values = [_column(rows[col], kind) for col, _, kind, _ in TABLE_COLUMNS]
     raw = json.dumps({"columns": values}, separators=(",", ":"), ensure_ascii=False,
                      allow_nan=False).encode("utf-8")
     return head, gzip.compress(raw, compresslevel=6, mtime=0)
@@ -145,15 +144,17 @@ class LayerPart:
                          "layer_table": True,
                          "heading": "Layers on the time axis: per core, the layer groups, the layers "
                                     "(one bar per record: a global op, or a group member's time "
-                                    "step; overlapping ones on extra lanes), then TIU and GDMA"})
+                                    "step; overlapping ones on up to 3 extra lanes, the last one "
+                                    "overlaid), then TIU and GDMA"})
 
 
-def _lanes_of(kind: tuple[str, str, str], core: np.ndarray, start: np.ndarray, end: np.ndarray,
+def _lanes_of(kind: tuple[str, str, str, int], core: np.ndarray, start: np.ndarray, end: np.ndarray,
               first: int) -> tuple[np.ndarray, list[dict[str, Any]]]:
-    """Lane index per bar (a core's overlapping bars on extra lanes) and the lane specs."""
-    sub = first_fit_lanes(core, start, end).astype(np.int64) if len(core) else np.zeros(0, np.int64)
+    """Lane index per bar (a core's overlapping bars on extra lanes, up to the kind's limit) and
+    the lane specs."""
+    value, prefix, engine, most = kind
+    sub = first_fit_lanes(core, start, end, most).astype(np.int64) if len(core) else np.zeros(0, np.int64)
     keys, code = np.unique(core * (1 << 20) + sub, return_inverse=True)   # (core, sub) in order
-    value, prefix, engine = kind
     specs = [{"name": f"{prefix}_{c}" + (f" #{s + 1}" if s else ""), "engine": engine,
               "color": LANE_COLORS[value], "host": False, "group": f"core{c}", "cores": [c],
               "layer": value} for c, s in ((int(k) >> 20, int(k) & ((1 << 20) - 1)) for k in keys)]
