@@ -232,13 +232,16 @@ def improper(parent: np.ndarray, end: np.ndarray, depth: np.ndarray) -> np.ndarr
     return bad
 
 
-def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray,
+                    max_lanes: int | None = None) -> np.ndarray:
     """Lane per interval so that no two intervals of a (group, lane) overlap (touching is fine).
 
     The same result as placing intervals in start order on the lowest lane that is free,
     which uses as many lanes as the largest number of intervals open at once.  Computed one
     lane at a time: a lane is the greedy chain "first interval, then the first one starting at
     or after its end, ..." over what is left, found by pointer doubling (no loop per interval).
+    With ``max_lanes``, whatever the first ``max_lanes - 1`` lanes leave goes on the last one
+    (overlapping there).
     """
     n = len(start)
     group = np.asarray(group, np.int64)
@@ -248,6 +251,9 @@ def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
     todo = np.lexsort((np.arange(n), end, start, group))
     current = 0
     while len(todo):
+        if max_lanes is not None and current >= max_lanes - 1:
+            lane[todo] = current
+            break
         m = len(todo)
         g, s, e = group[todo], start[todo], end[todo]
         _, key_s, key_e = _group_keys(g, s, e)            # key_s sorted: todo is in (group, start) order

@@ -17,7 +17,7 @@ import pandas as pd
 #: code-generation call: a core of a global op, a time step of a layer-group member), file order.
 RECORD_COLUMNS: dict[str, str] = {
     "record": "int64",        # 0-based position in the JSON array
-    "core": "int16",          # core_id (0 when the file has none)
+    "core": "int16",          # the decoder's core of core_id (0 when the file has none; -1: no such core file)
     "subnet_id": "int64",
     "file_line": "int64",     # 1-based line of the op in final.mlir (-1: no location)
     "opcode": "object",       # "tpu.Conv2D"

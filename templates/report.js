@@ -121,7 +121,7 @@
       bwExplicit.set(p, cols.bwx_val[j]);
     }
     return {n, off, start, end, endMax, gidx, cmd, op: cols.op, kernel: cols.kernel,
-            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit};
+            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit, layer: cols.layer || null};
   }
 
   let IT = null;   // the decoded items
@@ -143,6 +143,7 @@
   function hoverText(i) {
     const lane = LANES[laneOf(i)], op = OPS[IT.op[i]], type = TYPES[op[0]];
     const s = IT.start[i], e = IT.end[i];
+    if (lane.layer) return layerHover(i, lane);
     if (lane.host) {
       return `<b>${esc(op[1] ?? '(unnamed)')}</b><br>${esc(type.name)} · ${esc(lane.name)}` +
         `<br>start ${fmtUs(s)} · duration ${group3(e - s)} ns`;
@@ -162,6 +163,7 @@
     }
     const u = urateOf(i);
     if (!Number.isNaN(u)) lines.push(`uArch rate ${(u * 100).toFixed(2)}%`);
+    if (IT.layer && (lane.engine === 'TIU' || lane.engine === 'GDMA')) lines.push('layer ' + layerLabel(IT.layer[i] - 1));
     return lines.join('<br>');
   }
 
@@ -498,6 +500,7 @@
                        y0: r - 0.5, y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(0,0,0,0)'});
         }
       }
+      for (const hook of timelineHooks.shapes) shapes.push(...hook(rows));
       const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${esc(LANES[l].name)}</span>`);
       const rowPx = Math.max(12, Math.min(26, Math.floor(900 / Math.max(R, 1))));   // many lanes: thinner
       return {
@@ -531,6 +534,7 @@
         this.setRange(Number(a) * 1e3, Number(b) * 1e3);
       });
       this.plot.on('plotly_doubleclick', () => { this.reset(); return false; });
+      for (const hook of timelineHooks.wired) hook(this);
     }
   }
 
@@ -729,6 +733,197 @@
     }
   }
 
+  // ------------------------------------------------------------------------------ layers
+  /* The layer view of a bmodel capture (reportgen.writers.html.layers): per core, layer-group and
+   * layer lanes on the timelines, and the Layers tab's table, linked both ways with its timeline.
+   * A layer bar carries its record in gidx and its command count in cmd; every item carries its
+   * layer + 1 in IT.layer (0: none). The table's values are Profile.layer_view's, as in
+   * summary.json "layers"; hovers print them with the table's own formats. */
+  const LAYER_DATA = DATA.layers || null;
+  const timelineHooks = {shapes: [], wired: []};   // called by Timeline.layout() and wire()
+  let layerTable = null;       // {head, body, col / spec: stored column name -> values / format}
+  let layerTableView = null;   // the Layers tab's table
+  let layerBars = null;        // layer -> item indices of its bars (built on first use)
+  let selectedLayer = -1;
+
+  const layerTableReady = LAYER_DATA ? (async () => {
+    const raw = await gunzip(b64ToBytes(takeBlock('rg-layers')));
+    const body = JSON.parse(new TextDecoder().decode(raw)), col = {}, spec = {};
+    LAYER_DATA.table.columns.forEach((c, j) => { col[c.stored_name] = body.columns[j]; spec[c.stored_name] = c; });
+    layerTable = {head: LAYER_DATA.table, body, col, spec};
+    return layerTable;
+  })() : null;
+
+  /* A cell of layer k as the table shows it ('n/a' when missing), escaped for a hover. */
+  function layerCell(k, name) {
+    if (!layerTable) return '…';
+    return esc(fmtCell(layerTable.col[name][k], layerTable.spec[name]) ?? 'n/a');
+  }
+  function layerLabel(k) {
+    if (!layerTable) return '…';
+    if (k < 0) return esc(layerTable.col.name[layerTable.head.rows - 1]);   // the unattributed row
+    const line = layerTable.col.file_line[k], group = layerTable.col.group_line[k];
+    return `${esc(layerTable.col.name[k])} · line ${line}` + (group === null ? '' : ` (group line ${group})`);
+  }
+  function layerIndex() {
+    if (layerBars) return layerBars;
+    layerBars = new Map();
+    LANES.forEach((lane, l) => {
+      if (lane.layer !== 'layers') return;
+      for (let i = IT.off[l]; i < IT.off[l + 1]; i++) {
+        const k = IT.layer[i] - 1;
+        if (!layerBars.has(k)) layerBars.set(k, []);
+        layerBars.get(k).push(i);
+      }
+    });
+    return layerBars;
+  }
+  let membersOfGroup = null;
+  /* group line -> "Op · line N" of its member layers (built once the table is in). */
+  function groupMembers() {
+    if (membersOfGroup || !layerTable) return membersOfGroup || new Map();
+    membersOfGroup = new Map();
+    layerTable.col.group_line.forEach((g, k) => {
+      if (g === null) return;
+      if (!membersOfGroup.has(g)) membersOfGroup.set(g, []);
+      membersOfGroup.get(g).push(`${esc(layerTable.col.name[k])} · line ${layerTable.col.file_line[k]}`);
+    });
+    return membersOfGroup;
+  }
+  /* [first start, last end] of layer k's bars over every core, or null (no commands). */
+  function layerExtent(k) {
+    const bars = layerIndex().get(k);
+    if (!bars) return null;
+    let a = Infinity, b = -Infinity;
+    for (const i of bars) { a = Math.min(a, IT.start[i]); b = Math.max(b, IT.end[i]); }
+    return [a, b];
+  }
+
+  function layerHover(i, lane) {
+    const s = IT.start[i], e = IT.end[i], when = `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;
+    if (lane.layer === 'groups') {
+      const g = IT.gidx[i], members = groupMembers().get(g) || [];
+      return [`<b>Group · line ${g}</b>  core ${lane.cores[0]}`, when,
+        `${group3(IT.cmd[i])} records of its ${group3(members.length)} members on this core`,
+        ...members.slice(0, 8), ...(members.length > 8 ? [`… ${members.length - 8} more`] : [])].join('<br>');
+    }
+    const k = IT.layer[i] - 1, c = (name) => layerCell(k, name);
+    return [`<b>${layerLabel(k)}</b>`,
+      `core ${lane.cores[0]} · record ${IT.gidx[i]} · ${group3(IT.cmd[i])} commands · ${when}`,
+      `layer (all cores): rank ${c('rank')} · busy ${c('busy_ns')} ns · share ${c('time_share')}`,
+      `TIU ${c('tiu_cmds')} cmds, busy ${c('tiu_busy_ns')} ns · uArch rate ${c('uarch_rate')}`,
+      `GDMA ${c('gdma_cmds')} cmds, busy ${c('gdma_busy_ns')} ns · ${c('gdma_bytes')} bytes · ${c('gdma_gbps')} GB/s`,
+      `${c('dtype')} · ${c('in_shape')} → ${c('out_shape')}`,
+      '<i>click: its row in the Layers table</i>'].join('<br>');
+  }
+
+  /* The selected layer's bars outlined in every timeline. */
+  timelineHooks.shapes.push((rows) => {
+    if (selectedLayer < 0 || !IT.layer) return [];
+    const out = [];
+    for (const i of layerIndex().get(selectedLayer) || []) {
+      const r = rows.indexOf(laneOf(i));
+      if (r >= 0) {
+        out.push({type: 'rect', xref: 'x', yref: 'y', x0: IT.start[i] / 1e3, x1: IT.end[i] / 1e3, y0: r - 0.5,
+                  y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(213, 0, 0, 0.1)'});
+      }
+    }
+    return out;
+  });
+  /* Clicking a layer bar selects its layer and shows its row. */
+  timelineHooks.wired.push((view) => {
+    if (!LAYER_DATA) return;
+    view.plot.on('plotly_click', (ev) => {
+      const i = ev && ev.points && ev.points[0] ? ev.points[0].customdata : undefined;
+      if (typeof i === 'number' && LANES[laneOf(i)].layer === 'layers') selectLayer(IT.layer[i] - 1, {row: true});
+    });
+  });
+
+  /* Select layer k everywhere; {row: true} brings its table row into view, {zoom: true} zooms
+   * the Layers timeline to the layer's span and scrolls its first lane into view. */
+  async function selectLayer(k, how = {}) {
+    selectedLayer = k;
+    if (layerTableView) layerTableView.mark(k, !!how.row);
+    const zoomed = how.zoom ? views[LAYER_DATA.view] : null;
+    for (const v of Object.values(views)) {
+      v.dirty = true;
+      if (v !== zoomed && v.visible()) v.schedule();
+    }
+    const ext = layerExtent(k);
+    if (!zoomed || !ext) return null;
+    if (zoomed.engineOff.has('Layers')) {
+      zoomed.engineOff.delete('Layers');
+      const box = zoomed.host.querySelector('input[data-engine="Layers"]');
+      if (box) box.checked = true;
+    }
+    const pad = Math.max((ext[1] - ext[0]) * 0.05, 20);
+    const result = await zoomed.setRange(ext[0] - pad, ext[1] + pad);
+    revealLayerLane(zoomed, laneOf(layerIndex().get(k)[0]));
+    return result;
+  }
+  function revealLayerLane(view, lane) {
+    const r = view.rows().indexOf(lane), ya = view.plot._fullLayout && view.plot._fullLayout.yaxis;
+    if (r < 0 || !ya) return;
+    const y = view.plot.getBoundingClientRect().top + ya._offset + ya.l2p(r);
+    if (y < 60 || y > window.innerHeight - 60) window.scrollBy({top: y - window.innerHeight / 2, behavior: 'instant'});
+  }
+
+  /* The Tables tab's sortable, filterable table with rows that select (and zoom to) a layer. */
+  class LayerTable extends DataTable {
+    constructor(card, head, body) {
+      super(card, head, body);
+      this.tbody.addEventListener('click', (ev) => {
+        const tr = ev.target.closest('tr[data-layer]');
+        if (tr) selectLayer(Number(tr.dataset.layer), {zoom: true});
+      });
+    }
+    draw() {
+      super.draw();
+      const rows = this.rows();
+      Array.from(this.tbody.children).forEach((tr, r) => {
+        const k = rows ? rows[r] : r;
+        tr.dataset.layer = String(k);
+        tr.classList.toggle('selected', k === selectedLayer);
+      });
+    }
+    /* Mark row k; with scroll, draw it first if it is filtered out or beyond the rows shown. */
+    mark(k, scroll) {
+      let tr = this.tbody.querySelector(`tr[data-layer="${k}"]`);
+      if (!tr && scroll) {
+        let rows = this.rows();
+        if (rows && !rows.includes(k)) {
+          this.filter = '';
+          const box = this.card.querySelector('input.table-filter');
+          if (box) box.value = '';
+          rows = this.rows();
+        }
+        this.limit = Math.max(this.limit, (rows ? rows.indexOf(k) : k) + 1);
+        this.draw();
+        tr = this.tbody.querySelector(`tr[data-layer="${k}"]`);
+      }
+      for (const row of this.tbody.querySelectorAll('tr.selected')) row.classList.remove('selected');
+      if (tr) {
+        tr.classList.add('selected');
+        if (scroll) tr.scrollIntoView({block: 'nearest'});
+      }
+    }
+  }
+  async function buildLayerTable() {
+    if (!layerTableView) {
+      const t = await layerTableReady;
+      layerTableView = layerTableView || new LayerTable(document.getElementById('layer-table'), t.head, t.body);
+    }
+    return layerTableView;
+  }
+  /* Test hooks (tests/test_html_layers_browser.py). */
+  const layerApi = {
+    table: buildLayerTable,
+    select: (k) => selectLayer(k, {zoom: true}),
+    extent: (k) => layerExtent(k),
+    bars: (k) => layerIndex().get(k) || [],
+    get selected() { return selectedLayer; },
+  };
+
   const panels = Object.create(null);   // a "#__proto__" fragment names no tab
   async function showTab(id) {
     for (const [pid, p] of Object.entries(panels)) {
@@ -747,7 +942,7 @@
           const spec = DATA.views.find((s) => s.id === v);
           views[v] = new Timeline(spec, document.getElementById('view-' + v));
         }
-        if (p.link) p.link();
+        if (p.link) await p.link();
       })();
     }
     await p.started;
@@ -781,7 +976,7 @@
       button.addEventListener('click', () => { history.replaceState(null, '', '#' + tab.id); showTab(tab.id); });
       nav.append(button);
       panels[tab.id] = {panel, button, charts: tab.charts, views: tab.views, tables: !!tab.tables,
-                        link: tab.id === 'compare' ? linkBandwidth : null};
+                        link: tab.id === 'compare' ? linkBandwidth : tab.layer_table ? buildLayerTable : null};
     }
     nav.hidden = false;
   }
@@ -845,6 +1040,7 @@
     },
     setTypeOff: (name, off) => { TYPES.forEach((t, k) => { if (t.name === name) setTypeOff(k, off); }); },
     tables,
+    layers: layerApi,
     findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
     hoverText: (i) => hoverText(i),
     jump: (id, sheet, g) => views[id].jumpTo(window.__report.findItem(sheet, g)),

@@ -23,8 +23,14 @@ JSON_NAME, MLIR_NAME = "tensor_location.json", "final.mlir"
 LOCAL_OPCODES = ("tpu.Load", "tpu.Store")
 
 
-def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int) -> LayerFiles | None:
-    """The layer files in ``directory`` (the dump folder), or None (warned unless both absent)."""
+def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int,
+                     core_numbers: list[int | None] | None = None) -> LayerFiles | None:
+    """The layer files in ``directory`` (the dump folder), or None (warned unless both absent).
+
+    ``core_numbers``: per decoded core (its position in the dump's sorted core files), the number
+    its file name gives it; a record's ``core_id`` is that number (spec §4), so a missing core
+    file does not shift the records of the following cores onto the wrong core.
+    """
     directory = Path(directory)
     json_path, mlir_path = directory / JSON_NAME, directory / MLIR_NAME
     present = [p.is_file() for p in (json_path, mlir_path)]
@@ -54,6 +60,8 @@ def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int) -> La
         meta.warn("layer-records-no-locality", f"{columns.no_locality} records have no is_local: "
                   "taken from the layer groups of final.mlir", str(json_path))
     records = _records_frame(columns, facts)
+    if core_numbers is not None:
+        records["core"] = _decoded_cores(records["core"], core_numbers, meta, str(json_path))
     groups = pd.DataFrame(facts.groups if facts else [], columns=["group_line", "first_line", "last_line"],
                           dtype="int64")
     return LayerFiles(str(json_path), str(mlir_path), records, _ops_frame(columns, facts), groups,
@@ -120,6 +128,22 @@ def _records_frame(c: RecordColumns, facts: MlirFacts | None) -> pd.DataFrame:
         "gdma_before": c.gdma_before, "gdma_after": c.gdma_after,
     })
     return frame.astype(RECORD_COLUMNS)
+
+
+def _decoded_cores(core_id: pd.Series, core_numbers: list[int | None], meta: Meta, where: str) -> pd.Series:
+    """The decoder's core of each record's ``core_id``; -1 (owns nothing) when no core file has
+    that number. Core files without a number in their name keep their position."""
+    if None in core_numbers or core_numbers == list(range(len(core_numbers))):
+        return core_id
+    position = pd.Series(range(len(core_numbers)), index=pd.Index(core_numbers, dtype="int64"))
+    decoded = core_id.map(position)
+    missing = decoded.isna()
+    if missing.any():
+        absent = sorted(int(k) for k in core_id[missing].unique())
+        meta.warn("layer-core-missing", f"{int(missing.sum())} records belong to core(s) "
+                  f"{', '.join(map(str, absent))}, which have no core file in the dump: no commands "
+                  "to map", where)
+    return decoded.fillna(-1).astype(core_id.dtype)
 
 
 def _in_groups(lines: pd.Series, groups: list[tuple[int, int, int]]):

@@ -146,8 +146,7 @@ def _num(x: float):
 
 
 def _check_names(files: list[Path], meta: Meta) -> None:
-    import re
-    numbers = [int(m[-1]) if (m := re.findall(r"\d+", f.name)) else None for f in files]
+    numbers = [container.core_number(f) for f in files]
     if numbers != list(range(len(files))) and None not in numbers:
         meta.warn("core-numbering", f"core files are numbered {numbers}: cores are taken in that "
                   "order as 0..N-1 (a missing file renumbers the following cores)", str(files[0].parent))

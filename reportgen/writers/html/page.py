@@ -23,6 +23,7 @@ from reportgen.analysis import timeline
 from reportgen.model import Profile
 from reportgen.writers.html import charts, tables
 from reportgen.writers.html.jsonsafe import clean, json_for_script
+from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
 from reportgen.writers.html.payload import URATE_SCALE, collect_items, encode_items
 from reportgen.writers.html.summary import summary_table
@@ -141,14 +142,18 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     hlanes = timeline.host_lanes(profile)
     n_lanes = len(lanes.names) + len(hlanes.names)
     items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
+    layer_part = layer_lanes(profile, items, t0, types, ops, n_lanes)   # None without layer files
+    if layer_part is not None:
+        items, n_lanes = layer_part.items, n_lanes + len(layer_part.lanes)
     # bandwidth predictors: bytes / duration, or bytes / (duration + one DMA clock period)
     dma_period = 1e3 / profile.meta.dma_freq_mhz if profile.meta.dma_freq_mhz else 0.0
-    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period))
+    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period),
+                                extra=layer_part.columns if layer_part else None)
     span = int(items.end.max()) if len(items.end) else 0
     overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
                                   OVERVIEW_BUCKETS)
     overview_u1 = np.round(overview * 255).astype(np.uint8)
-    lane_specs = _lane_specs(profile, lanes, hlanes)
+    lane_specs = _lane_specs(profile, lanes, hlanes) + (layer_part.lanes if layer_part else [])
     pmu = profile.meta.is_pmu
     step("charts")
     if pmu:
@@ -158,6 +163,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         figures = charts.framework_charts(profile, t0)
         overview_charts = list(figures)
     views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    if layer_part is not None:
+        layer_part.add_views(views, tabs, lane_specs)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     data = {
         "version": __version__, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
@@ -168,6 +175,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     }
     if table_heads:
         data["tables"] = table_heads
+        data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
+    if layer_part is not None:
+        data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
     step("page")
     m = profile.meta
@@ -183,4 +193,4 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
-        plotly_b64=plotly_bundle_b64())
+        plotly_b64=plotly_bundle_b64(), layers=layer_part)
