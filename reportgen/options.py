@@ -37,7 +37,7 @@ class Options:
     tiu_freq: float | None = None   # MHz; None: global.profile, else the chip default
     min_depth: int | None = None    # framework traces: shallowest call depth kept
     max_depth: int | None = None    # framework traces: deepest call depth kept (-1: no limit)
-    quiet: bool = False             # no progress bars, nothing printed
+    quiet: bool = False             # no progress (bars, stage lines); results still printed
     jobs: int | None = None         # writer processes at once; None: one per CPU we may use
     max_input_mb: int = MAX_INPUT_MB  # input read (or expanded) at most; beyond: one line, exit 1
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import xlsxwriter
-from tqdm import tqdm
 
+from reportgen.progress import bar as progress_bar
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import Column
 
@@ -23,6 +22,26 @@ _ZIP64_CELLS = (4 * 2**30 - 2**28) // 64
 
 #: (header, note, width) of each column of a sheet
 Heads = list[tuple[str, str, float]]
+
+#: a table sheet of at most this many columns prints one page wide; a wider one (register
+#: fields) prints in page-wide strips, each repeating the header row and the frozen columns
+PRINT_FIT_COLUMNS = 24
+#: every printed page: the sheet's name on the left, "Page n of N" on the right
+PRINT_FOOTER = "&L&A&RPage &P of &N"
+
+
+def print_setup(ws, header_rows: tuple[int, int], fit_width: bool, key_columns: int) -> None:
+    """Print setup of a sheet holding a table: landscape, its ``header_rows`` (first, last) on
+    every page, one page wide if ``fit_width`` (else the ``key_columns`` on every page),
+    gridlines printed, the sheet name and page number in the footer."""
+    ws.set_landscape()
+    ws.repeat_rows(*header_rows)
+    if fit_width:
+        ws.fit_to_pages(1, 0)
+    elif key_columns:
+        ws.repeat_columns(0, key_columns - 1)
+    ws.hide_gridlines(0)
+    ws.set_footer(PRINT_FOOTER)
 
 
 class Book:
@@ -87,6 +106,7 @@ class Book:
         ws.freeze_panes(1, min(freeze_cols, len(heads)))
         if heads:
             ws.autofilter(0, 0, max(rows, 0), len(heads) - 1)
+        print_setup(ws, (0, 0), len(heads) <= PRINT_FIT_COLUMNS, min(freeze_cols, len(heads)))
         return ws, name
 
     def table_sheets(self, base: str, columns: list[Column], n: int, tab: str | None,
@@ -97,8 +117,7 @@ class Book:
         parts = max(1, math.ceil(n / per_sheet))
         names = []
         heads = [(c.header, c.note, c.width()) for c in columns]
-        with tqdm(total=n, desc=f"xlsx {base}", unit="row", file=sys.stderr, disable=quiet,
-                  leave=False, dynamic_ncols=True) as bar:
+        with progress_bar(n, f"xlsx {base}", "row", quiet) as bar:
             for part in range(parts):
                 suffix = "" if part == 0 else f" ({part + 1})"
                 lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
