@@ -101,7 +101,9 @@ def command_columns(frame: pd.DataFrame, engine: str, registers: pd.DataFrame | 
             if not s.notna().any():
                 continue  # this engine's table covers other cores too
             header = str(name) if str(name) not in taken else f"{name} (reg)"
-            cols.append(column_from_series(header, s, None, _register_note(str(name), regs.columns)))
+            col = column_from_series(header, s, None, _register_note(str(name), regs.columns))
+            col.printed = False
+            cols.append(col)
     return cols
 
 

@@ -153,7 +153,9 @@ def write_summary_sheet(book: Book, profile: Profile, summary: pd.DataFrame,
     ws.write_string(row, 0, "Command sheets", book.key)
     ws.write_string(row, 1, "One sheet per engine and core (CDMA: per port), one row per command; "
                             "column C Global Idx is the id the HTML report and perfetto show. "
-                            "Integer register fields (addresses too) are decimal numbers.")
+                            "Integer register fields (addresses too) are decimal numbers. Printing "
+                            "shows the command columns one page wide; register fields stay on "
+                            "screen (select them and print the selection).")
     row += 2
     row = _write_accounting(book, ws, row, meta.accounting)
     return ws, row
