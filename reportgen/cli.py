@@ -9,6 +9,10 @@ Outputs (all on by default; see README "Outputs and options"):
   OUT/PerfWeb/result.html             off with --disable_web
   OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
 
+Progress goes to stderr (reportgen/progress.py): bars only when stderr is a terminal, else one
+line per finished stage; ``--quiet`` silences it, never the summary, the files written or the
+warnings (printed on stderr when the summary is not).
+
 A user mistake (bad input, bad option) prints one line and exits non-zero; a writer failure
 exits 3 and leaves no half-written file (every output is written under a temporary name).
 SIGINT, SIGTERM and SIGHUP stop a run the same way: the writers are killed, the stage is
@@ -25,6 +29,7 @@ from pathlib import Path
 
 from reportgen.errors import ReportgenError
 from reportgen.options import MAX_INPUT_MB, REGINFO_AUTO_LIMIT, OptionError, Options
+from reportgen.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -64,11 +69,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-dc", "--device_cat", metavar="CAT", help="framework traces: device category "
                    "(as profile_parser_main -dc; 'all' for every device slice that is work; "
                    "default: kernel when the trace has kernels, else all)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (bars on a terminal, "
+                   "one line per stage otherwise); the summary and warnings are still printed")
     p.add_argument("--max_input_mb", type=int, default=MAX_INPUT_MB, metavar="N",
                    help="read at most N MB of input (default %(default)s): a larger file, a "
                         "compressed trace expanding beyond it (or beyond 100 times its own size "
                         "past N/16 MB), or PMU core files larger in total are refused with one line")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
 
@@ -88,18 +95,19 @@ def options_from_args(args: argparse.Namespace) -> Options:
 def run(options: Options) -> int:
     # imported here: `--help` and usage errors answer without loading numpy and pandas
     from reportgen import batch, pipeline
-    from reportgen.writers.text import summary_text
+    from reportgen.writers.text import summary_text, warnings_text
 
     dumps = batch.dump_dirs(Path(options.input))
     if dumps:
         return batch.run_many(dumps, options)
     done = pipeline.report(options)
-    if not options.quiet:
-        if options.summary:
-            print(summary_text(done.profile, done.summary))
-        print(f"Wrote {len(done.files)} file(s) to {options.out_path.resolve()} in {done.seconds:.1f} s:")
-        for p in done.files:
-            print(f"  {p}")
+    if options.summary:
+        print(summary_text(done.profile, done.summary))
+    elif done.profile.meta.warnings:
+        print(warnings_text(done.profile.meta), file=sys.stderr)
+    print(f"Wrote {len(done.files)} file(s) to {options.out_path.resolve()} in {done.seconds:.1f} s:")
+    for p in done.files:
+        print(f"  {p}")
     return 0
 
 

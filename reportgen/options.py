@@ -40,7 +40,7 @@ class Options:
     monitor_cat: str | None = None  # seed CSV: monitored host category (None: fits the trace)
     host_cat: str | None = None     # seed CSV: launch (runtime) category (None: the trace's runtime calls)
     device_cat: str | None = None   # seed CSV: device category, "all" for all work (None: fits the trace)
-    quiet: bool = False             # no progress bars, nothing printed
+    quiet: bool = False             # no progress (bars, stage lines); results still printed
     jobs: int | None = None         # writer processes at once; None: one per CPU we may use
     max_input_mb: int = MAX_INPUT_MB  # input read (or expanded) at most; beyond: one line, exit 1
 

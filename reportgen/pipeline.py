@@ -18,7 +18,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reportgen import outdir, parallel
+from reportgen import outdir, parallel, progress
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
@@ -155,10 +155,15 @@ def report(options: Options) -> Report:
     final = options.out_path
     outdir.recover(final)         # a killed earlier run: finished before anything else
     profile = load(options)
+    t1 = time.perf_counter()
+    progress.line(f"input read ({profile.meta.source}): {len(profile.commands):,} commands in "
+                  f"{progress.seconds(t1 - t0)}", options.quiet)
     summary = analyse(profile, options)
+    progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
     with outdir.staged(final) as out:
         try:
-            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
+            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs,
+                                        options.quiet)
         except OutputError as exc:
             # writers name files in the private stage; the user knows them under OUT
             named = OutputError(str(exc).replace(str(out), str(final)))

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import numpy as np
-from tqdm import tqdm
 
+from reportgen import progress as progress_bars
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
 from reportgen.options import MAX_INPUT_MB
@@ -167,8 +166,11 @@ def _in_threads(work: Callable[[T, Meta], R], items: list[T], meta: Meta, progre
         jobs = range(len(items))
         call = lambda i: work(items[i], local[i])  # noqa: E731
         done = pool.map(call, jobs) if THREADS > 1 else map(call, jobs)
-        out = list(tqdm(done, total=len(items), desc=progress, unit="core", disable=quiet or not progress,
-                        leave=False, file=sys.stderr))
+        out = []
+        with progress_bars.bar(len(items), progress, "core", quiet or not progress) as bar:
+            for result in done:
+                out.append(result)
+                bar.update()
     for m in local:
         meta.merge(m)
     return out

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from reportgen.errors import OutputError
 from reportgen.model import Profile
+from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
 from reportgen.writers.perfetto.counters import counters_plan
@@ -62,7 +62,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
                        np.concatenate([p[1] for p in used_pairs] or [np.zeros(0, np.int64)]))
     trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used)
     chunks = sum(math.ceil(x.n / CHUNK) for x in plan)
-    with tqdm(total=chunks, desc="perfetto", unit="chunk", disable=quiet, leave=False) as bar:
+    with progress_bar(chunks, "perfetto", "chunk", quiet) as bar:
         for x in plan:
             for lo in range(0, x.n, CHUNK):
                 trace.write(x.encode(lo, min(lo + CHUNK, x.n)))

@@ -8,6 +8,9 @@ Layout
   its columns chosen by :mod:`.sheet_columns`: header in row 1 (frozen together with columns
   A:C), autofilter over the whole table, **Global Idx** in column C.
 * One sheet per ``profile.tables`` entry, written generically (framework analyses).
+* Print setup (``workbook.print_setup``): landscape, header rows on every page, sheet name and
+  page number in the footer; the Engine Summary one page wide; a command sheet prints its
+  command columns one page wide, its register fields are left out of the print area.
 
 Cell conventions (:mod:`.columns`): numbers are numeric cells with a number format (ratios
 are fractions shown with a ``0.0%`` format); missing values (NaN, ``<NA>``, None, "") are
