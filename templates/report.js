@@ -805,7 +805,21 @@
       await dynamicCharts[id].draw();
       return;
     }
-    await Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true});
+    await Plotly.newPlot(node, spec.data, fitLegend(spec.layout, spec.data, node.clientWidth || 600),
+                         {displaylogo: false, responsive: true});
+  }
+
+  /* Room above the plot for a legend on top (charts.LEGEND_ON_TOP): as many rows as the width
+   * needs, so a narrow window gets a taller chart instead of a legend over the plot. */
+  function fitLegend(layout, data, width) {
+    const legend = layout.legend;
+    if (layout.showlegend === false || !legend || legend.yanchor !== 'bottom') return layout;
+    const names = data.filter((t) => t.showlegend !== false && t.name).map((t) => String(t.name));
+    const widest = Math.max(60, ...names.map((n) => 40 + 7 * n.length));
+    const perRow = Math.max(1, Math.floor((width - 20) / widest));
+    const room = 12 + 21 * Math.ceil(names.length / perRow);
+    const margin = {...(layout.margin || {}), t: room};
+    return {...layout, margin, height: (layout.height || 340) + room};
   }
 
   // ------------------------------------------------------------------------------ tables
@@ -833,6 +847,7 @@
       NUMBER_FORMATS.set(d, new Intl.NumberFormat('en-US', {minimumFractionDigits: d, maximumFractionDigits: d}));
     }
     const f = NUMBER_FORMATS.get(d);
+    if (col.kind === 'time') return f.format(v * col.factor);      // one unit per column, named in its header
     return col.kind === 'frac' ? f.format(v * 100) + '%' : f.format(v);
   }
   const COLLATOR = new Intl.Collator('en', {numeric: true});
@@ -1074,6 +1089,10 @@
       return v.schedule();
     },
     setTypeOff: (name, off) => { TYPES.forEach((t, k) => { if (t.name === name) setTypeOff(k, off); }); },
+    setWaiting: (shown) => {
+      for (const k of WAITING) { if (shown) typeOff.delete(k); else typeOff.add(k); }
+      for (const f of typeListeners) f();
+    },
     tables,
     findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
     hoverText: (i) => hoverText(i),

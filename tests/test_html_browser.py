@@ -109,6 +109,9 @@ def page(browser, report):
     watch = PageWatch(browser, report["path"].as_uri())
     watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
     watch.page.evaluate("__report.ready")
+    # these tests count every command: show the waiting (system) ones, hidden by default
+    # (tests/test_html_browser_overview.py checks the default)
+    watch.page.evaluate("__report.setWaiting(true)")
     yield watch
     watch.page.close()
 
