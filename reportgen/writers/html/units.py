@@ -30,7 +30,7 @@ def time_unit(values_ns) -> tuple[str, float]:
 def fmt_duration(ns: float) -> str:
     """One duration in its own unit, 3 decimals above ns: ``1.212 ms``, ``850 ns``."""
     name, scale = time_unit([ns])
-    return f"{ns:,.0f} ns" if scale == 1.0 else f"{ns / scale:,.3f} {name}"
+    return f"{ns:,.0f} ns" if scale == 1.0 else f"{ns / scale:.3f} {name}"
 
 
 def column_time_unit(name: str) -> tuple[str, float] | None:
