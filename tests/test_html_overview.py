@@ -107,3 +107,24 @@ def test_framework_capture_facts_have_no_pmu_fields(tmp_path):
     assert ("Timeline span", "161.000 µs (commands and host events)") in meta_rows(profile, 161_000)
     pmu = [k for k, _ in meta_rows(hand_profile(), 300)]
     assert {"TIU clock", "CDMA ports", "Capture mode"} <= set(pmu)
+
+
+def test_findings_lead_the_overview_in_rank_order(tmp_path):
+    from types import SimpleNamespace
+
+    profile = make_profile(cores=1, per_engine=50, seed=6)
+    summary = engine_summary(profile)
+    findings = pd.DataFrame({"rank": [2, 1] + list(range(3, 9)), "severity": ["warn", "high"] + ["info"] * 6,
+                             "text": ["second <b>finding</b>", "first finding"] + [f"finding {k}" for k in range(3, 9)]})
+    profile.diagnosis = SimpleNamespace(findings=findings)
+    soup = BeautifulSoup(html_writer.write(profile, summary, tmp_path / "a", quiet=True).read_text(encoding="utf-8"),
+                         "html.parser")
+    card = soup.select_one("#panel-overview > .card.findings")
+    assert card is not None and card.find_next_sibling(id="engine-summary") is not None
+    items = [li.get_text() for li in card.select("li")]
+    assert items[:2] == ["first finding", "second <b>finding</b>"]        # ranked, text escaped
+    assert len(card.select(":scope > ol > li")) == 5 and len(items) == 8  # the rest one click away
+    profile.diagnosis = SimpleNamespace(findings=findings.iloc[0:0])
+    soup = BeautifulSoup(html_writer.write(profile, summary, tmp_path / "b", quiet=True).read_text(encoding="utf-8"),
+                         "html.parser")
+    assert soup.select_one(".card.findings") is None                      # nothing found: nothing shown
