@@ -166,12 +166,11 @@ def engine_summary(profile: Profile) -> pd.DataFrame:
     overall: dict[str, float] = {"core": "Overall", "span_ns": span}
     for e, key in enumerate(ENGINE_KEYS):
         stats = _engine_stats(_rows(a, np.flatnonzero(engine == e)), key, span)
-        # busy time of an engine over all cores: the per-core unions added up (cores run in
-        # parallel, so a union across cores would hide work)
-        if key != "cdma":
-            stats[f"{key}_busy_ns"] = int(sum(r[f"{key}_busy_ns"] for r in rows))
-            stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
-            stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
+        # busy time of an engine over all cores: the per-core unions added up (cores, and the
+        # CDMA ports they submit to, run in parallel, so a union across them would hide work)
+        stats[f"{key}_busy_ns"] = int(sum(r[f"{key}_busy_ns"] for r in rows))
+        stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
+        stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
         overall.update(stats)
     _derived(overall, span, max(ncores, 1))
     rows.append(overall)

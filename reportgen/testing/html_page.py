@@ -126,8 +126,9 @@ def read_tables(text: str) -> dict[str, pd.DataFrame]:
     bodies = json.loads(gzip.decompress(base64.b64decode(block)))
     out = {}
     for head, body in zip(data["tables"], bodies):
+        # a time column is shown in its own unit under another header; its values stay stored
         out[head["name"]] = pd.DataFrame({
-            c["name"]: pd.array([None if x is None else int(x) for x in v], dtype="Int64")
+            c.get("stored_name", c["name"]): pd.array([None if x is None else int(x) for x in v], dtype="Int64")
             if c["kind"] in ("int", "bigint") else v
             for c, v in zip(head["columns"], body["columns"])})
     return out
