@@ -27,7 +27,7 @@ OVERLAP_COLUMNS = [
     ("core", "Core", "id"), ("both_ns", "both", "ns"), ("tiu_only_ns", "TIU only", "ns"),
     ("dma_only_ns", "DMA only", "ns"), ("idle_ns", "idle", "ns"), ("waiting_ns", "waiting", "ns"),
     ("bound", "bound", "id"), ("concurrency", "Concurrency", "fraction"),
-    ("alg_cycle_ratio", "Alg/Asic cycles", "fraction")]
+    ("alg_cycle_ratio", "Alg/Asic cyc", "fraction")]
 KERNEL_COLUMNS = [
     ("source", "Source", "id"), ("name", "Kernel", "id"), ("calls", "calls", "count"),
     ("total_ns", "total", "ns"), ("mean_ns", "mean", "ns"), ("share_wall", "of wall", "fraction"),
