@@ -2,9 +2,11 @@
 
     python benchmarks/bench_diagnosis.py                 # 8 cores, ~1.1M commands, 5 repeats
     python benchmarks/bench_diagnosis.py --per-engine 10000 --repeat 3
+    python benchmarks/bench_diagnosis.py --dump 137500      # a decoded synthetic 8-core dump
 
 On a synthetic Profile (reportgen.testing.profiles.make_profile: kernel names and scopes on every
-command, system commands mixed in). Prints the fastest and median wall time and the CPU time of
+command, system commands mixed in), or with ``--dump N`` on a decoded synthetic mode-2 dump of 8
+cores x N commands (reportgen.testing.synth, cached under benchmarks/_work like bench_pipeline). Prints the fastest and median wall time and the CPU time of
 each part, so a loaded machine can be told from a slow path. Figures are printed, never asserted.
 """
 from __future__ import annotations
@@ -16,6 +18,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from reportgen.analysis import breakdown, diagnosis, kernel_calls, overlap  # noqa: E402
 from reportgen.analysis.metrics import engine_summary  # noqa: E402
@@ -37,8 +40,14 @@ def main() -> None:
     ap.add_argument("--cores", type=int, default=8)
     ap.add_argument("--per-engine", type=int, default=46_000)
     ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--dump", type=int, default=0, help="commands per core of a decoded dump")
     args = ap.parse_args()
-    p = make_profile(cores=args.cores, per_engine=args.per_engine)
+    if args.dump:
+        from bench_pipeline import dump_for
+        from reportgen.parsers.pmu import load_dump
+        p = load_dump(dump_for(args.cores, args.dump, 2))
+    else:
+        p = make_profile(cores=args.cores, per_engine=args.per_engine)
     p.summary = engine_summary(p)
     a = breakdown.command_arrays(p.commands)
     ncores = args.cores
