@@ -4,9 +4,11 @@ One row per group of commands, plus ``Overall`` rows over all cores (model.BREAK
 docs/metrics.md "Diagnosis"). System commands (``is_sys``) form their own rows with category
 ``waiting``: they are not work, and counting them as work makes an idle lane look full.
 
-Everything is computed over whole arrays: groups are integer codes, sums are ``bincount``s,
-busy time is :func:`unions.grouped_union`, and the duration percentiles come from one sort of
-the durations shared by every grouping (a stable radix sort by group code keeps that order).
+Everything is whole-array work. Each command gets one code for its finest group (core, engine,
+category, Function Type, Function Name); the sums are ``bincount``s over those codes, and the
+coarser tables add up the few fine groups instead of the million commands again. Only what does
+not add up is measured per table from the commands: busy time (a union) and the duration
+percentiles (one integer sort of group code and duration per table).
 """
 from __future__ import annotations
 
@@ -14,11 +16,16 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.metrics import _direction_flags
-from reportgen.analysis.unions import grouped_union
+from reportgen.analysis.unions import disjoint_lanes, grouped_union
 from reportgen.model import BREAKDOWN_COLUMNS, ENGINES, FUNCTION_COLUMNS, Profile
 
 OVERALL = "Overall"
 CATEGORIES = ("work", "waiting")
+KEYS = ("core", "engine", "category", "func_type", "func_name")
+#: sums per group (added up from the finest groups to the coarser ones)
+SUMS = ("count", "sum_ns", "cycles", "modelled", "alg_cycles", "alg_ops", "uarch_ops",
+        "modelled_cycles", "bytes_known", "bytes", "ddr_bytes", "l2m_bytes", "ddr_ns", "l2m_ns")
+_DUR_BITS = 40           # durations below 2^40 ns (18 min) share an int64 sort key with the group
 
 
 def command_arrays(c: pd.DataFrame) -> dict[str, np.ndarray]:
@@ -28,14 +35,25 @@ def command_arrays(c: pd.DataFrame) -> dict[str, np.ndarray]:
                         for n in engine.cat.categories] + [-1], np.int64)
     start, end = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
     alg, uarch = c["alg_ops"].to_numpy(float), c["uarch_ops"].to_numpy(float)
-    nbytes = c["bytes"].astype("Float64").to_numpy(float, na_value=np.nan)
     a = {"core": c["core"].to_numpy(np.int64), "engine": e_table[engine.cat.codes.to_numpy()],
          "start": start, "end": end, "dur": end - start, "is_sys": c["is_sys"].to_numpy(bool),
          "cycles": c["cycles"].to_numpy(np.int64), "alg": alg, "uarch": uarch,
          "alg_cycle": c["alg_cycle"].to_numpy(float),
-         "modelled": ~np.isnan(alg) & ~np.isnan(uarch), "bytes": nbytes}
+         "modelled": ~np.isnan(alg) & ~np.isnan(uarch),
+         "bytes": c["bytes"].to_numpy("float64", na_value=np.nan)}
     flags = _direction_flags(c["direction"])
     a["ddr"], a["l2m"] = flags["ddr"], flags["l2m"]
+    # the summed quantities, 0 where they do not apply (unmodelled ops, unknown bytes)
+    m = a["modelled"]
+    a["alg0"], a["uarch0"] = np.where(m, alg, 0.0), np.where(m, uarch, 0.0)
+    a["alg_cycle0"] = np.where(m, np.nan_to_num(a["alg_cycle"]), 0.0)
+    a["bytes0"] = np.nan_to_num(a["bytes"])
+    a["ddr_bytes0"] = np.where(a["ddr"], a["bytes0"], 0.0)
+    a["l2m_bytes0"] = np.where(a["l2m"], a["bytes0"], 0.0)
+    # rows whose sheet is one time-ordered queue (CDMA excluded: a core's CDMA rows span ports):
+    # a group of them inside one core and engine covers its summed duration
+    sheet = c["sheet"].cat.codes.to_numpy().astype(np.int64)
+    a["solo"] = disjoint_lanes(sheet, start, end) & (a["engine"] != ENGINES.index("CDMA"))
     return a
 
 
@@ -47,143 +65,161 @@ def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:
     return np.where(codes < 0, len(labels) - 1, codes), labels
 
 
-class Durations:
-    """Durations sorted once; each grouping re-sorts only its small integer codes (radix sort)."""
-
-    def __init__(self, dur: np.ndarray):
-        self.dur = dur
-        self.order = np.argsort(dur, kind="stable")
-
-    def stats(self, gcode: np.ndarray, ngroups: int) -> dict[str, np.ndarray]:
-        g = gcode[self.order]
-        g = g.astype(np.uint16) if ngroups <= 1 << 16 else g
-        d = self.dur[self.order[np.argsort(g, kind="stable")]].astype(float)
-        count = np.bincount(gcode, minlength=ngroups)
-        first = np.cumsum(count) - count
-
-        def quantile(q: float) -> np.ndarray:       # linear interpolation (numpy's default)
-            pos = (count - 1) * q
-            lo = np.floor(pos).astype(np.int64)
-            hi = np.ceil(pos).astype(np.int64)
-            return d[first + lo] + (d[first + hi] - d[first + lo]) * (pos - lo)
-
-        return {"min_ns": d[first], "max_ns": d[first + count - 1],
-                "p50_ns": quantile(0.5), "p95_ns": quantile(0.95)}
+def _dense(flat: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(dense code per row, the distinct values in order) of non-negative integer keys."""
+    top = int(flat.max()) + 1 if len(flat) else 0
+    if top <= 1 << 22:                                   # a presence table: no hashing, no sort
+        present = np.bincount(flat, minlength=top) > 0
+        remap = np.cumsum(present) - 1
+        return remap[flat], np.flatnonzero(present)
+    code, uniques = pd.factorize(flat, sort=True)
+    return code, np.asarray(uniques)
 
 
-def _sums(a: dict[str, np.ndarray], gcode: np.ndarray, ng: int) -> dict[str, np.ndarray]:
-    def total(weights, mask=None) -> np.ndarray:
-        w = weights if mask is None else np.where(mask, weights, 0)
-        return np.bincount(gcode, weights=w, minlength=ng)
+def _combine(parts: list[np.ndarray]) -> np.ndarray:
+    flat = np.zeros(len(parts[0]), np.int64)
+    for p in parts:
+        flat = flat * (int(p.max()) + 1 if len(p) else 1) + p
+    return flat
 
-    m = a["modelled"]
-    known = ~np.isnan(a["bytes"])
-    nbytes = np.nan_to_num(a["bytes"])
-    moved = nbytes > 0
-    out = {
-        "count": np.bincount(gcode, minlength=ng),
-        "sum_ns": total(a["dur"]),
-        "cycles": total(a["cycles"]),
-        "modelled": np.bincount(gcode, weights=m, minlength=ng),
-        "alg_cycles": total(np.nan_to_num(a["alg_cycle"]), m),
-        "alg_ops": total(np.nan_to_num(a["alg"]), m),
-        "uarch_ops": total(np.nan_to_num(a["uarch"]), m),
-        "modelled_cycles": total(a["cycles"], m),
-        "bytes_known": np.bincount(gcode, weights=known, minlength=ng),
-        "bytes": total(nbytes),
-        "ddr_bytes": total(nbytes, a["ddr"]),
-        "l2m_bytes": total(nbytes, a["l2m"]),
-        "ddr_ns": total(a["dur"], a["ddr"] & moved),
-        "l2m_ns": total(a["dur"], a["l2m"] & moved),
+
+def _sums(a: dict[str, np.ndarray], g: np.ndarray, ng: int) -> dict[str, np.ndarray]:
+    def total(weights) -> np.ndarray:
+        return np.bincount(g, weights=weights, minlength=ng)
+
+    m, moved = a["modelled"], a["bytes0"] > 0
+    return {
+        "count": np.bincount(g, minlength=ng).astype(float), "sum_ns": total(a["dur"]),
+        "cycles": total(a["cycles"]), "modelled": total(m),
+        "alg_cycles": total(a["alg_cycle0"]), "alg_ops": total(a["alg0"]),
+        "uarch_ops": total(a["uarch0"]), "modelled_cycles": total(np.where(m, a["cycles"], 0)),
+        "bytes_known": total(~np.isnan(a["bytes"])), "bytes": total(a["bytes0"]),
+        "ddr_bytes": total(a["ddr_bytes0"]), "l2m_bytes": total(a["l2m_bytes0"]),
+        "ddr_ns": total(np.where(a["ddr"] & moved, a["dur"], 0)),
+        "l2m_ns": total(np.where(a["l2m"] & moved, a["dur"], 0)),
     }
-    return out
 
 
-def _ratio(num: np.ndarray, den: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+def duration_stats(dur: np.ndarray, g: np.ndarray, ng: int) -> dict[str, np.ndarray]:
+    """min / p50 / p95 / max duration per group (percentiles interpolated linearly, as numpy's
+    default), from one sort of (group, duration)."""
+    if len(dur) and (dur.min() >= 0 and dur.max() < 1 << _DUR_BITS and ng < 1 << 22):
+        d = (np.sort((g.astype(np.int64) << _DUR_BITS) | dur) & ((1 << _DUR_BITS) - 1)).astype(float)
+    else:
+        d = dur[np.lexsort((dur, g))].astype(float)
+    count = np.bincount(g, minlength=ng)
+    first = np.cumsum(count) - count
+
+    def quantile(q: float) -> np.ndarray:
+        pos = (count - 1) * q
+        lo, hi = np.floor(pos).astype(np.int64), np.ceil(pos).astype(np.int64)
+        return d[first + lo] + (d[first + hi] - d[first + lo]) * (pos - lo)
+
+    return {"min_ns": d[first], "max_ns": d[first + count - 1],
+            "p50_ns": quantile(0.5), "p95_ns": quantile(0.95)}
+
+
+def _ratio(num, den, valid=None) -> np.ndarray:
+    num, den = np.asarray(num, float), np.asarray(den, float)
     ok = den > 0 if valid is None else (den > 0) & valid
     return np.divide(num, den, out=np.full(len(num), np.nan), where=ok)
 
 
-def _table(a, keys: dict[str, np.ndarray], labels: dict[str, np.ndarray], durations: Durations,
-           ) -> tuple[pd.DataFrame, np.ndarray]:
-    """One row per distinct combination of the integer ``keys`` (per command); returns the
-    frame (keys decoded with ``labels``) and each command's group code."""
-    names = list(keys)
-    widths = [int(keys[k].max()) + 1 if len(keys[k]) else 1 for k in names]
-    flat = np.zeros(len(a["start"]), np.int64)
-    for k, w in zip(names, widths):
-        flat = flat * w + keys[k]
-    gcode, uniques = pd.factorize(flat, sort=True)
-    ng = len(uniques)
-    parts = np.array(np.unravel_index(uniques, widths)) if ng else np.zeros((len(names), 0), np.int64)
-    frame = {k: (labels[k][parts[i]] if k in labels else parts[i]) for i, k in enumerate(names)}
-    s = _sums(a, gcode, ng)
+class _Fine:
+    """The finest groups: their key parts, sums, and each command's group code."""
+
+    def __init__(self, profile: Profile, a: dict[str, np.ndarray]):
+        c = profile.commands
+        ft, ft_labels = _codes(c["func_type"])
+        fn, fn_labels = _codes(c["func_name"])
+        parts = [a["core"], a["engine"] + 1, a["is_sys"].astype(np.int64), ft, fn]
+        self.code, uniques = _dense(_combine(parts))
+        widths = [int(p.max()) + 1 if len(p) else 1 for p in parts]
+        self.parts = dict(zip(KEYS, np.unravel_index(uniques, widths)))
+        self.labels = {"engine": np.array(("",) + ENGINES, object),
+                       "category": np.array(CATEGORIES, object),
+                       "func_type": ft_labels, "func_name": fn_labels}
+        self.sums = _sums(a, self.code, len(uniques))
+
+    def grouping(self, keys: tuple[str, ...]) -> tuple[np.ndarray, dict[str, np.ndarray]]:
+        """(fine group -> group of ``keys``, key parts of those groups)."""
+        fine_to, uniques = _dense(_combine([self.parts[k] for k in keys]))
+        first = np.zeros(len(uniques), np.int64)
+        first[fine_to[::-1]] = np.arange(len(fine_to))[::-1]      # a fine group of each
+        return fine_to, {k: self.parts[k][first] for k in keys}
+
+
+def _table(fine: _Fine, a, keys: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndarray]:
+    """The breakdown by ``keys`` and each command's group code in it."""
+    fine_to, parts = fine.grouping(keys)
+    ng = len(next(iter(parts.values())))
+    g = fine_to[fine.code]
+    s = {k: np.bincount(fine_to, weights=v, minlength=ng) for k, v in fine.sums.items()}
+    frame = {k: (fine.labels[k][v] if k in fine.labels else v) for k, v in parts.items()}
     frame.update({k: s[k].astype(np.int64) for k in ("count", "sum_ns", "cycles")})
-    frame["busy_ns"] = grouped_union(gcode, a["start"], a["end"], ng)
-    frame.update(durations.stats(gcode, ng))
+    if "core" in keys:
+        frame["busy_ns"] = grouped_union(g, a["start"], a["end"], ng, a["solo"])
+    frame.update(duration_stats(a["dur"], g, ng))
     frame["mean_ns"] = s["sum_ns"] / np.maximum(s["count"], 1)
     modelled = s["modelled"] > 0
-    frame["alg_cycles"] = np.where(modelled, s["alg_cycles"], np.nan)
-    frame["alg_ops"] = np.where(modelled, s["alg_ops"], np.nan)
-    frame["uarch_ops"] = np.where(modelled, s["uarch_ops"], np.nan)
+    for k in ("alg_cycles", "alg_ops", "uarch_ops"):
+        frame[k] = np.where(modelled, s[k], np.nan)
     frame["uarch_rate"] = _ratio(s["alg_ops"], s["uarch_ops"], modelled)
     frame["alg_ops_per_cycle"] = _ratio(s["alg_ops"], s["modelled_cycles"], modelled)
-    has_bytes = s["bytes_known"] > 0
     for k in ("bytes", "ddr_bytes", "l2m_bytes"):
-        frame[k] = np.where(has_bytes, s[k], np.nan)
+        frame[k] = np.where(s["bytes_known"] > 0, s[k], np.nan)
     frame["ddr_bw"] = _ratio(s["ddr_bytes"], s["ddr_ns"])
     frame["l2m_bw"] = _ratio(s["l2m_bytes"], s["l2m_ns"])
-    return pd.DataFrame(frame), gcode
+    return pd.DataFrame(frame), g
 
 
-def _engine_busy(summary: pd.DataFrame | None, core, engine: str) -> float:
+def _overall_busy(per_core: pd.DataFrame, overall: pd.DataFrame, a, g_overall: np.ndarray,
+                  keys: tuple[str, ...]) -> np.ndarray:
+    """Busy over all cores: the per-core unions added up, as in the engine summary (cores run in
+    parallel); CDMA belongs to ports, so its Overall busy is the union over all of them."""
+    summed = per_core.groupby(list(keys), sort=False)["busy_ns"].sum()
+    busy = summed.reindex(pd.MultiIndex.from_frame(overall[list(keys)])).to_numpy(np.int64)
+    cdma = a["engine"] == ENGINES.index("CDMA")
+    union = grouped_union(g_overall[cdma], a["start"][cdma], a["end"][cdma], len(overall))
+    return np.where((overall["engine"] == "CDMA").to_numpy(), union, busy)
+
+
+def _engine_busy(summary: pd.DataFrame | None, out: pd.DataFrame) -> np.ndarray:
+    """The engine summary's busy time of each row's (core, engine)."""
     if summary is None:
-        return np.nan
-    row = summary[summary["core"].astype(str) == str(core)]
-    col = f"{engine.lower()}_busy_ns"
-    return float(row[col].iloc[0]) if len(row) and col in row else np.nan
+        return np.full(len(out), np.nan)
+    cores = summary["core"].astype(str).to_numpy()
+    row = pd.Series(np.arange(len(cores)), index=cores).reindex(out["core"].astype(str)).to_numpy()
+    busy = np.full(len(out), np.nan)
+    for e in ENGINES:
+        sel = (out["engine"] == e).to_numpy() & ~np.isnan(row)
+        busy[sel] = summary[f"{e.lower()}_busy_ns"].to_numpy(float)[row[sel].astype(np.int64)]
+    return busy
 
 
-def _breakdown(profile: Profile, a, durations: Durations, by_name: bool) -> pd.DataFrame:
-    c = profile.commands
-    ft_code, ft_labels = _codes(c["func_type"])
-    keys = {"engine": a["engine"] + 1, "category": a["is_sys"].astype(np.int64),
-            "func_type": ft_code}
-    labels = {"engine": np.array(("",) + ENGINES, object), "category": np.array(CATEGORIES, object),
-              "func_type": ft_labels}
-    if by_name:
-        keys["func_name"], labels["func_name"] = _codes(c["func_name"])
-    ncores = max(profile.meta.num_cores, int(a["core"].max()) + 1 if len(a["core"]) else 0)
-    span = int(a["end"].max() - a["start"].min()) if len(a["start"]) else 0
-    per_core, _ = _table(a, {"core": a["core"], **keys}, labels, durations)
-    overall, _ = _table(a, keys, labels, durations)
-    # busy over all cores: the per-core unions added up, as in the engine summary (cores run in
-    # parallel); CDMA belongs to ports, so its Overall busy stays the union over all of them
-    group = [k for k in keys]
-    summed = per_core.groupby(group, sort=False)["busy_ns"].sum()
-    per_core_sum = pd.MultiIndex.from_frame(overall[group]).map(summed.to_dict().get)
-    is_cdma = (overall["engine"] == "CDMA").to_numpy()
-    overall["busy_ns"] = np.where(is_cdma, overall["busy_ns"], np.asarray(per_core_sum, float)).astype(np.int64)
+def _breakdown(profile: Profile, fine: _Fine, a, by_name: bool) -> pd.DataFrame:
+    keys = KEYS[1:] if by_name else KEYS[1:4]
+    per_core, _ = _table(fine, a, ("core",) + keys)
+    overall, g_overall = _table(fine, a, keys)
+    overall.insert(0, "busy_ns", _overall_busy(per_core, overall, a, g_overall, keys))
     overall.insert(0, "core", OVERALL)
     out = pd.concat([per_core, overall], ignore_index=True)
     out = out[out["engine"] != ""]
-    # shares: of the engine's busy time (engine summary, work only) and of the span
-    engine_busy = {(k, e): _engine_busy(profile.summary, k, e)
-                   for k, e in out[["core", "engine"]].drop_duplicates().itertuples(index=False)}
-    busy = np.array([engine_busy[k] for k in zip(out["core"], out["engine"])], float)
+    ncores = max(profile.meta.num_cores, int(a["core"].max()) + 1 if len(a["core"]) else 0)
+    span = int(a["end"].max() - a["start"].min()) if len(a["start"]) else 0
+    busy = out["busy_ns"].to_numpy(float)
     work = (out["category"] == "work").to_numpy()
-    out["share_busy"] = np.where(work, _ratio(out["busy_ns"].to_numpy(float), busy), np.nan)
+    out["share_busy"] = np.where(work, _ratio(busy, _engine_busy(profile.summary, out)), np.nan)
     window = np.where((out["core"] == OVERALL).to_numpy() & (out["engine"] != "CDMA").to_numpy(),
-                      span * max(ncores, 1), span).astype(float)
-    out["share_span"] = _ratio(out["busy_ns"].to_numpy(float), window)
-    out = _ordered(out)
-    return out[list(FUNCTION_COLUMNS if by_name else BREAKDOWN_COLUMNS)].reset_index(drop=True)
+                      span * max(ncores, 1), span)
+    out["share_span"] = _ratio(busy, window)
+    return _ordered(out)[list(FUNCTION_COLUMNS if by_name else BREAKDOWN_COLUMNS)].reset_index(drop=True)
 
 
 def _ordered(out: pd.DataFrame) -> pd.DataFrame:
     """Cores in order then Overall; engines in display order; work before waiting; longest first."""
-    core_rank = np.where(out["core"] == OVERALL, 1 << 30, pd.to_numeric(out["core"], errors="coerce")
-                         .fillna(0)).astype(np.int64)
+    overall = (out["core"] == OVERALL).to_numpy()
+    core_rank = np.where(overall, 1 << 30, pd.to_numeric(out["core"].where(~overall, 0))).astype(np.int64)
     engine_rank = out["engine"].map({e: i for i, e in enumerate(ENGINES)}).to_numpy()
     category_rank = (out["category"] == "waiting").to_numpy(np.int64)
     order = np.lexsort((out["func_type"].astype(str).to_numpy(), -out["busy_ns"].to_numpy(np.int64),
@@ -195,6 +231,5 @@ def breakdowns(profile: Profile, a: dict[str, np.ndarray] | None = None
                ) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(per Function Type, per Function Name) breakdown tables of a PMU profile."""
     a = command_arrays(profile.commands) if a is None else a
-    durations = Durations(a["dur"])
-    return (_breakdown(profile, a, durations, by_name=False),
-            _breakdown(profile, a, durations, by_name=True))
+    fine = _Fine(profile, a)
+    return _breakdown(profile, fine, a, by_name=False), _breakdown(profile, fine, a, by_name=True)

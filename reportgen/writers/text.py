@@ -20,30 +20,13 @@ from reportgen.analysis import catalogue
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.layers_text import layers_document, top_layers_text
+from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
+from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
 SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
                    "gdma_busy_ns", "gdma_util", "gdma_ddr_bw_busy", "gdma_l2m_bw_busy",
                    "sdma_busy_ns", "sdma_util", "sdma_ddr_bw_busy", "cdma_ddr_bw_busy"]
-
-#: metric kind -> (unit shown in the header, value -> text); times are printed in µs
-TEXT_FORMATS = {
-    "id": ("", lambda v: str(int(v))),
-    "ns": ("us", lambda v: f"{v / 1000.0:.3f}"),
-    "fraction": ("%", lambda v: f"{100.0 * v:.2f}%"),
-    "gbps": ("GB/s", lambda v: f"{v:.2f}"),
-    "ratio": ("", lambda v: f"{v:.3f}"),
-    "count": ("", lambda v: str(int(v))),
-}
-
-
-def _fmt(value, kind: str) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return TEXT_FORMATS[kind][1](value)
-
 
 def _header(entry: catalogue.SummaryMetric) -> str:
     unit = TEXT_FORMATS[entry.metric.kind][0]
@@ -52,19 +35,6 @@ def _header(entry: catalogue.SummaryMetric) -> str:
 
 #: the widest line of summary.txt and of the printed summary (a terminal, a mail, a log viewer)
 TEXT_WIDTH = 120
-
-
-def _fixed_width(title: str, headers: list[str], rows: list[list[str]],
-                 total: list[str] | None = None) -> str:
-    """A right-aligned table under a title; ``total`` (the Overall row) below a rule."""
-    body = rows + ([total] if total else [])
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
-    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    width = len(line(headers))
-    out = ["=" * width, title, "=" * width, line(headers), "-" * width] + [line(r) for r in rows]
-    if total is not None:
-        out += ["-" * width, line(total)]
-    return "\n".join(out + ["=" * width])
 
 
 def _table_width(widths: list[int]) -> int:
@@ -93,7 +63,7 @@ def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
     as many engines' columns as fit; the next engines in a table below, Core repeated."""
     entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
     headers = [_header(e) for e in entries]
-    rows = [[_fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
+    rows = [[fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
     units: dict[str, list[int]] = {}
     for i, e in enumerate(entries[1:], 1):
@@ -105,7 +75,7 @@ def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
         title = "Summary" if len(parts) == 1 else f"Summary ({n} of {len(parts)})" + \
             (f": {groups}" if groups else "")
         pick = lambda r: [r[i] for i in part]  # noqa: E731
-        tables.append(_fixed_width(title, pick(headers), [pick(r) for r in rows[:-1]], pick(rows[-1])))
+        tables.append(fixed_width(title, pick(headers), [pick(r) for r in rows[:-1]], pick(rows[-1])))
     return "\n\n".join(tables)
 
 
@@ -113,9 +83,9 @@ def lanes_table(profile: Profile) -> str:
     """Framework traces: the device lanes table (analysis.derive) instead of TIU/DMA columns."""
     t = profile.tables["Device lanes"]
     headers = ["Core", "Engine", "Commands", "busy(us)", "util(%)"]
-    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "ns"),
-             _fmt(r["util"], "fraction")] for r in t.to_dict("records")]
-    return _fixed_width("Device lanes", headers, rows)
+    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), fmt(r["busy_ns"], "ns"),
+             fmt(r["util"], "fraction")] for r in t.to_dict("records")]
+    return fixed_width("Device lanes", headers, rows)
 
 
 #: the input kinds as the summary names them
@@ -172,7 +142,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
         body += "\n\n" + top_layers_text(profile.layer_view)
     notes = PMU_NOTES if m.is_pmu else FRAMEWORK_NOTES
     warn = ["", warnings_text(m)] if m.warnings else []
-    return "\n".join(head + ["", body, ""] + notes + warn) + "\n"
+    diagnosis = ["", diagnosis_text(profile.diagnosis)] if profile.diagnosis is not None else []
+    return "\n".join(head + ["", body, ""] + notes + diagnosis + warn) + "\n"
 
 
 def records_line(accounting: dict[str, dict[str, int]]) -> str:
@@ -212,6 +183,7 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
         **layers,
+        **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
     }
 
 
