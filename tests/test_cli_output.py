@@ -173,7 +173,7 @@ def test_summary_table_fits_120_columns_and_keeps_every_value(cores):
     assert max(len(line) for line in block.splitlines()) <= 120
     tables = _parse_tables(block)
     assert len(tables) > 1
-    expected = {text._header(e): [text._fmt(v, e.metric.kind) for v in summary[e.column]]
+    expected = {text._header(e): [text.fmt(v, e.metric.kind) for v in summary[e.column]]
                 for e in map(text.catalogue.lookup, text.SUMMARY_COLUMNS)}
     seen: dict[str, list[str]] = {}
     for t in tables:
