@@ -1,0 +1,281 @@
+"""``PerfDoc/instr_world.csv``: every command of every engine and core in one time-sorted table
+(the vendor's "Instr World", reference-tool.md §2.5), streamed.
+
+Rows are sorted as the vendor sorts them, by (Start, End, Cmd Id, Engine Id), then by core and
+Global Idx so that equal keys keep one order from run to run. Columns are the vendor's detail
+columns that the model holds, in the vendor's order, plus ``Kernel``, ``Duration(ns)``,
+``Concurrency`` (docs/metrics.md: the commands of the same core in flight at the command's
+start, this one included, so never below 1, where the vendor's Engine Summary ratio goes
+negative), ``Dep Cmd Id``, ``Port`` and ``Sheet`` (``Sheet`` + ``Global Idx`` find the command in
+the workbook, the HTML page and the Perfetto trace). Register fields are not repeated: they are
+the workbook's command sheets. Layer columns are not written (no layer information here).
+
+Streaming. Only the sort order (one int64 per command) and the Concurrency column (int32) are
+held for the whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
+by column (numbers as text through ``str``/``repr`` of whole slices, text from a per-column
+table of already quoted, formula-safe cells), so a million commands never exist twice as a
+frame or as one string.
+
+Cells are inert (:func:`reportgen.writers.csv_tables.inert_cells`: a name starting with ``=``
+opens as text) and quoted as RFC 4180 says (a comma, quote or line break inside a name).
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pandas as pd
+
+from reportgen.errors import OutputError
+from reportgen.model import ENGINE_IDS, Profile
+from reportgen.writers.atomic import atomic_open
+from reportgen.writers.csv_tables import inert_cells
+
+FILE = Path("PerfDoc") / "instr_world.csv"
+#: rows formatted and written at a time: bounds the memory of the formatted text (~20 MB)
+CHUNK = 65_536
+
+#: (header, model column, kind): kinds int, float (shortest round-trip repr; integral values
+#: without ".0", as the vendor prints ops), rate (vendor's ``{:.1%}``), text; "derived" columns
+#: are computed here (engine id, duration, concurrency)
+COLUMNS = [
+    ("Engine Id", "engine_id", "derived"),
+    ("Core Id", "core", "int"),
+    ("Global Idx", "global_idx", "int"),
+    ("Cmd Id", "cmd_id", "int"),
+    ("Kernel", "kernel", "text"),
+    ("Function Type", "func_type", "text"),
+    ("Function Name", "func_name", "text"),
+    ("Alg Cycle", "alg_cycle", "float"),
+    ("Asic Cycle", "cycles", "int"),
+    ("Start Time(ns)", "start_ns", "int"),
+    ("End Time(ns)", "end_ns", "int"),
+    ("Duration(ns)", "duration", "derived"),
+    ("Concurrency", "concurrency", "derived"),
+    ("Alg Ops", "alg_ops", "float"),
+    ("uArch Ops", "uarch_ops", "float"),
+    ("uArch Rate", "uarch_rate", "rate"),
+    ("Data Type", "dtype", "text"),
+    ("Dep Cmd Id", "dep_cmd_id", "int"),
+    ("DMA data size(B)", "bytes", "int"),
+    ("Stall Cycle", "stall_cycles", "int"),
+    ("DDR Bandwidth(GB/s)", "ddr_bw", "float"),
+    ("L2M Bandwidth(GB/s)", "l2m_bw", "float"),
+    ("Direction", "direction", "text"),
+    ("Port", "port", "int"),
+    ("Sheet", "sheet", "text"),
+]
+HEADER = [h for h, _, _ in COLUMNS]
+
+_NEEDS_QUOTES = re.compile(r'[",\r\n]')
+
+
+def csv_cell(text: str) -> str:
+    """One CSV field (RFC 4180): quoted, with quotes doubled, when it holds a comma, a quote or
+    a line break."""
+    return '"' + text.replace('"', '""') + '"' if _NEEDS_QUOTES.search(text) else text
+
+
+def engine_ids(engine: pd.Series) -> np.ndarray:
+    """The vendor's engine id per command (0 TIU, 1 GDMA, 3 SDMA, 4 CDMA; -1 another lane)."""
+    cat = engine.astype("category")
+    table = np.array([ENGINE_IDS.get(str(e), -1) for e in cat.cat.categories] + [-1], np.int8)
+    return table[cat.cat.codes.to_numpy()]
+
+
+def concurrency(core: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Per command: how many commands of its core (any engine) are in flight at its start
+    (``start_j <= start_i < end_j``), itself always included: an integer >= 1.
+
+    Counted by binary search in the core's sorted starts and ends: #(start_j <= s) minus
+    #(end_j <= s) is the number in flight at s (end_j <= s implies start_j <= s); a command of
+    zero duration is not in flight at its own start, so it is added once more."""
+    out = np.empty(len(start), np.int32)
+    for k in np.unique(core):
+        rows = np.flatnonzero(core == k)
+        s, e = start[rows], end[rows]
+        running = (np.searchsorted(np.sort(s), s, "right")
+                   - np.searchsorted(np.sort(e), s, "right"))
+        out[rows] = running + (e <= s)
+    return out
+
+
+def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
+    """Rows by (Start, End, Cmd Id, Engine Id, Core Id, Global Idx)."""
+    return np.lexsort((c["global_idx"].to_numpy(), c["core"].to_numpy(), engine_id,
+                       c["cmd_id"].to_numpy(), c["end_ns"].to_numpy(), c["start_ns"].to_numpy()))
+
+
+#: a byte column: (n, width) uint8 matrix and the length of each row's cell (0 = empty cell):
+#: the first ``len`` bytes of the row, or the last ``-len`` ones when it is negative
+Cells = tuple[np.ndarray, np.ndarray]
+
+
+def _fixed(strings: np.ndarray) -> Cells:
+    """Cells from a numpy bytes (``S``) array: its bytes as a matrix, trimmed to the longest."""
+    n = len(strings)
+    lens = np.char.str_len(strings).astype(np.int64) if n else np.zeros(0, np.int64)
+    width = max(int(lens.max()) if n else 0, 1)
+    mat = strings.view(np.uint8).reshape(n, strings.dtype.itemsize)[:, :width]
+    return mat, lens
+
+
+def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
+    """(codes, cells): a text column as category codes and a table of its quoted, inert UTF-8
+    cells; the trailing entry (code -1) is the empty cell."""
+    cat = column if isinstance(column.dtype, pd.CategoricalDtype) else column.astype("category")
+    names = np.array([str(x) for x in cat.cat.categories], object)
+    safe = inert_cells(names)
+    names = names if safe is None else safe
+    encoded = [csv_cell(x).encode("utf-8") for x in names] + [b""]
+    return cat.cat.codes.to_numpy(), _fixed(np.array(encoded, dtype=bytes))
+
+
+#: "0000" .. "9999": the 4-digit groups integers are written with
+_GROUPS = np.char.zfill(np.arange(10_000).astype("S4"), 4).view(np.uint8).reshape(10_000, 4)
+_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
+
+
+def _digits(a: np.ndarray, neg: np.ndarray) -> Cells:
+    """Decimal cells of ``-a`` where ``neg`` else ``a`` (``a`` >= 0, int64), right-aligned in
+    their matrix (negative lengths, see :data:`Cells`): 4-digit groups picked from a table."""
+    n = len(a)
+    top = int(a.max()) if n else 0
+    groups = max(1, (len(str(top)) + 3) // 4)
+    mat = np.empty((n, 1 + 4 * groups), np.uint8)
+    digits = np.searchsorted(_POW10, a, "right") + 1
+    for g in range(groups, 0, -1):
+        a, low = np.divmod(a, 10_000)
+        mat[:, 1 + 4 * (g - 1):1 + 4 * g] = _GROUPS[low]
+    mat[neg, mat.shape[1] - 1 - digits[neg]] = ord("-")
+    return mat, -(digits + neg)
+
+
+def _int_cells(values: np.ndarray) -> list[Cells]:
+    """The decimal cells of an integer slice."""
+    v = values.astype(np.int64, copy=False)
+    return [_digits(np.abs(v), v < 0)]
+
+
+def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
+    """Python's repr of every value, when each has at most 4 decimals (bandwidths are rounded
+    so) and is positional in repr (1e-4 <= |v| < 1e11, or 0): integer part, then "." and the
+    decimals without trailing zeros; a whole number without them (as :func:`_number_cells`
+    writes every whole number). None when a value is not of that kind."""
+    size = np.abs(v)
+    scaled = np.round(size * 10_000)
+    with np.errstate(invalid="ignore"):
+        ok = (np.round(v, 4) == v) & (size < 1e11) & ((size >= 1e-4) | (v == 0))
+    if not ok.all():
+        return None
+    whole, frac = np.divmod(scaled.astype(np.int64), 10_000)
+    decimals = 4 - (frac % 10 == 0) - (frac % 100 == 0) - (frac % 1000 == 0) - (frac == 0)
+    tail = np.empty((len(v), 5), np.uint8)
+    tail[:, 0] = ord(".")
+    tail[:, 1:] = _GROUPS[frac]
+    return [_digits(whole, v < 0), (tail, np.where(decimals > 0, 1 + decimals, 0))]
+
+
+def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Cells]:
+    """Cells of a number slice, empty where a value is missing. Floats: the shortest text that
+    reads back as the same double (Python's repr; numpy's float-to-bytes equals it), a whole
+    number (ops, cycles) without ".0", as the vendor prints ops. Rates: the vendor's ``{:.1%}``."""
+    if kind == "rate":                       # few distinct rates: each formatted once
+        codes, uniques = pd.factorize(values)
+        mat, lens = _fixed(np.array([f"{x:.1%}" for x in uniques.tolist()] + [""], dtype=bytes))
+        parts = [(mat[codes], lens[codes])]
+    elif values.dtype.kind in "iu":
+        parts = _int_cells(values)
+    else:
+        v = np.where(present, values, 0.0)
+        if np.all(v == np.round(v)) and np.all(np.abs(v) < 2 ** 53):   # also False for inf
+            parts = _int_cells(v.astype(np.int64))
+        else:
+            whole = (v == np.round(v)) & (np.abs(v) < 2 ** 53)
+            parts = _decimal_cells(v) or [_fixed(np.where(whole, np.where(whole, v, 0).astype(np.int64)
+                                                          .astype("S32"), v.astype("S32")))]
+    return [(mat, np.where(present, lens, 0)) for mat, lens in parts]
+
+
+class _Source:
+    """The command frame's columns as the writer reads them: numbers sliced per chunk, text as
+    codes into a table of finished cells (built once)."""
+
+    def __init__(self, c: pd.DataFrame) -> None:
+        self.c = c
+        self.engine_id = engine_ids(c["engine"])
+        start, end = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
+        self.concurrency = concurrency(c["core"].to_numpy(np.int64), start, end)
+        self.text = {name: _text_table(c[name]) for _, name, kind in COLUMNS
+                     if kind == "text" and name in c}
+
+    def cells(self, name: str, kind: str, rows: np.ndarray) -> list[Cells]:
+        """Column ``name`` of the given rows as one or more parts written side by side (every
+        cell empty for a column the frame lacks)."""
+        c = self.c
+        if kind == "derived":
+            if name == "engine_id":
+                return _int_cells(self.engine_id[rows])
+            if name == "concurrency":
+                return _int_cells(self.concurrency[rows])
+            return _int_cells(c["end_ns"].take(rows).to_numpy(np.int64)
+                              - c["start_ns"].take(rows).to_numpy(np.int64))
+        if name not in c:
+            return [(np.zeros((len(rows), 1), np.uint8), np.zeros(len(rows), np.int64))]
+        if kind == "text":
+            codes, (mat, lens) = self.text[name]
+            pick = codes[rows]                  # -1: the trailing empty cell
+            return [(mat[pick], lens[pick])]
+        s = c[name].take(rows)                  # the slice only: never a copy of the column
+        present = s.notna().to_numpy(bool)
+        values = s.to_numpy(np.int64 if kind == "int" else np.float64, na_value=0)
+        return _number_cells(values, present, kind)
+
+
+_COMMA = np.frombuffer(b",", np.uint8)
+_NEWLINE = np.frombuffer(b"\n", np.uint8)
+
+
+def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
+    """The CSV lines of ``rows``. Every column is a padded byte matrix with a length per row;
+    placed side by side (with the separators) in one matrix, the bytes inside each cell's
+    length, read row by row, are the lines in order: one boolean selection, no loop per row."""
+    n = len(rows)
+    columns = [source.cells(name, kind, rows) for _, name, kind in COLUMNS]
+    # + the separator after each column
+    width = sum(mat.shape[1] for parts in columns for mat, _ in parts) + len(columns)
+    out = np.empty((n, width), np.uint8)
+    keep = np.empty((n, width), bool)
+    at = 0
+    for parts in columns:
+        for mat, lens in parts:
+            w = mat.shape[1]
+            out[:, at:at + w] = mat
+            place = np.arange(w)
+            if (lens < 0).any():                # right-aligned cells (integers)
+                keep[:, at:at + w] = place >= (w + lens)[:, None]
+            else:
+                keep[:, at:at + w] = place < lens[:, None]
+            at += w
+        out[:, at] = _COMMA[0]
+        keep[:, at] = True
+        at += 1
+    out[:, -1] = _NEWLINE[0]
+    return out[keep].tobytes()
+
+
+def write(profile: Profile, out_dir) -> Path:
+    """Write ``out_dir/PerfDoc/instr_world.csv`` (atomically) and return its path."""
+    target = Path(out_dir) / FILE
+    c = profile.commands
+    source = _Source(c)
+    order = sort_order(c, source.engine_id)
+    try:
+        with atomic_open(target, "wb") as fh:
+            fh.write((",".join(csv_cell(h) for h in HEADER) + "\n").encode("utf-8"))
+            for lo in range(0, len(order), CHUNK):
+                fh.write(rows_bytes(source, order[lo:lo + CHUNK]))
+    except OSError as err:
+        raise OutputError(f"{target}: cannot write the Instr World CSV ({err.strerror or err})") from None
+    return target
