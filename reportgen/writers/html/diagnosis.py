@@ -1,0 +1,164 @@
+"""The Diagnosis tab of result.html and the uArch-rate-over-time charts of the core tabs.
+
+Everything shown comes from ``profile.diagnosis`` (analysis/diagnosis.py) and
+:mod:`reportgen.analysis.uarch_timeline`; nothing is recomputed here, values are only laid out:
+
+* per-core breakdown: one small chart per engine, a bar per core, stacked by Function Type (busy
+  time, the union of that type's commands); system commands are drawn as *waiting* (grey,
+  hatched, "waiting: <type>" in the legend), never as work;
+* kernels: one row per kernel name and the longest calls, each row a link that opens the core's
+  timeline (all cores for host kernels) zoomed to the call;
+* uArch rate over time per core: the modelled TIU commands of each core as a compact binary block
+  (``rg-diag-urate``); ``templates/diagnosis.js`` re-bins them to the window each core timeline
+  shows (the rule of ``uarch_timeline.rate_bins``) and draws the curve under the timeline.
+
+:func:`parts` returns what the page needs: the tab, the chart, the template rows, the JSON data
+(raw numbers, for the script and the tests) and the binary block.
+"""
+from __future__ import annotations
+
+import base64
+import gzip
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.uarch_timeline import modelled_tiu
+from reportgen.model import ENGINES, Profile
+from reportgen.writers.html.charts import _BASE_LAYOUT, _esc, _typed
+from reportgen.writers.html.palette import SYSTEM_COLOR, UNKNOWN_COLOR
+from reportgen.writers.html.payload import _narrow, _shuffle
+
+#: kernel calls listed in the table (the longest; every call is in the workbook and Perfetto)
+CALLS_SHOWN = 300
+#: buckets of the uArch rate curve across the visible window
+URATE_BUCKETS = 400
+
+
+@dataclass
+class DiagnosisParts:
+    tab: dict[str, Any]
+    charts: dict[str, Any]
+    template: dict[str, Any]
+    data: dict[str, Any]
+    urate_b64: str
+
+
+def breakdown_chart(breakdown: pd.DataFrame, types: list[dict[str, Any]]) -> dict[str, Any]:
+    """Small multiples: per engine, a horizontal bar per core stacked by Function Type busy time."""
+    rows = breakdown[breakdown["core"].astype(str) != "Overall"]
+    if rows.empty:
+        return {"empty": "No TIU, GDMA, SDMA or CDMA commands in this profile."}
+    engines = [e for e in ENGINES if (rows["engine"] == e).any()]
+    cores = [f"core {k}" for k in sorted({int(k) for k in rows["core"]})]
+    color = {t["name"]: t["color"] for t in types if t["group"] == "device"}
+    gap = 0.03
+    data, layout = [], dict(_BASE_LAYOUT, barmode="stack", height=max(240, 110 + 26 * len(cores)),
+                            legend={"orientation": "h", "y": -0.25}, annotations=[])
+    seen = set()
+    for i, engine in enumerate(engines):
+        axis = "" if i == 0 else str(i + 1)
+        mine = rows[rows["engine"] == engine]
+        groups = mine.groupby(["func_type", "category"], sort=True, observed=True)
+        # work first, waiting last: every bar ends with its waiting time
+        for (ftype, category), g in sorted(groups, key=lambda kv: kv[0][1] == "waiting"):
+            waiting = category == "waiting"
+            label = ("waiting: " if waiting else "") + _esc(ftype)
+            busy = g.set_index(g["core"].map(lambda k: f"core {int(k)}"))
+            x = busy["busy_ns"].reindex(cores).fillna(0).to_numpy(float) / 1e3
+            custom = np.column_stack([busy[c].reindex(cores).to_numpy(float)
+                                      for c in ("count", "share_busy", "uarch_rate")])
+            marker = ({"color": SYSTEM_COLOR, "pattern": {"shape": "/", "fillmode": "overlay",
+                                                         "fgcolor": "#555555", "size": 6, "solidity": 0.25}}
+                      if waiting else {"color": color.get(str(ftype), UNKNOWN_COLOR)})
+            data.append({"type": "bar", "orientation": "h", "name": label, "legendgroup": label,
+                         "showlegend": label not in seen, "y": cores, "x": _typed(x, "f8"),
+                         "customdata": custom.tolist(), "marker": marker,
+                         "xaxis": f"x{axis}", "yaxis": f"y{axis}",
+                         "hovertemplate": f"%{{y}} {engine} {label}: %{{x:,.3f}} µs busy, "
+                                          "%{customdata[0]:,} commands, %{customdata[1]:.1%} of the "
+                                          "engine's busy time<extra></extra>"})
+            seen.add(label)
+        lo, hi = i / len(engines) + (gap if i else 0), (i + 1) / len(engines) - gap
+        layout[f"xaxis{axis}"] = {"domain": [lo, hi], "anchor": f"y{axis}", "gridcolor": "#e3e7ea",
+                                  "title": {"text": "busy (µs)"}, "rangemode": "tozero"}
+        layout[f"yaxis{axis}"] = {"anchor": f"x{axis}", "autorange": "reversed", "type": "category",
+                                  **({"matches": "y", "showticklabels": False} if i else {})}
+        layout["annotations"].append({"text": f"<b>{engine}</b>", "xref": "paper", "yref": "paper",
+                                      "x": (lo + hi) / 2, "y": 1.0, "yanchor": "bottom",
+                                      "showarrow": False})
+    layout["margin"] = dict(_BASE_LAYOUT["margin"], t=26)
+    return {"data": data, "layout": layout}
+
+
+def _num(v) -> float | None:
+    return None if v is None or pd.isna(v) else float(v)
+
+
+def _link(source: str, core, start: int, end: int, t0: int) -> dict[str, Any]:
+    """Where a kernel row leads: the core's timeline (host kernels: all cores), the call's window."""
+    view = "all" if source == "host" or pd.isna(core) else f"core-{int(core)}"
+    return {"view": view, "a": int(start) - t0, "b": int(end) - t0}
+
+
+def kernel_rows(kernels: pd.DataFrame, calls: pd.DataFrame, t0: int):
+    """(per-name rows, longest-call rows): raw numbers plus the link of each row."""
+    names = []
+    if not calls.empty:
+        longest = calls.loc[calls.groupby(["source", "name"], sort=False)["wall_ns"].idxmax()]
+        longest = longest.set_index(["source", "name"])
+    for r in kernels.itertuples(index=False):
+        top = longest.loc[(r.source, r.name)]
+        names.append({"source": r.source, "name": str(r.name), "calls": int(r.calls),
+                      "total_ns": int(r.total_ns), "mean_ns": _num(r.mean_ns), "max_ns": int(r.max_ns),
+                      "share_wall": _num(r.share_wall), "share_kernels": _num(r.share_kernels),
+                      "link": _link(r.source, top["core"], top["start_ns"], top["end_ns"], t0)})
+    shown = calls.sort_values(["wall_ns", "start_ns"], ascending=[False, True], kind="stable").head(CALLS_SHOWN)
+    rows = []
+    for r in shown.itertuples(index=False):
+        rows.append({"source": r.source, "name": str(r.name),
+                     "core": None if pd.isna(r.core) else int(r.core),
+                     "start_ns": int(r.start_ns) - t0, "wall_ns": int(r.wall_ns), "commands": int(r.commands),
+                     **{k: _num(getattr(r, k)) for k in ("tiu_busy_ns", "gdma_busy_ns", "sdma_busy_ns",
+                                                         "tiu_util", "uarch_rate", "bytes", "ddr_bw", "l2m_bw")},
+                     "link": _link(r.source, r.core, r.start_ns, r.end_ns, t0)})
+    return names, rows
+
+
+def urate_block(profile: Profile, t0: int) -> tuple[list[dict[str, Any]], bytes]:
+    """Per core: the modelled TIU commands (start relative to t0, duration, Alg and uArch Ops)
+    as byte-shuffled columns in one gzip stream, and the core's whole-span rate (engine summary)."""
+    summary = profile.summary
+    rate = ({str(k): v for k, v in zip(summary["core"], summary["tiu_uarch_rate"])}
+            if summary is not None and "tiu_uarch_rate" in summary else {})
+    heads, chunks, offset = [], [], 0
+    for core, (start, end, alg, uarch) in modelled_tiu(profile).items():
+        columns = {}
+        for name, values in (("start", start - t0), ("dur", end - start), ("alg", alg), ("uarch", uarch)):
+            arr = _narrow(values) if name in ("start", "dur") else np.asarray(values, "<f8")
+            raw = _shuffle(arr)
+            columns[name] = {"dtype": arr.dtype.str[1:], "offset": offset}
+            chunks.append(raw)
+            offset += len(raw)
+        heads.append({"core": core, "n": int(len(start)), "columns": columns,
+                      "span_rate": _num(rate.get(str(core)))})
+    return heads, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
+
+
+def parts(profile: Profile, t0: int, types: list[dict[str, Any]]) -> DiagnosisParts | None:
+    """Everything the page shows of the diagnosis; None when the profile has none."""
+    d = profile.diagnosis
+    if d is None:
+        return None
+    names, calls = kernel_rows(d.kernels, d.kernel_calls, t0)
+    heads, blob = urate_block(profile, t0)
+    data = {"kernels": names, "calls": calls, "calls_total": int(len(d.kernel_calls)),
+            "urate": {"buckets": URATE_BUCKETS, "cores": heads}}
+    return DiagnosisParts(
+        tab={"id": "diagnosis", "title": "Diagnosis", "charts": ["breakdown"], "views": []},
+        charts={"breakdown": breakdown_chart(d.breakdown, types)},
+        template={"kernels": names, "calls": calls, "calls_total": int(len(d.kernel_calls)),
+                  "calls_shown": CALLS_SHOWN},
+        data=data, urate_b64=base64.b64encode(blob).decode("ascii"))
