@@ -44,3 +44,41 @@ def test_perfetto_kernel_slices_carry_the_call_figures(derived, tmp_path):
         assert a["TIU Util (%)"] == round(r.tiu_util * 100, 6)
         assert a["DMA data size(B)"] == int(r.bytes)
         assert a["DDR Bandwidth(GB/s)"] == r.ddr_bw and a["L2M Bandwidth(GB/s)"] == r.l2m_bw
+
+
+def test_the_same_numbers_in_perfetto_html_and_summary_json(derived, tmp_path):
+    """A kernel's total, a call's uArch rate and a core's uArch rate, read back from each file."""
+    import json
+
+    from reportgen.testing.html_page import read_page
+    from reportgen.writers import html, text
+
+    dec = decode(perfetto.write(derived, derived.summary, tmp_path, quiet=True))
+    page, _ = read_page(html.write(derived, derived.summary, tmp_path, quiet=True)
+                        .read_text(encoding="utf-8"), items=False)
+    text.write_summary(derived, derived.summary, tmp_path)
+    summary_json = json.loads((tmp_path / "summary.json").read_text(encoding="utf-8"))
+    diag = page["diagnosis"]
+
+    # a kernel's total wall time: Perfetto (its slices' Wall args) = HTML = the analysis
+    slices = _kernel_slices(dec)
+    kernels = derived.diagnosis.kernels
+    for k in diag["kernels"]:
+        perfetto_total = sum(s["args"]["Wall (ns)"] for s in slices if s["name"] == k["name"])
+        want = int(kernels.loc[kernels["name"] == k["name"], "total_ns"].iloc[0])
+        assert perfetto_total == k["total_ns"] == want
+        if "kernels" in summary_json:            # summary.json's kernel list (issue 13, summary writer)
+            (row,) = [r for r in summary_json["kernels"] if r["name"] == k["name"]]
+            assert row["total_ns"] == k["total_ns"]
+
+    # a call's uArch rate: the Perfetto arg is the page's number in %
+    by_start = {(s["args"]["Wall (ns)"], s["name"]): s["args"]["uArch Rate"] for s in slices}
+    for call in diag["calls"]:
+        assert by_start[(call["wall_ns"], call["name"])] == round(call["uarch_rate"] * 100, 6)
+
+    # a core's uArch rate: summary.json = the page's span rate = the Perfetto core description
+    descriptions = {d.name: d.description for d in dec["tracks"].values()}
+    for head in diag["urate"]["cores"]:
+        (row,) = [r for r in summary_json["summary"] if str(r["core"]) == str(head["core"])]
+        assert row["tiu_uarch_rate"] == head["span_rate"]
+        assert f"TIU uArch rate {head['span_rate'] * 100:.1f}%" in descriptions[f"Core {head['core']}"]
