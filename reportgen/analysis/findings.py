@@ -124,6 +124,8 @@ def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFra
     if not found:
         return pd.DataFrame(columns=list(FINDING_COLUMNS))
     out = pd.DataFrame(found)
+    for col in ("core", "engine", "subject"):             # absent stays None (JSON null), not NaN
+        out[col] = out[col].astype(object).where(out[col].notna(), None)
     rule_order = {name: i for i, name in enumerate(RULES)}
     excess = [RULES[r].excess(v) for r, v in zip(out["rule"], out["value"])]
     order = np.lexsort((out["rule"].map(rule_order).to_numpy(), -np.array(excess),

@@ -75,7 +75,7 @@ def overlap(a: dict[str, np.ndarray], ncores: int) -> tuple[pd.DataFrame, pd.Dat
         stretches += _stretches(core, left, length, dma_only, span)
     if not rows:
         return pd.DataFrame(columns=list(OVERLAP_COLUMNS)), pd.DataFrame(columns=list(STRETCH_COLUMNS))
-    out = pd.DataFrame(rows)
+    out = pd.DataFrame(rows).astype({"core": object})
     # Overall: every core's parts added up, against span x cores (so the parts still add up)
     total = out.drop(columns="core").sum(min_count=1)
     out.loc[len(out)] = {"core": "Overall", **total.to_dict()}

@@ -2,7 +2,8 @@
 
 docs/metrics.md "Findings" shows this table (a test checks the two agree). ``compare`` says how
 the value is tested: ``>=`` fires at or above the threshold, ``<=`` at or below, ``away``
-when the value is at least ``threshold`` times away from 1 (above it or below its inverse).
+when the value is at least ``threshold`` times away from 1 (above it, or at most its inverse,
+0 included).
 ``severe`` is the same test's bound for severity "high" (else "medium").
 """
 from __future__ import annotations
@@ -28,7 +29,7 @@ class Rule:
             return value >= t
         if self.compare == "<=":
             return value <= t
-        return value > 0 and (value >= t or value <= 1 / t)
+        return value >= t or value <= 1 / t
 
     def severity(self, value: float) -> str:
         return "high" if self.fires(value, self.severe) else "medium"
@@ -39,7 +40,7 @@ class Rule:
             return value / self.threshold
         if self.compare == "<=":
             return self.threshold / value if value > 0 else float("inf")
-        return max(value, 1 / value) / self.threshold
+        return (max(value, 1 / value) if value > 0 else float("inf")) / self.threshold
 
 
 RULES = {r.name: r for r in (

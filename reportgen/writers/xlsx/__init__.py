@@ -4,6 +4,8 @@ Layout
 ------
 * ``Engine Summary`` first (:mod:`.summary_sheet`): capture facts and warnings, the
   :func:`reportgen.analysis.metrics.engine_summary` table, definitions, notes.
+* PMU captures: the diagnosis sheets (:mod:`.diagnosis_sheets`): Findings, Function Types,
+  Function Names, Kernels, Kernel Calls.
 * One sheet per ``profile.sheets()`` name (``TIU_0``, ``GDMA_0``, ``SDMA_0``, ``CDMA_1`` ...),
   its columns chosen by :mod:`.sheet_columns`: header in row 1 (frozen together with columns
   A:C), autofilter over the whole table, **Global Idx** in column C.
@@ -53,6 +55,7 @@ from reportgen.writers.atomic import atomic_path
 from reportgen.writers.xlsx import summary_sheet, workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import cut_count
+from reportgen.writers.xlsx.diagnosis_sheets import write_diagnosis_sheets
 from reportgen.writers.xlsx.helper import SheetHelper
 from reportgen.writers.xlsx.sheet_columns import (FREEZE_COLS, TAB_COLORS, command_sheet_columns,
                                                   table_columns)
@@ -114,6 +117,8 @@ def _registers_decision(profile: Profile, registers) -> tuple[bool, str]:
 def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame,
                     with_registers: bool, register_note: str, quiet: bool) -> None:
     summary_ws, note_row = summary_sheet.write_summary_sheet(book, profile, summary, register_note)
+    if profile.diagnosis is not None:
+        write_diagnosis_sheets(book, profile.diagnosis, quiet)
     commands = profile.commands
     positions = commands.groupby("sheet", observed=True, sort=False).indices
     sheets = [(name, positions[name]) for name in profile.sheets()]
