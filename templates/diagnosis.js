@@ -30,47 +30,47 @@
   }
 
   // ------------------------------------------------------------------------------ uArch rate
-  let series = null;            // core -> {start, end, endMax, alg, uarch}
+  let series = null;            // core -> {head, lo, hi, alg, uarch} over the timeline items of its TIU lane
   async function loadSeries() {
     if (series) return series;
     const node = document.getElementById('rg-diag-urate');
     const raw = await R.decode.gunzip(R.decode.b64ToBytes(node.textContent));
     node.textContent = '';
+    const col = (c) => R.decode.unshuffle(raw, c.offset, c.n, R.decode.CTOR[c.dtype]);
+    const TA = col(D.urate.pairs.alg), TU = col(D.urate.pairs.uarch);
+    const IT = R.items;
     series = new Map();
     for (const head of D.urate.cores) {
-      const col = (name) => R.decode.unshuffle(raw, head.columns[name].offset, head.n, R.decode.CTOR[head.columns[name].dtype]);
-      const s = col('start'), d = col('dur');
-      const start = new Float64Array(head.n), end = new Float64Array(head.n), endMax = new Float64Array(head.n);
-      let m = -Infinity;
-      for (let i = 0; i < head.n; i++) {
-        start[i] = s[i]; end[i] = s[i] + d[i];
-        if (end[i] > m) m = end[i];
-        endMax[i] = m;
+      const codes = col(head.codes), lo = IT.off[head.lane], hi = IT.off[head.lane + 1];
+      const alg = new Float64Array(hi - lo), uarch = new Float64Array(hi - lo);
+      for (let i = 0; i < hi - lo; i++) {
+        if (codes[i] > 0) { alg[i] = TA[codes[i] - 1]; uarch[i] = TU[codes[i] - 1]; }
       }
-      series.set(head.core, {head, start, end, endMax, alg: col('alg'), uarch: col('uarch')});
+      series.set(head.core, {head, lo, hi, alg, uarch});
     }
     return series;
   }
 
-  function firstIndex(arr, x, strict) {   // first i with arr[i] >= x (strict: > x)
-    let lo = 0, hi = arr.length;
-    while (lo < hi) { const mid = (lo + hi) >> 1; if (strict ? arr[mid] > x : arr[mid] >= x) hi = mid; else lo = mid + 1; }
+  function firstIndex(arr, lo, hi, x) {   // first i in [lo, hi) with arr[i] >= x
+    while (lo < hi) { const mid = (lo + hi) >> 1; if (arr[mid] >= x) hi = mid; else lo = mid + 1; }
     return lo;
   }
 
-  /* Σ Alg Ops and Σ uArch Ops per bucket of W equal buckets of [a, b). */
+  /* Σ Alg Ops and Σ uArch Ops per bucket of W equal buckets of [a, b) (items without ops add 0). */
   function uarchBins(c, a, b, W) {
-    const w = (b - a) / W, A = new Float64Array(W), U = new Float64Array(W);
-    const lo = firstIndex(c.endMax, a, false), hi = firstIndex(c.start, b, false);
+    const IT = R.items, w = (b - a) / W, A = new Float64Array(W), U = new Float64Array(W);
+    const lo = firstIndex(IT.endMax, c.lo, c.hi, a), hi = firstIndex(IT.start, c.lo, c.hi, b);
     for (let i = lo; i < hi; i++) {
-      const s0 = c.start[i], e0 = c.end[i], d = e0 - s0;
+      const j = i - c.lo;
+      if (c.uarch[j] === 0 && c.alg[j] === 0) continue;
+      const s0 = IT.start[i], e0 = IT.end[i], d = e0 - s0;
       if (d <= 0) {
-        if (s0 >= a && s0 < b) { const k = Math.min(Math.floor((s0 - a) / w), W - 1); A[k] += c.alg[i]; U[k] += c.uarch[i]; }
+        if (s0 >= a && s0 < b) { const k = Math.min(Math.floor((s0 - a) / w), W - 1); A[k] += c.alg[j]; U[k] += c.uarch[j]; }
         continue;
       }
       const s = Math.max(s0, a), e = Math.min(e0, b);
       if (e <= s) continue;
-      const da = c.alg[i] / d, du = c.uarch[i] / d;
+      const da = c.alg[j] / d, du = c.uarch[j] / d;
       const b0 = Math.min(Math.floor((s - a) / w), W - 1), b1 = Math.min(Math.floor((e - a) / w), W - 1);
       if (b0 === b1) { A[b0] += da * (e - s); U[b0] += du * (e - s); continue; }
       A[b0] += da * (a + (b0 + 1) * w - s); U[b0] += du * (a + (b0 + 1) * w - s);

@@ -17,27 +17,26 @@ import numpy as np
 from reportgen.model import Profile
 
 
+def modelled(c) -> np.ndarray:
+    """Per command: a TIU work command whose ops are modelled (the commands ``tiu_uarch_rate``
+    sums, and the only ones the rate over time counts)."""
+    return ((c["engine"].astype(str) == "TIU").to_numpy(bool) & ~c["is_sys"].to_numpy(bool)
+            & c["alg_ops"].notna().to_numpy(bool) & c["uarch_ops"].notna().to_numpy(bool))
+
+
 def modelled_tiu(profile: Profile) -> dict[int, tuple[np.ndarray, ...]]:
-    """Per core: (start_ns, end_ns, alg_ops, uarch_ops) of the TIU work commands whose ops are
-    modelled (the commands ``tiu_uarch_rate`` sums), in start order."""
+    """Per core: (start_ns, end_ns, alg_ops, uarch_ops) of its :func:`modelled` commands, in
+    start order."""
     c = profile.commands
     if c.empty:
         return {}
-    alg = c["alg_ops"].to_numpy(np.float64)
-    uarch = c["uarch_ops"].to_numpy(np.float64)
-    keep = ((c["engine"].astype(str) == "TIU").to_numpy(bool) & ~c["is_sys"].to_numpy(bool)
-            & ~np.isnan(alg) & ~np.isnan(uarch))
-    idx = np.flatnonzero(keep)
-    core = c["core"].to_numpy(np.int64)[idx]
-    start = c["start_ns"].to_numpy(np.int64)[idx]
+    idx = np.flatnonzero(modelled(c))
+    core, start = c["core"].to_numpy(np.int64)[idx], c["start_ns"].to_numpy(np.int64)[idx]
     idx = idx[np.lexsort((start, core))]
     core = c["core"].to_numpy(np.int64)[idx]
-    out = {}
-    for k in np.unique(core):
-        rows = idx[core == k]
-        out[int(k)] = (c["start_ns"].to_numpy(np.int64)[rows], c["end_ns"].to_numpy(np.int64)[rows],
-                       alg[rows], uarch[rows])
-    return out
+    columns = [c[k].to_numpy(t)[idx] for k, t in (("start_ns", np.int64), ("end_ns", np.int64),
+                                                   ("alg_ops", np.float64), ("uarch_ops", np.float64))]
+    return {int(k): tuple(col[core == k] for col in columns) for k in np.unique(core)}
 
 
 def rate_bins(start: np.ndarray, end: np.ndarray, alg: np.ndarray, uarch: np.ndarray,

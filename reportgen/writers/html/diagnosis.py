@@ -8,9 +8,10 @@ Everything shown comes from ``profile.diagnosis`` (analysis/diagnosis.py) and
   hatched, "waiting: <type>" in the legend), never as work;
 * kernels: one row per kernel name and the longest calls, each row a link that opens the core's
   timeline (all cores for host kernels) zoomed to the call;
-* uArch rate over time per core: the modelled TIU commands of each core as a compact binary block
-  (``rg-diag-urate``); ``templates/diagnosis.js`` re-bins them to the window each core timeline
-  shows (the rule of ``uarch_timeline.rate_bins``) and draws the curve under the timeline.
+* uArch rate over time per core: the ops of each TIU command of the timeline payload as a
+  compact binary block (``rg-diag-urate``, :func:`urate_block`); ``templates/diagnosis.js``
+  re-bins them to the window each core timeline shows (the rule of ``uarch_timeline.rate_bins``)
+  and draws the curve under the timeline.
 
 :func:`parts` returns what the page needs: the tab, the chart, the template rows, the JSON data
 (raw numbers, for the script and the tests) and the binary block.
@@ -25,7 +26,8 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.uarch_timeline import modelled_tiu
+from reportgen.analysis import timeline
+from reportgen.analysis.uarch_timeline import modelled
 from reportgen.model import ENGINES, Profile
 from reportgen.writers.html.charts import _BASE_LAYOUT, _esc, _typed
 from reportgen.writers.html.palette import SYSTEM_COLOR, UNKNOWN_COLOR
@@ -127,35 +129,61 @@ def kernel_rows(kernels: pd.DataFrame, calls: pd.DataFrame, t0: int):
     return names, rows
 
 
-def urate_block(profile: Profile, t0: int) -> tuple[list[dict[str, Any]], bytes]:
-    """Per core: the modelled TIU commands (start relative to t0, duration, Alg and uArch Ops)
-    as byte-shuffled columns in one gzip stream, and the core's whole-span rate (engine summary)."""
+def urate_block(profile: Profile, lanes: timeline.Lanes) -> tuple[dict[str, Any], bytes]:
+    """What the uArch rate charts need beyond the timeline payload (which already holds every
+    command's start and end): per TIU lane, one code per item in the payload's order (0: not a
+    modelled work command; k + 1: the k-th distinct (Alg Ops, uArch Ops) pair), and the table
+    of pairs as float64, so the sums are the model's. A capture repeats a few op shapes (30-80
+    pairs on the shared and synthetic dumps), so this is about a byte per TIU command before
+    gzip. Also each core's whole-span rate (the engine summary's)."""
+    c = profile.commands
     summary = profile.summary
     rate = ({str(k): v for k, v in zip(summary["core"], summary["tiu_uarch_rate"])}
             if summary is not None and "tiu_uarch_rate" in summary else {})
-    heads, chunks, offset = [], [], 0
-    for core, (start, end, alg, uarch) in modelled_tiu(profile).items():
-        columns = {}
-        for name, values in (("start", start - t0), ("dur", end - start), ("alg", alg), ("uarch", uarch)):
-            arr = _narrow(values) if name in ("start", "dur") else np.asarray(values, "<f8")
-            raw = _shuffle(arr)
-            columns[name] = {"dtype": arr.dtype.str[1:], "offset": offset}
-            chunks.append(raw)
-            offset += len(raw)
-        heads.append({"core": core, "n": int(len(start)), "columns": columns,
-                      "span_rate": _num(rate.get(str(core)))})
-    return heads, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
+    mask = modelled(c)
+    # distinct (alg, uarch) pairs: each column hashed, then the pair of codes (fast, no sort)
+    alg_code, alg_values = pd.factorize(c["alg_ops"].to_numpy(np.float64)[mask])
+    uarch_code, uarch_values = pd.factorize(c["uarch_ops"].to_numpy(np.float64)[mask])
+    pair, keys = pd.factorize(alg_code.astype(np.int64) * max(len(uarch_values), 1) + uarch_code)
+    table = np.column_stack([alg_values[keys // max(len(uarch_values), 1)],
+                             uarch_values[keys % max(len(uarch_values), 1)]]).reshape(-1, 2)
+    code = np.zeros(len(c), np.int64)
+    code[mask] = pair + 1
+    # the payload's item order: by lane, then start, then end (payload.encode_items)
+    order = np.lexsort((c["end_ns"].to_numpy(np.int64), c["start_ns"].to_numpy(np.int64), lanes.of_command))
+    bounds = np.searchsorted(lanes.of_command[order], np.arange(len(lanes.names) + 1))
+    chunks, offset = [], 0
+
+    def put(values: np.ndarray) -> dict[str, Any]:
+        nonlocal offset
+        raw = _shuffle(values)
+        chunks.append(raw)
+        head = {"dtype": values.dtype.str[1:], "offset": offset, "n": int(len(values))}
+        offset += len(raw)
+        return head
+
+    heads = []
+    for lane, (engine, cores) in enumerate(zip(lanes.engines, lanes.cores)):
+        codes = code[order[bounds[lane]:bounds[lane + 1]]]
+        if engine != "TIU" or len(cores) != 1 or not codes.any():
+            continue
+        heads.append({"core": cores[0], "lane": lane, "span_rate": _num(rate.get(str(cores[0]))),
+                      "codes": put(_narrow(codes))})
+    pairs = {"alg": put(np.ascontiguousarray(table[:, 0], "<f8")),
+             "uarch": put(np.ascontiguousarray(table[:, 1], "<f8"))}
+    return {"cores": heads, "pairs": pairs}, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
 
 
-def parts(profile: Profile, t0: int, types: list[dict[str, Any]]) -> DiagnosisParts | None:
+def parts(profile: Profile, t0: int, types: list[dict[str, Any]], lanes: timeline.Lanes
+          ) -> DiagnosisParts | None:
     """Everything the page shows of the diagnosis; None when the profile has none."""
     d = profile.diagnosis
     if d is None:
         return None
     names, calls = kernel_rows(d.kernels, d.kernel_calls, t0)
-    heads, blob = urate_block(profile, t0)
+    heads, blob = urate_block(profile, lanes)
     data = {"kernels": names, "calls": calls, "calls_total": int(len(d.kernel_calls)),
-            "urate": {"buckets": URATE_BUCKETS, "cores": heads}}
+            "urate": {"buckets": URATE_BUCKETS, **heads}}
     return DiagnosisParts(
         tab={"id": "diagnosis", "title": "Diagnosis", "charts": ["breakdown"], "views": []},
         charts={"breakdown": breakdown_chart(d.breakdown, types)},

@@ -158,7 +158,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         figures = charts.framework_charts(profile, t0)
         overview_charts = list(figures)
     views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
-    diag = diagnosis.parts(profile, t0, types) if pmu else None
+    diag = diagnosis.parts(profile, t0, types, lanes) if pmu else None
     if diag:
         tabs.insert(1, diag.tab)
         figures.update(diag.charts)
