@@ -138,3 +138,33 @@ def test_rows_match_the_vendors_instr_world(tmp_path):
     known = tiu & (ours["Data Type"] != "")
     assert ours.loc[known, "Data Type"].tolist() == ref.loc[known, "Data Type"].tolist()
     assert set(ref.loc[tiu & ~known, "Data Type"]) <= {"None -> None"}
+
+
+def _texts(parts) -> list[str]:
+    """Cells as the writer emits them: each row's parts side by side, without the NUL padding."""
+    rows = np.concatenate(parts, axis=1)
+    return [bytes(r[r != 0]).decode() for r in rows]
+
+
+@pytest.mark.parametrize("values", [
+    [0, 7, -5, 9999, 10000, -10000, 123456789, -100000000, 2 ** 62, -(2 ** 62)],
+    list(range(-20001, 20001, 997)),
+])
+def test_integer_cells_are_pythons_text(values):
+    v = np.array(values, np.int64)
+    assert _texts(instr_world._int_cells(v)) == [str(x) for x in values]
+
+
+@pytest.mark.parametrize("values", [
+    [0.5, -0.5, 0.0, 5.3613, 100.25, 12345.0001, 0.0001, -99999.9999],      # <= 4 decimals
+    [1 / 3, 1e-5, 1e20, 2.5, -7.0, 123456.789012],                           # the general path
+])
+def test_float_cells_are_pythons_repr_and_whole_numbers_plain(values):
+    v = np.array(values, np.float64)
+    got = _texts(instr_world._number_cells(v, np.ones(len(v), bool), "number"))
+    assert got == [str(int(x)) if x == int(x) and abs(x) < 2 ** 53 else repr(x) for x in values]
+
+
+def test_missing_numbers_are_empty_cells():
+    v = np.array([1.5, 0.0, 2.25])
+    assert _texts(instr_world._number_cells(v, np.array([True, False, True]), "number")) == ["1.5", "", "2.25"]
