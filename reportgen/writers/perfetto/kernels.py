@@ -100,6 +100,9 @@ def kernels_plan(device: Device, k: pd.DataFrame) -> Plan | None:
     figures = []
     for arg, col, kind, scale in CALL_ARGS:
         if col in k:
+            # names not among trace.ARG_NAMES get their iid on first use, so a trace without
+            # kernel figures (framework traces) interns exactly what it did before
+            t.arg_iid.setdefault(arg, t.arg_names.get(arg))
             values, present = column_values(k, col, kind)
             figures.append((arg, kind, percent(values) if scale == 100 else values, present))
     order = np.lexsort((end, start, track_code))

@@ -15,8 +15,7 @@ from reportgen.writers.perfetto.wire import SEQ_CLEARED
 DESCRIPTOR_SEQ = 1                  # sequence of the track descriptors
 ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
              "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
-             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands",
-             "Wall (ns)", "TIU Busy (ns)", "GDMA Busy (ns)", "SDMA Busy (ns)", "TIU Util (%)")
+             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands")
 
 
 class Interned:
