@@ -284,7 +284,8 @@ class Diagnosis:
     overlap: pd.DataFrame
     #: the longest data-bound stretches per core
     stretches: pd.DataFrame
-    #: ranked plain statements with their numbers and the rule (analysis.findings.RULES)
+    #: ranked plain statements with their numbers and the rule (analysis/rules.py RULES);
+    #: ``core`` / ``engine`` / ``subject`` are None where a finding has none
     findings: pd.DataFrame
 
 
