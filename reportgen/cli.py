@@ -3,6 +3,7 @@
 Outputs (all on by default; see README "Outputs and options"):
   OUT/summary.txt + summary.json      off with --disable_summary
   OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
+  OUT/PerfDoc/instr_world.csv         PMU captures, with the workbook: every command, time-sorted
   OUT/*RegInfo_*.txt                  with the workbook up to 200k commands; --reginfo on|off
   OUT/tables/*.csv, host_device.csv   framework traces: every analysis table, the seed tool's CSV
                                       (host_device.csv.gz above 64 MB; categories: -mc/-hc/-dc)

@@ -74,6 +74,11 @@ def _workbook(profile, summary, out, options):
     return xlsx.write(profile, summary, out, quiet=options.quiet, registers=options.registers_wanted)
 
 
+def _instr_world(profile, summary, out, options):
+    from reportgen.writers import instr_world
+    return instr_world.write(profile, out)
+
+
 def _reginfo(profile, summary, out, options):
     from reportgen.writers import text
     return text.write_reginfo(profile, out)
@@ -118,6 +123,8 @@ OUTPUTS = (
     Output("workbook", lambda o, p: o.workbook, _workbook),
     Output("RegInfo files", _want_reginfo, _reginfo),
     Output("perfetto trace", lambda o, p: o.perfetto, _perfetto),
+    # the vendor writes its Instr World beside the workbook (PerfDoc) whenever it writes one
+    Output("Instr World", lambda o, p: o.workbook and p.meta.is_pmu and len(p.commands) > 0, _instr_world),
     Output("web report", lambda o, p: o.web, _web),
     Output("summary", lambda o, p: o.summary, _summary),
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),

@@ -500,6 +500,7 @@
       }
       if (!this.wired) this.wire();
       for (const other of this.linked) other(a, b);
+      document.dispatchEvent(new CustomEvent('rg-range', {detail: {view: this.spec.id, a, b}}));
       this.dirty = false;
       const barCount = tier === 'bars' ? traces.reduce((n, t) => n + (t.type === 'bar' ? t.x.length : 0), 0) : 0;
       this.status.textContent = !rows.length ? 'No lanes: every engine is switched off above.' :
@@ -1266,6 +1267,8 @@
   window.__report = {
     timing,
     views,
+    data: DATA,
+    decode: {b64ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
     get items() { return IT; },
     show: showTab,
     zoom: async (id, a, b) => { await showTab(DATA.tabs.find((t) => t.views.includes(id)).id); return views[id].setRange(a, b); },

@@ -17,7 +17,8 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
 
 Modules: palette (colours), payload (timeline codec), summary (engine summary table), charts,
-tables, jsonsafe (strict JSON in <script>), page (templates, assembly).
+tables, jsonsafe (strict JSON in <script>), diagnosis (the Diagnosis tab and the per-core uArch
+rate charts, drawn by templates/diagnosis.js), page (templates, assembly).
 """
 from __future__ import annotations
 

@@ -22,7 +22,7 @@ from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
-from reportgen.writers.html import charts, tables
+from reportgen.writers.html import charts, diagnosis, tables
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
@@ -190,6 +190,10 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
     if layer_part is not None:
         layer_part.add_views(views, tabs, lane_specs)
+    diag = diagnosis.parts(profile, t0, types, lanes) if pmu else None
+    if diag:
+        tabs.insert(1, diag.tab)
+        figures.update(diag.charts)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
@@ -198,6 +202,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         "payload": header,
         "overview": {"buckets": OVERVIEW_BUCKETS, "b64": base64.b64encode(overview_u1.tobytes()).decode("ascii")},
     }
+    if diag:
+        data["diagnosis"] = diag.data
     if table_heads:
         data["tables"] = table_heads
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
@@ -219,4 +225,6 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
-        plotly_b64=plotly_bundle_b64(), layers=layer_part)
+        plotly_b64=plotly_bundle_b64(), layers=layer_part,
+        diagnosis=diag.template if diag else None,
+        diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None)

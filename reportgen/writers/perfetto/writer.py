@@ -16,7 +16,7 @@ from reportgen.writers.perfetto.commands import commands_plan
 from reportgen.writers.perfetto.counters import counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
-from reportgen.writers.perfetto.kernels import kernels_plan
+from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
 from reportgen.writers.perfetto.layers import layers_plan
 from reportgen.writers.perfetto.trace import Plan, Trace, pairs
 
@@ -42,7 +42,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     plans: list[Plan | None] = []
     if len(c):
         plans.append(commands_plan(device, c))
-        plans.append(kernels_plan(device, c))
+        plans.append(kernels_plan(device, kernel_calls(profile)))
         plans.extend(counters_plan(device, c))
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
