@@ -3,6 +3,7 @@ series, busy/idle bars, shortened labels, and what a framework page leaves out."
 from __future__ import annotations
 
 import base64
+import dataclasses
 
 import numpy as np
 import pandas as pd
@@ -12,7 +13,7 @@ from reportgen.analysis import thresholds
 from reportgen.analysis.chip import ChipPeaks, CONSTANTS
 from reportgen.analysis.metrics import engine_summary
 from reportgen.testing.html_page import read_page
-from reportgen.testing.profiles import make_profile
+from reportgen.testing.profiles import derived, make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html import charts, units
 from reportgen.writers.html.page import meta_rows
@@ -110,13 +111,11 @@ def test_framework_capture_facts_have_no_pmu_fields(tmp_path):
 
 
 def test_findings_lead_the_overview_in_rank_order(tmp_path):
-    from types import SimpleNamespace
-
     profile = make_profile(cores=1, per_engine=50, seed=6)
-    summary = engine_summary(profile)
+    summary = derived(profile).summary
     findings = pd.DataFrame({"rank": [2, 1] + list(range(3, 9)), "severity": ["warn", "high"] + ["info"] * 6,
                              "text": ["second <b>finding</b>", "first finding"] + [f"finding {k}" for k in range(3, 9)]})
-    profile.diagnosis = SimpleNamespace(findings=findings)
+    profile.diagnosis = dataclasses.replace(profile.diagnosis, findings=findings)
     soup = BeautifulSoup(html_writer.write(profile, summary, tmp_path / "a", quiet=True).read_text(encoding="utf-8"),
                          "html.parser")
     card = soup.select_one("#panel-overview > .card.findings")
@@ -124,7 +123,7 @@ def test_findings_lead_the_overview_in_rank_order(tmp_path):
     items = [li.get_text() for li in card.select("li")]
     assert items[:2] == ["first finding", "second <b>finding</b>"]        # ranked, text escaped
     assert len(card.select(":scope > ol > li")) == 5 and len(items) == 8  # the rest one click away
-    profile.diagnosis = SimpleNamespace(findings=findings.iloc[0:0])
+    profile.diagnosis = dataclasses.replace(profile.diagnosis, findings=findings.iloc[0:0])
     soup = BeautifulSoup(html_writer.write(profile, summary, tmp_path / "b", quiet=True).read_text(encoding="utf-8"),
                          "html.parser")
     assert soup.select_one(".card.findings") is None                      # nothing found: nothing shown
