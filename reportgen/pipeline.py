@@ -104,18 +104,27 @@ def _csv_tables(profile, summary, out, options):
     return csv_tables.write_tables(profile, out)
 
 
-def _seed_csv(profile, summary, out, options):
+def _seed_csv_compression(profile, options) -> dict:
+    from reportgen.analysis.host_device import seed_csv_gzip
+    return {"compress": seed_csv_gzip(profile, **seed_options(options), min_depth=options.min_depth,
+                                      max_depth=options.max_depth)}
+
+
+def _seed_csv(profile, summary, out, options, compress=False):
     from reportgen.writers import csv_tables
     return csv_tables.write_seed_csv(profile, out / "host_device.csv", **seed_options(options),
-                                     gzip_above=csv_tables.SEED_CSV_GZIP_BYTES,
-                                     min_depth=options.min_depth, max_depth=options.max_depth)
+                                     compress=compress, min_depth=options.min_depth,
+                                     max_depth=options.max_depth)
 
 
 @dataclass(frozen=True)
 class Output:
     label: str
     wanted: Callable[[Options, Profile], bool]
-    write: Callable[[Profile, pd.DataFrame, Path, Options], object]
+    write: Callable[..., object]
+    #: what is decided before the writers fork (so its warnings reach the summary): keyword
+    #: arguments of ``write``
+    prepare: Callable[[Profile, Options], dict] | None = None
 
 
 #: every output, longest to write first (the writer processes then finish close together)
@@ -130,7 +139,7 @@ OUTPUTS = (
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
     # every trace with host slices (PyTorch, torch_npu trace_view.json, ...)
     Output("seed CSV", lambda o, p: o.workbook and not p.meta.is_pmu and len(p.host) > 0,
-           _seed_csv),
+           _seed_csv, _seed_csv_compression),
 )
 
 
@@ -142,7 +151,9 @@ def writer_jobs(options: Options, profile: Profile, summary: pd.DataFrame, out: 
         # RegInfo reads every register table: assemble them before the writers fork, so a
         # workbook that shows them too shares these tables instead of building its own
         list(profile.registers.values())
-    return [(o.label, lambda o=o: o.write(profile, summary, out, options)) for o in wanted]
+    decided = {o.label: o.prepare(profile, options) if o.prepare else {} for o in wanted}
+    return [(o.label, lambda o=o: o.write(profile, summary, out, options, **decided[o.label]))
+            for o in wanted]
 
 
 # -- one run -----------------------------------------------------------------------------------

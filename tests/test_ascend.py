@@ -273,3 +273,42 @@ def test_cluster_output_next_to_rank_folders(tmp_path):
                     tmp_path / "cluster_analysis_output")
     prof = load_ascend(tmp_path)
     assert len(prof.tables["Cluster Steps"]) == 9 and len(prof.commands) == 21
+
+
+@needs_shared
+def test_symlinked_rank_folders_are_followed(tmp_path):
+    """Cluster folders assembled from links (profiler_data/rank_N -> elsewhere) read like real
+    folders; a link back to an ancestor (a loop) is not followed twice."""
+    src = SHARED / "mindinsight/run_2/normal_run"
+    data = tmp_path / "profiler_data"
+    data.mkdir()
+    for r in (0, 1):
+        (data / f"rank_{r}").symlink_to(src, target_is_directory=True)  # reads outside tmp_path
+    (data / "rank_0_loop").symlink_to(tmp_path, target_is_directory=True)
+    prof = load_ascend(data)
+    assert sorted(set(prof.commands["core"])) == [0, 1]       # rank from the link's name
+    assert len(prof.commands) == 224                           # as test_mindspore_multi_rank_folders
+    assert set(prof.tables["Op Statistic"]["Rank"]) == {0, 1}
+
+
+@needs_shared
+def test_symlinked_torch_npu_ranks_and_cann_prof(tmp_path):
+    store = tmp_path / "store"
+    for r in (0, 1):
+        shutil.copytree(RANK0, store / f"r{r}")
+        info = store / f"r{r}" / "profiler_info_0.json"
+        data = json.loads(info.read_text())
+        data["rank_id"] = r
+        info.unlink()
+        (store / f"r{r}" / f"profiler_info_{r}.json").write_text(json.dumps(data))
+        (tmp_path / "cluster").mkdir(exist_ok=True)
+        (tmp_path / "cluster" / f"rank_{r}").symlink_to(store / f"r{r}", target_is_directory=True)
+    prof = load_ascend(tmp_path / "cluster")
+    assert sorted(set(prof.commands["core"])) == [0, 1]
+    assert len(prof.commands) == 2 * 21
+    assert not any(w.code == "rank-ids" for w in prof.meta.warnings)
+
+    prof_dir = SHARED / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC"
+    (tmp_path / "cann").mkdir()
+    (tmp_path / "cann" / "PROF_000001").symlink_to(prof_dir, target_is_directory=True)
+    assert len(load_ascend(tmp_path / "cann").commands) == 828  # as test_cann_mindstudio_output_layout

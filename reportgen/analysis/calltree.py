@@ -132,7 +132,8 @@ class MonitoredTree:
         parent = host["parent"].to_numpy(np.int64)
         self.one_family = not (is_m & self.fn).any() or not (is_m & ~self.fn).any()
         m = np.flatnonzero(is_m)
-        track = thread_codes(host)[m]
+        self.thread = thread_codes(host)
+        track = self.thread[m]
         start = host["start_ns"].to_numpy(np.int64)[m]
         end = host["end_ns"].to_numpy(np.int64)[m]
         order = np.lexsort((m, -(end - start), start, track))
@@ -157,14 +158,21 @@ class MonitoredTree:
         if self.one_family and self.fn[self.rows].all() and self.fn[rows].all():
             return self._tree_anc[rows]
         h = self.host
-        q_track = thread_codes(h)[rows]
+        q_track = self.thread[rows]
         pos = enclosing(self.track, self.start, self.end, self.parent, q_track,
                         h["start_ns"].to_numpy(np.int64)[rows], h["end_ns"].to_numpy(np.int64)[rows])
         return np.where(pos >= 0, self.rows[np.maximum(pos, 0)] if len(self.rows) else -1, -1)
 
 
 def thread_codes(host: pd.DataFrame) -> np.ndarray:
-    """One int per (rank, pid, tid): the thread a host slice ran on."""
-    key = [host[c].astype(str).to_numpy(object) for c in ("rank", "pid", "tid") if c in host.columns]
-    joined = pd.Series(key[0]).str.cat([pd.Series(k) for k in key[1:]], sep="\x1f")
-    return pd.factorize(joined, sort=True)[0].astype(np.int64)
+    """One int per (rank, pid, tid): the thread a host slice ran on.  Values equal as text are
+    one thread (pid 1 and "1" alike); each column is numbered over its distinct values, then
+    the numbers combined: no per-row string is built."""
+    code = np.zeros(len(host), np.int64)
+    for c in ("rank", "pid", "tid"):
+        if c not in host.columns:
+            continue
+        rows_code, uniq = pd.factorize(host[c], use_na_sentinel=False)
+        text_code, text_uniq = pd.factorize(np.asarray(uniq.astype(str), object), sort=True)
+        code = pd.factorize(code * len(text_uniq) + text_code[rows_code], sort=True)[0].astype(np.int64)
+    return code

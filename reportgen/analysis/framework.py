@@ -83,7 +83,8 @@ def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
         tables["Host-Device"] = host_device_summary(host_device_table(profile, **args))
         tables["Host-Device Self"] = host_device_summary(host_device_table(profile, self_only=True, **args))
         tables["Operators"] = key_averages(profile)
-        if host["args"].map(lambda a: isinstance(a, dict) and ("Input Dims" in a)).any():
+        # stops at the first slice with shapes
+        if any(isinstance(a, dict) and "Input Dims" in a for a in host["args"].to_numpy(object)):
             tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
         steps = step_table(profile)
         if len(steps):

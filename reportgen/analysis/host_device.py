@@ -18,7 +18,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
                       launch: str | Iterable[str] | None = "cuda_runtime",
                       device: str | Iterable[str] | None = "kernel",
                       min_depth: int | None = None, max_depth: int | None = None,
-                      self_only: bool = False, with_lists: bool = False) -> pd.DataFrame:
+                      self_only: bool = False, with_lists: bool = False,
+                      with_bytes: bool = False) -> pd.DataFrame:
     """One row per monitored host slice with ``min_depth <= depth <= max_depth`` (a negative
     ``max_depth``, the seed tool's ``-1``, means no limit, like None).
 
@@ -26,7 +27,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     the ``launch``-category slices inside the row's slice on its thread (tree descendants);
     device slices are those whose issuing host slice is such a launch (or the monitored slice
     itself, as Ascend flows link ops to tasks directly).  ``self_only``: count only what is
-    not inside a deeper monitored slice.
+    not inside a deeper monitored slice.  ``with_bytes``: a ``csv bytes`` column, about what
+    the row takes in the seed CSV (:func:`seed_csv_bytes`), without building its lists.
     """
     host, cmds = profile.host, profile.commands
     cols = ["name", "host duration(ms)", "device duration(ms)", "launch duration(ms)",
@@ -72,6 +74,8 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
         "device duration(ms)": np.bincount(c_owner, cdur[crow], minlength=n) / 1e6,
         "device slices": np.bincount(c_owner, minlength=n).astype(float),
     }
+    if with_bytes:
+        sums.update(_list_bytes(names, lrows, l_owner, cmds, crow, c_owner, n))
     if not self_only:
         # total = own + everything under monitored descendants: sums climb the monitored tree
         # (no (row, ancestor) pairs are materialised: deep python stacks stay cheap)
@@ -96,6 +100,9 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     out["pid"] = host["pid"].to_numpy()[rows]
     out["tid"] = host["tid"].to_numpy()[rows]
     out["start_ns"] = host["start_ns"].to_numpy()[rows]
+    if with_bytes:
+        out["csv bytes"] = (pd.Series(path[rows], dtype=object).str.len().to_numpy(float)
+                            + ROW_BYTES + sums["list bytes"][rows])
     if with_lists:
         # the seed's list columns name every launch/kernel of a row: pairs are the output here
         if self_only:
@@ -111,6 +118,59 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     if with_lists:
         out = _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur)
     return out.drop(columns=["row"]).reset_index(drop=True)
+
+
+#: bytes of a seed CSV row besides its path and lists: three durations, depth, separators
+ROW_BYTES = 70
+#: bytes of one ``["name", 0.001234]`` item of a list cell besides the name, its quotes doubled
+ITEM_BYTES = 28
+#: kernels whose args are written out to measure the mean ``kernel infos`` item
+ARGS_SAMPLE = 1000
+
+
+def _list_bytes(names, lrows, l_owner, cmds, crow, c_owner, n) -> dict:
+    """Per owner row, about how many bytes its launches and device slices add to the seed
+    CSV's list cells: names measured exactly, kernel args by the mean of an even sample."""
+    lname = pd.Series(names[lrows], dtype=object).astype(str).str.len().to_numpy(float)
+    weight = np.bincount(l_owner, lname + ITEM_BYTES, minlength=n).astype(float)
+    if len(crow):
+        kname = cmds["func_name"].astype(str).to_numpy(object)[crow]
+        klen = pd.Series(kname, dtype=object).str.len().to_numpy(float)
+        args = cmds["args"].to_numpy(object)[crow] if "args" in cmds.columns else np.full(len(crow), None)
+        sample = args[np.linspace(0, len(crow) - 1, min(len(crow), ARGS_SAMPLE)).astype(np.int64)]
+        texts = [json.dumps(a, default=str) for a in sample]
+        # as the CSV writes it: every quote doubled, ", " between items
+        args_mean = float(np.mean([len(t) + t.count('"') + 2 for t in texts]))
+        weight += np.bincount(c_owner, klen + ITEM_BYTES + args_mean, minlength=n)
+    return {"list bytes": weight}
+
+
+def seed_csv_bytes(profile: Profile, monitor=None, launch=None, device=None,
+                   min_depth: int | None = None, max_depth: int | None = None) -> int:
+    """About how many bytes the seed CSV (``host_device.csv``) of ``profile`` takes, from its
+    rows' counts and name lengths; categories as :func:`seed_categories` (``use="seed"``)."""
+    if profile.host.empty:
+        return 0
+    t = host_device_table(profile, **seed_categories(profile, monitor, launch, device, use="seed"),
+                          min_depth=min_depth, max_depth=max_depth, with_bytes=True)
+    return int(t["csv bytes"].sum()) if len(t) else 0
+
+
+#: the seed CSV is written gzip-compressed (host_device.csv.gz) above this estimated size:
+#: python-frame call paths list every kernel under every frame (a 62 MB trace gave 373 MB)
+SEED_CSV_GZIP_BYTES = 64 << 20
+
+
+def seed_csv_gzip(profile: Profile, **kwargs) -> bool:
+    """Whether the seed CSV is to be compressed (:data:`SEED_CSV_GZIP_BYTES`); when so, a
+    warning says it. Decided before the writers run, so the summary lists the warning."""
+    size = seed_csv_bytes(profile, **kwargs)
+    if size <= SEED_CSV_GZIP_BYTES:
+        return False
+    profile.meta.warn("seed-csv-gzip", f"host_device.csv would take about {size / 2**20:.0f} MB "
+                      f"(above {SEED_CSV_GZIP_BYTES >> 20} MB): written gzip-compressed as "
+                      "host_device.csv.gz", "host_device.csv.gz")
+    return True
 
 
 def host_device_summary(calls: pd.DataFrame) -> pd.DataFrame:
@@ -144,9 +204,9 @@ def _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur):
         else np.full(len(dp), None, object)
     aitems = [json.dumps(a, default=str) for a in args]
     acol = pd.Series(aitems, dtype=object).groupby(dp["row"].to_numpy()).agg(lambda s: "[" + ", ".join(s) + "]")
-    out["launch list"] = out["row"].map(lcol).fillna("[]").to_numpy()
-    out["kernel list"] = out["row"].map(kcol).fillna("[]").to_numpy()
-    out["kernel infos"] = out["row"].map(acol).fillna("[]").to_numpy()
+    out["launch list"] = out["row"].map(lcol).astype(object).fillna("[]").to_numpy()
+    out["kernel list"] = out["row"].map(kcol).astype(object).fillna("[]").to_numpy()
+    out["kernel infos"] = out["row"].map(acol).astype(object).fillna("[]").to_numpy()
     return out
 
 

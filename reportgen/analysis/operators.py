@@ -35,7 +35,9 @@ STEP_NAME = r"^ProfilerStep#\d+$"
 
 def key_names(names: pd.Series) -> np.ndarray:
     """Operator names as torch keys them: ``ProfilerStep#N`` -> ``ProfilerStep*``."""
-    return names.astype(str).str.replace(STEP_NAME, "ProfilerStep*", regex=True).to_numpy(object)
+    codes, uniq = pd.factorize(names.astype(str), use_na_sentinel=False)   # each name once
+    keys = pd.Series(uniq, dtype=object).str.replace(STEP_NAME, "ProfilerStep*", regex=True)
+    return keys.to_numpy(object)[codes]
 
 
 def self_cpu_ns(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:

@@ -31,6 +31,7 @@ from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers import chrome as ct
 from reportgen.parsers import limits
 from reportgen.parsers.times import parse_us, points, spans
+from reportgen.parsers.walk import glob_below
 
 APO = "ASCEND_PROFILER_OUTPUT"
 #: legacy MindSpore device timelines (ascend_/gpu_ prefixes, old unprefixed name)
@@ -434,7 +435,7 @@ def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
     """``profiler/`` (single card) or ``profiler_data/`` with ``rank_N/profiler`` folders;
     ``only``: just that one timeline file (and its rank's CSVs)."""
     folders = [path] if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) else \
-        sorted({p.parent for p in path.glob("**/*timeline_display_*.json")})
+        sorted({p.parent for p in glob_below(path, "*timeline_display_*.json")})
     meta = Meta(source="mindspore", input_path=str(path))
     parts, vendor_outputs = [], {}
     for i, folder in enumerate(folders):
@@ -458,7 +459,7 @@ def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
 
 def load_cann_prof(path: Path) -> Profile:
     """CANN ``PROF_*`` folder(s): ``device_N/timeline/msprof_*.json`` per device (core = N)."""
-    dev_dirs = sorted(p for p in path.glob("**/device_*") if (p / "timeline").is_dir())
+    dev_dirs = [p for p in glob_below(path, "device_*") if (p / "timeline").is_dir()]
     traces, cores = [], []
     for d in dev_dirs:
         m = re.search(r"device_(\d+)", d.name)
@@ -471,7 +472,7 @@ def load_cann_prof(path: Path) -> Profile:
             traces.append(ct.read_trace(f))
             cores.append(core)
     if not traces:  # newer CANN: exported timelines under mindstudio_profiler_output/
-        for f in sorted(path.glob("**/mindstudio_profiler_output/msprof_*.json")):
+        for f in glob_below(path, "mindstudio_profiler_output/msprof_*.json"):
             m = re.search(r"device_(\d+)", str(f))
             traces.append(ct.read_trace(f))
             cores.append(int(m.group(1)) if m else 0)
@@ -502,7 +503,7 @@ def _load_ascend(path: Path) -> Profile:
     rank_dirs = find_rank_dirs(path)
     if not rank_dirs:
         if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
-                any(path.glob("**/mindstudio_profiler_output/msprof_*.json")):
+                any(glob_below(path, "mindstudio_profiler_output/msprof_*.json")):
             return load_cann_prof(path)
         if any(MS_TIMELINE.match(p.name) for p in path.iterdir()) or \
                 any(path.glob("rank_*/profiler")) or any(path.glob("profiler/*timeline_display_*.json")):

@@ -145,27 +145,13 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
         raise OutputError(f"{path}: cannot write the CSV ({exc.strerror or exc})") from None
 
 
-#: bigTpuProfile writes host_device.csv gzip-compressed (host_device.csv.gz) above this size:
-#: python-frame call paths list every kernel under every frame (a 62 MB trace gave 373 MB)
-SEED_CSV_GZIP_BYTES = 64 << 20
-
-
-def text_bytes(frame: pd.DataFrame) -> int:
-    """About how many bytes ``frame`` takes as CSV (text cells counted, numbers ~20 each)."""
-    size = 0
-    for col in frame.columns:
-        s = frame[col]
-        size += 20 * len(s) if pd.api.types.is_numeric_dtype(s) else int(s.astype(str).str.len().sum())
-    return size + 8 * len(frame) * len(frame.columns)
-
-
-def write_seed_csv(profile: Profile, path: str | Path, gzip_above: int | None = None,
-                   **kwargs) -> Path:
+def write_seed_csv(profile: Profile, path: str | Path, compress: bool = False, **kwargs) -> Path:
     """Write :func:`seed_frame` to ``path`` atomically; returns the path written: ``path`` +
-    ``.gz``, gzip-compressed, when the CSV would take more than ``gzip_above`` bytes."""
+    ``.gz``, gzip-compressed, with ``compress`` (decided before the writers run:
+    :func:`reportgen.analysis.host_device.seed_csv_gzip`)."""
     path = Path(path)
     frame = seed_frame(profile, **kwargs)
-    if gzip_above is not None and text_bytes(frame) > gzip_above:
+    if compress:
         path = path.with_name(path.name + ".gz")
     _write_csv(frame, path)
     return path
