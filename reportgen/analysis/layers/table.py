@@ -7,6 +7,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.layers.mapping import engine_rows
 from reportgen.model_layers import LayerFiles
 
 UNATTRIBUTED = "(unattributed)"
@@ -16,17 +17,28 @@ def layer_index(files: LayerFiles) -> tuple[np.ndarray, pd.DataFrame]:
     """Per record: its layer's position; and the layers (subnet_id, file_line, opcode, is_local,
     cores, records) in first-record order."""
     rec = files.records
-    codes, keys = pd.MultiIndex.from_frame(rec[["subnet_id", "file_line"]]).factorize()
-    first = pd.Series(np.arange(len(rec))).groupby(codes).first().to_numpy()
+    subnet, line = rec["subnet_id"].to_numpy(np.int64), rec["file_line"].to_numpy(np.int64)
+    order = np.lexsort((line, subnet))            # stable: file order within a layer
+    s, f = subnet[order], line[order]
+    starts = np.r_[True, (s[1:] != s[:-1]) | (f[1:] != f[:-1])] if len(order) else np.zeros(0, bool)
+    first_sorted = order[starts]                  # each layer's first record, layers by key
+    by_first = np.argsort(first_sorted, kind="stable")
+    renumber = np.empty(len(by_first), np.int64)
+    renumber[by_first] = np.arange(len(by_first))
+    codes = np.empty(len(rec), np.int64)
+    codes[order] = renumber[np.cumsum(starts) - 1]
+    first = first_sorted[by_first]
+    core = rec["core"].to_numpy(np.int64)
+    layer_cores = np.unique(codes * (int(core.max(initial=0)) + 1) + core) // (int(core.max(initial=0)) + 1)
     layers = pd.DataFrame({
-        "subnet_id": keys.get_level_values(0).astype("int64"),
-        "file_line": keys.get_level_values(1).astype("int64"),
+        "subnet_id": subnet[first],
+        "file_line": line[first],
         "opcode": rec["opcode"].to_numpy()[first],
         "is_local": rec["is_local"].array[first],
-        "records": np.bincount(codes, minlength=len(keys)),
-        "cores": rec.groupby(codes)["core"].nunique().to_numpy(),
+        "records": np.bincount(codes, minlength=len(first)),
+        "cores": np.bincount(layer_cores, minlength=len(first)),
     })
-    return codes.astype(np.int64), layers
+    return codes, layers
 
 
 def _group_of(lines: np.ndarray, groups: pd.DataFrame) -> pd.array:
@@ -62,35 +74,42 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
                   files: LayerFiles, num_cores: int) -> pd.DataFrame:
     """``layers`` + the figures of docs/metrics.md; the last row is ``(unattributed)``."""
     n = len(layers) + 1                          # the last bucket: unattributed TIU/GDMA commands
-    engine = np.asarray(commands["engine"].astype(object))
-    mine = np.isin(engine, ("TIU", "GDMA"))
+    rows = engine_rows(commands, ("TIU", "GDMA"))
+    mine = np.sort(np.concatenate([rows["TIU"], rows["GDMA"]]))
     bucket = np.where(command_layer >= 0, command_layer, n - 1)[mine]
-    c = commands[mine]
-    eng = engine[mine]
-    start, end = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
-    work = ~c["is_sys"].to_numpy(bool)
+
+    def column(name, dtype, **kw):
+        return commands[name].to_numpy(dtype, **kw)[mine]
+
+    start, end = column("start_ns", np.int64), column("end_ns", np.int64)
+    core = column("core", np.int64)
+    work = ~column("is_sys", bool)
     dur = (end - start).astype(np.float64)
 
     def total(mask, values=None):
         return np.bincount(bucket[mask], weights=None if values is None else values[mask], minlength=n)
 
-    tiu, gdma = eng == "TIU", eng == "GDMA"
-    nbytes = c["bytes"].to_numpy(np.float64, na_value=0.0)
-    direction = c["direction"].astype("category").array       # a test per category, not per row
+    tiu = np.zeros(len(commands), bool)
+    tiu[rows["TIU"]] = True
+    tiu = tiu[mine]
+    gdma = ~tiu
+    nbytes = column("bytes", np.float64, na_value=0.0)
+    direction = pd.Categorical(commands["direction"])          # a test per category, not per row
     cats = direction.categories.astype(str)
-    into_lmem = np.isin(direction.codes, np.flatnonzero(cats.str.endswith("LMEM")))
-    from_lmem = np.isin(direction.codes, np.flatnonzero(cats.str.startswith("LMEM")))
+    codes = direction.codes[mine]
+    into_lmem = np.isin(codes, np.flatnonzero(cats.str.endswith("LMEM")))
+    from_lmem = np.isin(codes, np.flatnonzero(cats.str.startswith("LMEM")))
     out = pd.DataFrame({
         "tiu_cmds": total(tiu).astype(np.int64),
         "gdma_cmds": total(gdma).astype(np.int64),
         "tiu_busy_ns": total(tiu & work, dur).astype(np.int64),
         "gdma_busy_ns": total(gdma & work, dur).astype(np.int64),
-        "busy_ns": _union_ns(bucket[work] * num_cores + c["core"].to_numpy(np.int64)[work],
+        "busy_ns": _union_ns(bucket[work] * num_cores + core[work],
                              start[work], end[work], n * num_cores).reshape(n, num_cores).sum(axis=1),
-        "tiu_cycles": total(tiu, c["cycles"].to_numpy(np.float64)).astype(np.int64),
-        "alg_cycle": total(tiu, np.nan_to_num(c["alg_cycle"].to_numpy(np.float64))),
-        "alg_ops": total(tiu, np.nan_to_num(c["alg_ops"].to_numpy(np.float64))),
-        "uarch_ops": total(tiu, np.nan_to_num(c["uarch_ops"].to_numpy(np.float64))),
+        "tiu_cycles": total(tiu, column("cycles", np.float64)).astype(np.int64),
+        "alg_cycle": total(tiu, np.nan_to_num(column("alg_cycle", np.float64))),
+        "alg_ops": total(tiu, np.nan_to_num(column("alg_ops", np.float64))),
+        "uarch_ops": total(tiu, np.nan_to_num(column("uarch_ops", np.float64))),
         "gdma_bytes": total(gdma & work, nbytes).astype(np.int64),
         "gdma_load_bytes": total(gdma & work & into_lmem, nbytes).astype(np.int64),
         "gdma_store_bytes": total(gdma & work & from_lmem, nbytes).astype(np.int64),
@@ -104,7 +123,7 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
     head["name"] = head["opcode"].str.rpartition(".")[2]
     head["group_line"] = _group_of(head["file_line"].to_numpy(), files.groups)
     head.loc[len(head)] = {"subnet_id": -1, "file_line": -1, "opcode": UNATTRIBUTED, "name": UNATTRIBUTED,
-                           "records": 0, "cores": int(len(np.unique(c["core"][bucket == n - 1])))}
+                           "records": 0, "cores": int(len(np.unique(core[bucket == n - 1])))}
     table = pd.concat([head.reset_index(drop=True), out], axis=1)
     rank = table["busy_ns"].iloc[:-1].rank(method="first", ascending=False)
     table["rank"] = pd.array(np.r_[rank.to_numpy(), np.nan], dtype="Int64")
