@@ -19,7 +19,7 @@ def _spans(commands: pd.DataFrame, command_record: np.ndarray, record_layer: np.
            records: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
     """One row per record with commands: its core, layer, group and time span (the lanes)."""
     owned = np.flatnonzero(command_record >= 0)
-    order = np.argsort(command_record[owned])
+    order = np.argsort(command_record[owned], kind="stable")   # fast on the ordered stretches
     pos, owned = command_record[owned][order], owned[order]       # commands by record
     first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]]) if len(pos) else np.zeros(0, np.int64)
 

@@ -57,7 +57,11 @@ def _union_ns(bucket: np.ndarray, start: np.ndarray, end: np.ndarray, n: int) ->
     """Per bucket: length of the union of its [start, end) intervals."""
     if not len(bucket):
         return np.zeros(n, np.int64)
-    order = np.lexsort((start, bucket))
+    low, span = int(start.min()), int(start.max()) - int(start.min()) + 1
+    if n * span < 1 << 62:     # one key: a stable sort runs through the already ordered stretches
+        order = np.argsort(bucket * span + (start - low), kind="stable")
+    else:
+        order = np.lexsort((start, bucket))
     b, s, e = bucket[order], start[order], end[order]
     # running max of the ends within each bucket: offset each bucket above the previous ones
     first = np.r_[True, b[1:] != b[:-1]]
@@ -75,45 +79,52 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
     """``layers`` + the figures of docs/metrics.md; the last row is ``(unattributed)``."""
     n = len(layers) + 1                          # the last bucket: unattributed TIU/GDMA commands
     rows = engine_rows(commands, ("TIU", "GDMA"))
-    mine = np.sort(np.concatenate([rows["TIU"], rows["GDMA"]]))
-    bucket = np.where(command_layer >= 0, command_layer, n - 1)[mine]
+    layer_or_stray = np.where(command_layer >= 0, command_layer, n - 1)
 
-    def column(name, dtype, **kw):
-        return commands[name].to_numpy(dtype, **kw)[mine]
+    def engine_columns(engine, *extra):
+        """The columns of one engine's commands (file order: every sum adds in the same order)."""
+        at = rows[engine]
+        cols = {"bucket": layer_or_stray[at], "core": commands["core"].to_numpy(np.int64)[at],
+                "start": commands["start_ns"].to_numpy(np.int64)[at],
+                "end": commands["end_ns"].to_numpy(np.int64)[at],
+                "work": ~commands["is_sys"].to_numpy(bool)[at]}
+        cols |= {name: np.nan_to_num(commands[name].array[at].to_numpy(np.float64, na_value=0.0))
+                 for name in extra}
+        cols["dur"] = (cols["end"] - cols["start"]).astype(np.float64)
+        return cols
 
-    start, end = column("start_ns", np.int64), column("end_ns", np.int64)
-    core = column("core", np.int64)
-    work = ~column("is_sys", bool)
-    dur = (end - start).astype(np.float64)
+    tiu = engine_columns("TIU", "cycles", "alg_cycle", "alg_ops", "uarch_ops")
+    gdma = engine_columns("GDMA", "bytes")
 
-    def total(mask, values=None):
-        return np.bincount(bucket[mask], weights=None if values is None else values[mask], minlength=n)
+    def total(cols, mask=None, values=None):
+        if mask is None:
+            return np.bincount(cols["bucket"], weights=None if values is None else cols[values], minlength=n)
+        return np.bincount(cols["bucket"][mask], weights=None if values is None else cols[values][mask],
+                           minlength=n)
 
-    tiu = np.zeros(len(commands), bool)
-    tiu[rows["TIU"]] = True
-    tiu = tiu[mine]
-    gdma = ~tiu
-    nbytes = column("bytes", np.float64, na_value=0.0)
     direction = pd.Categorical(commands["direction"])          # a test per category, not per row
     cats = direction.categories.astype(str)
-    codes = direction.codes[mine]
-    into_lmem = np.isin(codes, np.flatnonzero(cats.str.endswith("LMEM")))
-    from_lmem = np.isin(codes, np.flatnonzero(cats.str.startswith("LMEM")))
+    codes = direction.codes[rows["GDMA"]]
+    into_lmem = gdma["work"] & np.isin(codes, np.flatnonzero(cats.str.endswith("LMEM")))
+    from_lmem = gdma["work"] & np.isin(codes, np.flatnonzero(cats.str.startswith("LMEM")))
+    working = {k: np.concatenate([tiu[k][tiu["work"]], gdma[k][gdma["work"]]])
+               for k in ("bucket", "core", "start", "end")}
     out = pd.DataFrame({
         "tiu_cmds": total(tiu).astype(np.int64),
         "gdma_cmds": total(gdma).astype(np.int64),
-        "tiu_busy_ns": total(tiu & work, dur).astype(np.int64),
-        "gdma_busy_ns": total(gdma & work, dur).astype(np.int64),
-        "busy_ns": _union_ns(bucket[work] * num_cores + core[work],
-                             start[work], end[work], n * num_cores).reshape(n, num_cores).sum(axis=1),
-        "tiu_cycles": total(tiu, column("cycles", np.float64)).astype(np.int64),
-        "alg_cycle": total(tiu, np.nan_to_num(column("alg_cycle", np.float64))),
-        "alg_ops": total(tiu, np.nan_to_num(column("alg_ops", np.float64))),
-        "uarch_ops": total(tiu, np.nan_to_num(column("uarch_ops", np.float64))),
-        "gdma_bytes": total(gdma & work, nbytes).astype(np.int64),
-        "gdma_load_bytes": total(gdma & work & into_lmem, nbytes).astype(np.int64),
-        "gdma_store_bytes": total(gdma & work & from_lmem, nbytes).astype(np.int64),
+        "tiu_busy_ns": total(tiu, tiu["work"], "dur").astype(np.int64),
+        "gdma_busy_ns": total(gdma, gdma["work"], "dur").astype(np.int64),
+        "busy_ns": _union_ns(working["bucket"] * num_cores + working["core"], working["start"],
+                             working["end"], n * num_cores).reshape(n, num_cores).sum(axis=1),
+        "tiu_cycles": total(tiu, values="cycles").astype(np.int64),
+        "alg_cycle": total(tiu, values="alg_cycle"),
+        "alg_ops": total(tiu, values="alg_ops"),
+        "uarch_ops": total(tiu, values="uarch_ops"),
+        "gdma_bytes": total(gdma, gdma["work"], "bytes").astype(np.int64),
+        "gdma_load_bytes": total(gdma, into_lmem, "bytes").astype(np.int64),
+        "gdma_store_bytes": total(gdma, from_lmem, "bytes").astype(np.int64),
     })
+    stray_cores = np.concatenate([tiu["core"][tiu["bucket"] == n - 1], gdma["core"][gdma["bucket"] == n - 1]])
     with np.errstate(divide="ignore", invalid="ignore"):
         out["uarch_rate"] = np.where(out["uarch_ops"] > 0, out["alg_ops"] / out["uarch_ops"], np.nan)
         out["gdma_gbps"] = np.where(out["gdma_busy_ns"] > 0, out["gdma_bytes"] / out["gdma_busy_ns"], np.nan)
@@ -123,7 +134,7 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
     head["name"] = head["opcode"].str.rpartition(".")[2]
     head["group_line"] = _group_of(head["file_line"].to_numpy(), files.groups)
     head.loc[len(head)] = {"subnet_id": -1, "file_line": -1, "opcode": UNATTRIBUTED, "name": UNATTRIBUTED,
-                           "records": 0, "cores": int(len(np.unique(core[bucket == n - 1])))}
+                           "records": 0, "cores": int(len(np.unique(stray_cores)))}
     table = pd.concat([head.reset_index(drop=True), out], axis=1)
     rank = table["busy_ns"].iloc[:-1].rank(method="first", ascending=False)
     table["rank"] = pd.array(np.r_[rank.to_numpy(), np.nan], dtype="Int64")
