@@ -55,8 +55,8 @@ def _memory_type(text: object) -> tuple[tuple[int, ...] | None, str | None]:
     for i in range(len(parts) - 1, -1, -1):
         if parts[i][:1].isalpha():
             dims = parts[:i]
-            if all(d.isdigit() for d in dims):
-                return tuple(int(d) for d in dims), "x".join(parts[i:])
+            if all(map(str.isdigit, dims)):
+                return tuple(map(int, dims)), "x".join(parts[i:])
             return None, "x".join(parts[i:])
     return None, None
 
@@ -67,7 +67,7 @@ def tensor_of(obj: object) -> Tensor | None:
         return None
     slice_dims, dtype = _memory_type(obj.get("memory_type"))
     shape = obj.get("shape")
-    if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+    if isinstance(shape, list) and set(map(type, shape)) <= {int}:
         full = tuple(shape)
     else:
         # the MLIR type text holds the whole tensor even for a local op's slice
@@ -93,7 +93,24 @@ class _Record(msgspec.Struct, gc=False):
     results: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
 
 
-#: a JSON array whose objects are records; any other element is kept as is (then skipped)
+class _Checked(msgspec.Struct, gc=False):
+    """A record of the usual file, its types checked by the decoder: the current id keys, both
+    present, pairs of integers; ``core_id``, ``subnet_id``, ``is_local`` absent or of their type."""
+    file_line: int = msgspec.field(name="file-line")
+    opcode: str
+    before: tuple[int, int] = msgspec.field(name=ID_KEYS[0][0])
+    after: tuple[int, int] = msgspec.field(name=ID_KEYS[0][1])
+    subnet_id: int = -1
+    core_id: Union[int, msgspec.UnsetType] = msgspec.UNSET
+    is_local: Union[bool, None] = None
+    operands: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
+    results: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
+
+
+#: the usual file: every element a record of checked types (then no test per value is left)
+_CHECKED = msgspec.json.Decoder(list[_Checked])
+#: any JSON array: its objects are records of any types; any other element is kept as is (then
+#: skipped)
 _DOCUMENT = msgspec.json.Decoder(list[Union[_Record, None, bool, int, float, str, list]])
 _NOT_A_RECORD = _Record()
 _BEFORE, _AFTER, _LINE, _OPCODE, _CORE, _SUBNET, _LOCAL = map(operator.attrgetter, (
@@ -102,10 +119,14 @@ _INT64 = (-(1 << 63), (1 << 63) - 1)
 
 
 def decode_records(text: bytes) -> list:
-    """The records of the JSON array ``text``; :class:`msgspec.DecodeError` (not JSON, or JSON
-    this decoder does not read, e.g. NaN) and :class:`msgspec.ValidationError` (not an array)
+    """The records of the JSON array ``text``: typed by the decoder when every record has the
+    usual keys and types, else as found; :class:`msgspec.DecodeError` (not JSON, or JSON this
+    decoder does not read, e.g. NaN) and :class:`msgspec.ValidationError` (not an array)
     propagate."""
-    return _DOCUMENT.decode(text)
+    try:
+        return _CHECKED.decode(text)
+    except msgspec.ValidationError:
+        return _DOCUMENT.decode(text)
 
 
 def reencode(data: list) -> bytes:
@@ -113,43 +134,43 @@ def reencode(data: list) -> bytes:
     return msgspec.json.encode(data)
 
 
-def _int64(values: list, ok: list[bool], width: int) -> np.ndarray:
+def _int64(values: list, ok: np.ndarray, width: int) -> np.ndarray:
     """``values`` (integers, or lists of ``width`` integers) as int64 where ``ok``, 0 elsewhere;
     integers beyond int64 are taken out of ``ok`` (in place) first, in the rare file that has one."""
     def fits(v):
         return all(_INT64[0] <= x <= _INT64[1] for x in (v if width > 1 else [v]))
 
-    if not all(ok):
+    if not ok.all():
         empty = [0] * width if width > 1 else 0
         values = [v if k else empty for v, k in zip(values, ok)]
     try:
         flat = itertools.chain.from_iterable(values) if width > 1 else values
         return np.fromiter(flat, np.int64, len(values) * width)
     except OverflowError:
-        ok[:] = [k and fits(v) for v, k in zip(values, ok)]
+        ok &= np.array([fits(v) for v in values], bool)
         return _int64(values, ok, width)
 
 
-def _ints(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(the values as int64, 0 where not a JSON integer; mask of the JSON integers)."""
-    if set(map(type, values)) <= {int}:          # the usual file: one C-level pass
-        ok = [True] * len(values)
+def _ints(values: list, checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(the values as int64, 0 where not a JSON integer; mask of the JSON integers);
+    ``checked``: the decoder made them integers."""
+    if checked or set(map(type, values)) <= {int}:      # the usual file: one C-level pass
+        ok = np.ones(len(values), bool)
     else:
-        ok = [type(v) is int for v in values]
-    column = _int64(values, ok, 1)
-    return column, np.array(ok, bool)
+        ok = np.array([type(v) is int for v in values], bool)
+    return _int64(values, ok, 1), ok
 
 
-def _pairs(values: list) -> tuple[np.ndarray, np.ndarray]:
-    """(n x 2 int64, 0 where not a pair of JSON integers; mask of the pairs)."""
-    if (set(map(type, values)) <= {list} and set(map(len, values)) <= {2}
-            and set(map(type, itertools.chain.from_iterable(values))) <= {int}):
-        ok = [True] * len(values)
+def _pairs(values: list, checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(n x 2 int64, 0 where not a pair of JSON integers; mask of the pairs); ``checked``: the
+    decoder made them pairs of integers."""
+    if checked or (set(map(type, values)) <= {list} and set(map(len, values)) <= {2}
+                   and set(map(type, itertools.chain.from_iterable(values))) <= {int}):
+        ok = np.ones(len(values), bool)
     else:
-        ok = [type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
-              for v in values]
-    column = _int64(values, ok, 2).reshape(-1, 2)
-    return column, np.array(ok, bool)
+        ok = np.array([type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
+                       for v in values], bool)
+    return _int64(values, ok, 2).reshape(-1, 2), ok
 
 
 def _given(values: list) -> np.ndarray:
@@ -190,15 +211,16 @@ def read_records(data: list) -> RecordColumns:
     ``subnet_id`` and ``is_local`` may be absent (0, -1, unknown) but not of another type.
     Every test runs over a whole column: no function call per record.
     """
-    recs = [r if type(r) is _Record else _NOT_A_RECORD for r in data]
+    checked = bool(data) and type(data[0]) is _Checked     # decoded by _CHECKED: all are
+    recs = data if checked else [r if type(r) is _Record else _NOT_A_RECORD for r in data]
     befores, afters = list(map(_BEFORE, recs)), list(map(_AFTER, recs))
-    if msgspec.UNSET in befores or msgspec.UNSET in afters:      # some records have old keys
+    if not checked and (msgspec.UNSET in befores or msgspec.UNSET in afters):   # old keys
         new = [b is not msgspec.UNSET or a is not msgspec.UNSET for b, a in zip(befores, afters)]
         befores = [b if k else r.old_before for b, r, k in zip(befores, recs, new)]
         afters = [a if k else r.old_after for a, r, k in zip(afters, recs, new)]
-    before, before_ok = _pairs(befores)
-    after, after_ok = _pairs(afters)
-    line, line_ok = _ints(list(map(_LINE, recs)))
+    before, before_ok = _pairs(befores, checked)
+    after, after_ok = _pairs(afters, checked)
+    line, line_ok = _ints(list(map(_LINE, recs)), checked)
     opcodes = list(map(_OPCODE, recs))
     opcode_ok = np.array([type(v) is str and v != "" for v in opcodes], bool)
     cores = list(map(_CORE, recs))
