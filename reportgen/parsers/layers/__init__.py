@@ -11,6 +11,7 @@ import contextlib
 import gc
 import json
 import math
+import mmap
 import os
 from pathlib import Path
 from typing import Iterator
@@ -90,13 +91,22 @@ def _too_large(path: Path, meta: Meta, max_input_mb: int) -> bool:
     return False
 
 
+def _mapped(path: Path) -> memoryview | bytes:
+    """The bytes of ``path`` mapped, not copied (178 MB of JSON take 0.1 s to copy); the
+    mapping lives as long as the decoded records point into it."""
+    with open(path, "rb") as f:
+        if os.fstat(f.fileno()).st_size == 0:
+            return b""                       # an empty file cannot be mapped
+        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+
+
 def _read_json(path: Path, meta: Meta, max_input_mb: int) -> list | None:
     """The decoded records of ``path`` (:func:`decode_records`), or None (warned)."""
     try:
         if _too_large(path, meta, max_input_mb):
             return None
-        raw = path.read_bytes()
-        return decode_records(raw[len(codecs.BOM_UTF8):] if raw.startswith(codecs.BOM_UTF8) else raw)
+        raw = _mapped(path)
+        return decode_records(raw[len(codecs.BOM_UTF8):] if raw[:3] == codecs.BOM_UTF8 else raw)
     except OSError as exc:
         meta.warn("layer-files-unreadable", f"no layer view: cannot be read ({exc})", str(path))
         return None
@@ -105,7 +115,7 @@ def _read_json(path: Path, meta: Meta, max_input_mb: int) -> list | None:
     # not an array of JSON the fast decoder reads (broken JSON, NaN, not an array...): the
     # standard library says where and what, or reads what the fast decoder does not
     try:
-        data = json.loads(raw.decode("utf-8-sig"))
+        data = json.loads(bytes(raw).decode("utf-8-sig"))
     except json.JSONDecodeError as exc:
         meta.warn("layer-files-unreadable", f"no layer view: not JSON at line {exc.lineno} column "
                   f"{exc.colno} ({exc.msg})", str(path))

@@ -3,6 +3,7 @@
 """
 from __future__ import annotations
 
+import functools
 import itertools
 import math
 import operator
@@ -49,8 +50,11 @@ class Tensor:
 def _memory_type(text: object) -> tuple[tuple[int, ...] | None, str | None]:
     """``<d0xd1x…xdtype>`` -> (dims, dtype token); the dtype is the part after the last ``x``
     that starts with a letter."""
-    if not isinstance(text, str):
-        return None, None
+    return _memory_type_text(text) if isinstance(text, str) else (None, None)
+
+
+@functools.lru_cache(maxsize=4096)      # a network repeats a few shapes and types many times
+def _memory_type_text(text: str) -> tuple[tuple[int, ...] | None, str | None]:
     parts = text.strip().strip("<>").split("x")
     for i in range(len(parts) - 1, -1, -1):
         if parts[i][:1].isalpha():
