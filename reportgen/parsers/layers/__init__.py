@@ -110,10 +110,11 @@ def _read_json(path: Path, meta: Meta, max_input_mb: int) -> list | None:
     except OSError as exc:
         meta.warn("layer-files-unreadable", f"no layer view: cannot be read ({exc})", str(path))
         return None
-    except (msgspec.DecodeError, msgspec.ValidationError):
+    except (msgspec.DecodeError, msgspec.ValidationError, UnicodeDecodeError, RecursionError):
         pass
-    # not an array of JSON the fast decoder reads (broken JSON, NaN, not an array...): the
-    # standard library says where and what, or reads what the fast decoder does not
+    # not an array of JSON the fast decoder reads (broken JSON, NaN, not an array, not UTF-8,
+    # nested too deep...): the standard library says where and what, or reads what the fast
+    # decoder does not (a lone surrogate it reads is still refused: msgspec has no such string)
     try:
         data = json.loads(bytes(raw).decode("utf-8-sig"))
     except json.JSONDecodeError as exc:
