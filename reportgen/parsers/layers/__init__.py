@@ -42,13 +42,18 @@ def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int) -> La
         meta.warn("layer-files-incomplete", f"no layer view: {found.name} is here but {missing.name} "
                   "is not (both are needed)", str(directory))
         return None
-    with _collector_paused():
-        data = _read_json(json_path, meta, max_input_mb)
-        if data is None:
-            return None
-        columns = read_records(data)
+    with _collector_paused():       # everything _read builds is freed before it resumes
+        return _read(json_path, mlir_path, meta, max_input_mb)
+
+
+def _read(json_path: Path, mlir_path: Path, meta: Meta, max_input_mb: int) -> LayerFiles | None:
+    data = _read_json(json_path, meta, max_input_mb)
+    if data is None:
+        return None
+    columns, total = read_records(data), len(data)
+    del data
     if columns.skipped:
-        meta.warn("layer-records-skipped", f"{columns.skipped} of {len(data)} records skipped "
+        meta.warn("layer-records-skipped", f"{columns.skipped} of {total} records skipped "
                   f"(missing or malformed keys; first at position {columns.first_skipped})",
                   str(json_path))
     if not len(columns.record):
@@ -72,8 +77,9 @@ def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int) -> La
 
 @contextlib.contextmanager
 def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the records are decoded: they hold no cycles, and a
-    collection pass over their ~10^6 containers would halve the decoding speed."""
+    """No cyclic garbage collection while the layer files are read: what is built holds no
+    cycles, and collection passes over the ~10^6 containers of the decoded records would
+    halve the reading speed."""
     enabled = gc.isenabled()
     gc.disable()
     try:

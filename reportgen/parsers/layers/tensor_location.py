@@ -178,6 +178,8 @@ def _pairs(values: list, checked: bool = False) -> tuple[np.ndarray, np.ndarray]
 
 
 def _given(values: list) -> np.ndarray:
+    if msgspec.UNSET not in values:                     # one C-level pass
+        return np.ones(len(values), bool)
     return np.array([v is not msgspec.UNSET for v in values], bool)
 
 
@@ -202,9 +204,17 @@ class RecordColumns:
     no_locality: int = 0
 
 
-def _tensor_list(raw: msgspec.Raw) -> list:
-    value = msgspec.json.decode(raw)
-    return value if isinstance(value, list) else []
+def _first_of_each(subnet: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Positions of the first record of each (subnet, line), in file order."""
+    if not len(line):
+        return np.zeros(0, np.int64)
+    span = int(line.max()) - int(line.min()) + 1
+    if (int(subnet.max()) - int(subnet.min()) + 1) * span < 1 << 62:     # one int64 key
+        key = (subnet - subnet.min()) * span + (line - line.min())
+        return np.sort(np.unique(key, return_index=True)[1])
+    order = np.lexsort((line, subnet))                   # stable: file order within a layer
+    s, f = subnet[order], line[order]
+    return np.sort(order[np.r_[True, (s[1:] != s[:-1]) | (f[1:] != f[:-1])]])
 
 
 def read_records(data: list) -> RecordColumns:
@@ -226,7 +236,10 @@ def read_records(data: list) -> RecordColumns:
     after, after_ok = _pairs(afters, checked)
     line, line_ok = _ints(list(map(_LINE, recs)), checked)
     opcodes = list(map(_OPCODE, recs))
-    opcode_ok = np.array([type(v) is str and v != "" for v in opcodes], bool)
+    if set(map(type, opcodes)) <= {str} and "" not in opcodes:
+        opcode_ok = np.ones(len(opcodes), bool)
+    else:
+        opcode_ok = np.array([type(v) is str and v != "" for v in opcodes], bool)
     cores = list(map(_CORE, recs))
     core, core_int = _ints(cores)
     core_given = _given(cores)
@@ -234,8 +247,11 @@ def read_records(data: list) -> RecordColumns:
     subnet, subnet_int = _ints(subnets)
     subnet_given = _given(subnets)
     locality = list(map(_LOCAL, recs))
-    local_given = np.array([v is not msgspec.UNSET and v is not None for v in locality], bool)
-    local_bool = np.array([type(v) is bool for v in locality], bool)
+    if set(map(type, locality)) <= {bool}:             # every record says
+        local_given = local_bool = np.ones(len(locality), bool)
+    else:
+        local_given = np.array([v is not msgspec.UNSET and v is not None for v in locality], bool)
+        local_bool = np.array([type(v) is bool for v in locality], bool)
     usable = (before_ok & after_ok & line_ok & opcode_ok
               & (~core_given | (core_int & (core >= 0))) & (~subnet_given | subnet_int)
               & (~local_given | local_bool))
@@ -252,13 +268,14 @@ def read_records(data: list) -> RecordColumns:
         skipped=len(skipped), first_skipped=int(skipped[0]) if len(skipped) else None,
         no_core=int((~core_given[keep]).sum()), no_locality=int((~local_bool[keep]).sum()),
     )
-    # the first record of each layer: unique keys, first occurrence (the tensors of ~layers
-    # records are decoded, not those of every time step and core)
-    order = np.lexsort((out.file_line, out.subnet_id))      # stable: file order within a layer
-    s, f = out.subnet_id[order], out.file_line[order]
-    starts = np.r_[True, (s[1:] != s[:-1]) | (f[1:] != f[:-1])] if len(order) else np.zeros(0, bool)
-    for i in np.sort(order[starts]):
-        rec = recs[keep[i]]
+    # the first record of each layer (the tensors of ~layers records are decoded, not those of
+    # every time step and core), all in one decoder call
+    first = _first_of_each(out.subnet_id, out.file_line)
+    raws = [raw for i in keep[first] for raw in (recs[i].operands, recs[i].results)]
+    tensors = msgspec.json.decode(b"[" + b",".join(raws) + b"]")
+    for n, i in enumerate(first):
+        operands, results = tensors[2 * n], tensors[2 * n + 1]
         out.first_tensors[(int(out.subnet_id[i]), int(out.file_line[i]))] = (
-            out.opcode[i], _tensor_list(rec.operands), _tensor_list(rec.results))
+            out.opcode[i], operands if isinstance(operands, list) else [],
+            results if isinstance(results, list) else [])
     return out
