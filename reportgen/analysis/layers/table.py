@@ -29,7 +29,8 @@ def layer_index(files: LayerFiles) -> tuple[np.ndarray, pd.DataFrame]:
     codes[order] = renumber[np.cumsum(starts) - 1]
     first = first_sorted[by_first]
     core = rec["core"].to_numpy(np.int64)
-    layer_cores = np.unique(codes * (int(core.max(initial=0)) + 1) + core) // (int(core.max(initial=0)) + 1)
+    width = int(core.max(initial=0)) + 1
+    layer_cores = np.unique(codes * width + core) // width       # one per (layer, core) pair
     layers = pd.DataFrame({
         "subnet_id": subnet[first],
         "file_line": line[first],
