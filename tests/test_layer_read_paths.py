@@ -96,3 +96,15 @@ def test_an_unreadable_file_gives_one_warning(tmp_path, body, says):
     files, warnings = _read(tmp_path, body)
     assert files is None
     assert says in warnings["layer-files-unreadable"]
+
+
+def test_a_layer_file_beyond_the_input_bound_is_not_read(tmp_path):
+    folder = tmp_path / "input"
+    shutil.copytree(SOURCE, folder)
+    body = (SOURCE / "tensor_location.json").read_bytes()
+    (folder / "tensor_location.json").write_bytes(body + b" " * (1 << 20))    # 1 MB + the file
+    meta = Meta(source="pmu")
+    assert read_layer_files(folder, meta, 1) is None
+    (warning,) = meta.warnings
+    assert (warning.code, warning.where) == ("layer-files-unreadable", str(folder / "tensor_location.json"))
+    assert "larger than the input limit of 1 MB" in warning.message
