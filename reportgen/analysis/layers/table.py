@@ -83,13 +83,20 @@ def layer_metrics(commands: pd.DataFrame, command_layer: np.ndarray, layers: pd.
     layer_or_stray = np.where(command_layer >= 0, command_layer, n - 1)
 
     def engine_columns(engine, *extra):
-        """The columns of one engine's commands (file order: every sum adds in the same order)."""
+        """The columns of one engine's commands (file order: every sum adds in the same order);
+        ``extra`` as floats, NA and NaN as 0."""
         at = rows[engine]
-        cols = {"bucket": layer_or_stray[at], "core": commands["core"].to_numpy(np.int64)[at],
-                "start": commands["start_ns"].to_numpy(np.int64)[at],
-                "end": commands["end_ns"].to_numpy(np.int64)[at],
-                "work": ~commands["is_sys"].to_numpy(bool)[at]}
-        cols |= {name: np.nan_to_num(commands[name].array[at].to_numpy(np.float64, na_value=0.0))
+
+        def take(name):
+            column = commands[name]
+            if isinstance(column.dtype, np.dtype):      # a NumPy column: no conversion of all rows
+                return column.to_numpy()[at]
+            return column.array[at].to_numpy(np.float64, na_value=0.0)
+
+        cols = {"bucket": layer_or_stray[at], "core": take("core").astype(np.int64),
+                "start": take("start_ns").astype(np.int64, copy=False),
+                "end": take("end_ns").astype(np.int64, copy=False), "work": ~take("is_sys").astype(bool)}
+        cols |= {name: np.nan_to_num(take(name).astype(np.float64, copy=False), copy=False)
                  for name in extra}
         cols["dur"] = (cols["end"] - cols["start"]).astype(np.float64)
         return cols
