@@ -9,7 +9,7 @@ import pandas as pd
 
 from reportgen.analysis.chip import peaks_for
 from reportgen.analysis.layers.classes import compute_dtype, op_classes, what_if
-from reportgen.analysis.layers.mapping import map_commands
+from reportgen.analysis.layers.mapping import engine_rows, map_commands
 from reportgen.analysis.layers.table import UNATTRIBUTED, layer_index, layer_metrics
 from reportgen.model import Profile
 from reportgen.model_layers import LayerView
@@ -19,12 +19,17 @@ def _spans(commands: pd.DataFrame, command_record: np.ndarray, record_layer: np.
            records: pd.DataFrame, layers: pd.DataFrame) -> pd.DataFrame:
     """One row per record with commands: its core, layer, group and time span (the lanes)."""
     owned = np.flatnonzero(command_record >= 0)
-    pos = command_record[owned]
-    frame = pd.DataFrame({"pos": pos, "start_ns": commands["start_ns"].to_numpy()[owned],
-                          "end_ns": commands["end_ns"].to_numpy()[owned]})
-    spans = frame.groupby("pos").agg(start_ns=("start_ns", "min"), end_ns=("end_ns", "max"),
-                                     cmds=("start_ns", "size")).reset_index()
-    p = spans["pos"].to_numpy()
+    order = np.argsort(command_record[owned], kind="stable")   # fast on the ordered stretches
+    pos, owned = command_record[owned][order], owned[order]       # commands by record
+    first = np.flatnonzero(np.r_[True, pos[1:] != pos[:-1]]) if len(pos) else np.zeros(0, np.int64)
+
+    def per_record(ufunc, column):
+        values = commands[column].to_numpy()[owned]
+        return ufunc.reduceat(values, first) if len(first) else values
+
+    spans = {"pos": pos[first], "start_ns": per_record(np.minimum, "start_ns"),
+             "end_ns": per_record(np.maximum, "end_ns"), "cmds": np.diff(np.r_[first, len(pos)])}
+    p = spans["pos"]
     layer = record_layer[p]
     return pd.DataFrame({
         "record": records["record"].to_numpy()[p], "core": records["core"].to_numpy()[p],
@@ -49,9 +54,9 @@ def build_layer_view(profile: Profile) -> LayerView | None:
     table = layer_metrics(commands, command_layer, layers, files, num_cores)
     peaks = peaks_for(meta)
     classes = op_classes(table, meta.tiu_freq_mhz)
-    engine = commands["engine"].astype(str)
     stray = table.iloc[[-1]]
-    unowned = commands[(command_pos < 0) & engine.isin(["TIU", "GDMA"]).to_numpy()]
+    mine = np.sort(np.concatenate(list(engine_rows(commands, ("TIU", "GDMA")).values())))
+    unowned = commands[["core", "engine"]].iloc[mine[command_pos[mine] < 0]]
     unattributed = unowned.groupby(["core", unowned["engine"].astype(str)]).size().rename("cmds").reset_index()
     if int(stray["tiu_cmds"].iloc[0] + stray["gdma_cmds"].iloc[0]):
         meta.warn("layer-unattributed", f"{len(unowned)} TIU/GDMA commands belong to no layer "

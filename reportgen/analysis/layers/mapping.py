@@ -21,6 +21,16 @@ def _keys(core: np.ndarray, ids: np.ndarray) -> np.ndarray:
     return (core.astype(np.int64) << _ID_BITS) | np.clip(ids, 0, _ID_MAX).astype(np.int64)
 
 
+def engine_rows(commands: pd.DataFrame, names) -> dict[str, np.ndarray]:
+    """Engine name -> positions of its rows in ``commands``: one test per engine category, not
+    a string comparison per command."""
+    engine = pd.Categorical(commands["engine"])
+    categories = engine.categories.astype(str)
+    codes = engine.codes
+    return {name: (np.flatnonzero(codes == categories.get_loc(name)) if name in categories
+                   else np.zeros(0, np.int64)) for name in names}
+
+
 def map_commands(commands: pd.DataFrame, records: pd.DataFrame, meta: Meta, where: str = ""
                  ) -> np.ndarray:
     """Per row of ``commands``: the position in ``records`` of the record owning it, or -1.
@@ -30,7 +40,7 @@ def map_commands(commands: pd.DataFrame, records: pd.DataFrame, meta: Meta, wher
     dropped and counted in one warning.
     """
     owner = np.full(len(commands), -1, np.int64)
-    engine = commands["engine"].astype(str).to_numpy() if len(commands) else np.array([], object)
+    rows_of = engine_rows(commands, ENGINE_COUNTERS)
     core_of_command = commands["core"].to_numpy(np.int64)
     cmd_id = commands["cmd_id"].to_numpy(np.int64)
     rec_core = records["core"].to_numpy(np.int64)
@@ -51,7 +61,7 @@ def map_commands(commands: pd.DataFrame, records: pd.DataFrame, meta: Meta, wher
             dropped += int(clash.sum())
             keep = ~clash
             start, end, positions = start[keep], end[keep], positions[keep]
-        rows = np.flatnonzero(engine == name)
+        rows = rows_of[name]
         if not len(rows) or not len(start):
             continue
         key = _keys(core_of_command[rows], cmd_id[rows])

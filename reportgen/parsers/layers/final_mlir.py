@@ -11,7 +11,13 @@ from pathlib import Path
 _MODULE_NAME = re.compile(r'^module\s+@("(?:[^"\\]|\\.)*"|[\w$.\-]+)')
 _GROUP_OP = re.compile(r'=\s*"tpu\.Group"\s*\(')
 _WEIGHT_OP = re.compile(r'=\s*"top\.Weight"\s*\(.*\bloc\((#[\w.$\-]+|"(?:[^"\\]|\\.)*")\)\s*$')
-_LOC_ALIAS = re.compile(r'^(#[\w.$\-]+)\s*=\s*loc\("((?:[^"\\]|\\.)*)"')
+#: a location alias line `#loc5 = loc("name")`: found by its `loc("`, then its head checked
+_LOC_STRING = re.compile(r'loc\("')
+_ALIAS_HEAD = re.compile(r'[^\S\n]*(#[\w.$\-]+)[^\S\n]*=[^\S\n]*')
+_STRING = re.compile(r'"((?:[^"\\\n]|\\.)*)"')
+_MODULE_WORD = re.compile(r"module[ \t{]")
+_REGION_OPEN, _REGION_CLOSE = re.compile(r"\(\{"), re.compile(r"\}\)")
+_WEIGHT_WORD, _FUNC_WORD = re.compile(r'"top\.Weight"'), re.compile(r"func\.func")
 _SUBNET = re.compile(r'^\s*func\.func\s+@\S+\(.*\battributes\s*\{.*?\bid\s*=\s*(-?\d+)')
 
 
@@ -100,38 +106,79 @@ def _header(line: str, facts: MlirFacts) -> None:
     facts.cores = _int_attr(attrs.get("module.cores"))
 
 
+def _line_at(text: str, pos: int) -> tuple[int, str]:
+    """(offset of the line holding ``pos``, that line with its newline)."""
+    start = text.rfind("\n", 0, pos) + 1
+    end = text.find("\n", pos)
+    return start, text[start:] if end < 0 else text[start:end + 1]
+
+
+def _lines_with(text: str, needle: re.Pattern) -> dict[int, str]:
+    """Line offset -> line, for the lines holding ``needle`` that are not location aliases."""
+    found = {}
+    for m in needle.finditer(text):
+        start, line = _line_at(text, m.start())
+        if start not in found and not line.lstrip().startswith("#"):
+            found[start] = line
+    return found
+
+
+def _number_lines(text: str, offsets: list[int]) -> dict[int, int]:
+    """Line offset -> 1-based line number, counting newlines once over the text."""
+    numbers, line, last = {}, 1, 0
+    for offset in sorted(offsets):
+        line += text.count("\n", last, offset)
+        numbers[offset], last = line, offset
+    return numbers
+
+
 def read_final_mlir(path: Path) -> MlirFacts:
-    """The facts of ``path``; OSError / UnicodeDecodeError propagate (the caller warns)."""
+    """The facts of ``path``; OSError / UnicodeDecodeError propagate (the caller warns).
+
+    The text is searched for the few tokens that matter (``module``, ``({``/``})``,
+    ``"top.Weight"``, ``func.func``, location aliases); only their lines are looked at."""
     facts = MlirFacts()
-    aliases: dict[str, str] = {}
-    weight_locs: list[str] = []
-    group_line, depth, seen_module = 0, 0, False
-    with open(path, encoding="utf-8") as f:
-        for number, line in enumerate(f, start=1):
-            stripped = line.lstrip()
-            if not seen_module and stripped.startswith("module") and stripped[6:7] in (" ", "\t", "{"):
-                seen_module = True
-                _header(stripped, facts)
-            if stripped.startswith("#"):
-                m = _LOC_ALIAS.match(stripped)
-                if m:
-                    aliases[m.group(1)] = m.group(2)
-                continue
-            if group_line:
-                # a group's region closes at the `})` that brings its depth back to 0
-                depth += stripped.count("({") - stripped.startswith("})")
-                if depth == 0:
-                    facts.groups.append((group_line, group_line + 1, number - 1))
-                    group_line = 0
-            elif _GROUP_OP.search(line) and "({" in line:
-                group_line, depth = number, 1
-            if '"top.Weight"' in line:
-                m = _WEIGHT_OP.search(line.rstrip())
-                if m:
-                    weight_locs.append(m.group(1))
-            elif "func.func" in line:
-                m = _SUBNET.match(line)
-                if m:
-                    facts.subnets.append((number, int(m.group(1))))
+    with open(path, encoding="utf-8") as f:       # universal newlines, as a line-by-line read
+        text = f.read()
+    for m in _MODULE_WORD.finditer(text):
+        start, line = _line_at(text, m.start())
+        if not text[start:m.start()].strip():
+            _header(line.lstrip(), facts)
+            break
+    opening, closing = _lines_with(text, _REGION_OPEN), _lines_with(text, _REGION_CLOSE)
+    closing = {at: line for at, line in closing.items() if line.lstrip().startswith("})")}
+    weights = _lines_with(text, _WEIGHT_WORD)
+    subnets = {at: line for at, line in _lines_with(text, _FUNC_WORD).items() if at not in weights}
+    numbers = _number_lines(text, [*opening, *closing, *subnets])
+    # a group's region closes at the `})` that brings its depth back to 0; lines holding
+    # neither `({` nor a leading `})` do not change the depth
+    group_line, depth = 0, 0
+    for at in sorted({*opening, *closing}):
+        line, number = opening.get(at) or closing[at], numbers[at]
+        if group_line:
+            depth += line.count("({") - line.lstrip().startswith("})")
+            if depth == 0:
+                facts.groups.append((group_line, group_line + 1, number - 1))
+                group_line = 0
+        elif at in opening and _GROUP_OP.search(line):
+            group_line, depth = number, 1
+    for at in sorted(subnets):
+        m = _SUBNET.match(subnets[at])
+        if m:
+            facts.subnets.append((numbers[at], int(m.group(1))))
+    weight_locs = [m.group(1) for m in (_WEIGHT_OP.search(line.rstrip()) for line in weights.values()) if m]
+    aliases = _aliases(text, {loc for loc in weight_locs if loc.startswith("#")})
     facts.weight_names = {aliases.get(loc, loc.strip('"')) for loc in weight_locs}
     return facts
+
+
+def _aliases(text: str, wanted: set[str]) -> dict[str, str]:
+    """The location names of the ``wanted`` aliases (the last definition wins)."""
+    found = {}
+    for m in _LOC_STRING.finditer(text) if wanted else ():
+        head = _ALIAS_HEAD.fullmatch(text, text.rfind("\n", 0, m.start()) + 1, m.start())
+        if head and head.group(1) in wanted:
+            name = _STRING.match(text, m.end() - 1)
+            if name:
+                found[head.group(1)] = name.group(1)
+    return found

@@ -3,9 +3,17 @@
 """
 from __future__ import annotations
 
+import functools
+import itertools
 import math
+import operator
 import re
 from dataclasses import dataclass, field
+from typing import Any, Union
+
+import msgspec
+import numpy as np
+import pandas as pd
 
 #: (before, after) key pairs of the counters: current files, then very old ones (no core_id)
 ID_KEYS = (("tiu_dma_id(before)", "tiu_dma_id(after)"), ("bdc_gdma_id(before)", "bdc_gdma_id(after)"))
@@ -42,14 +50,17 @@ class Tensor:
 def _memory_type(text: object) -> tuple[tuple[int, ...] | None, str | None]:
     """``<d0xd1x…xdtype>`` -> (dims, dtype token); the dtype is the part after the last ``x``
     that starts with a letter."""
-    if not isinstance(text, str):
-        return None, None
+    return _memory_type_text(text) if isinstance(text, str) else (None, None)
+
+
+@functools.lru_cache(maxsize=4096)      # a network repeats a few shapes and types many times
+def _memory_type_text(text: str) -> tuple[tuple[int, ...] | None, str | None]:
     parts = text.strip().strip("<>").split("x")
     for i in range(len(parts) - 1, -1, -1):
         if parts[i][:1].isalpha():
             dims = parts[:i]
-            if all(d.isdigit() for d in dims):
-                return tuple(int(d) for d in dims), "x".join(parts[i:])
+            if all(map(str.isdigit, dims)):
+                return tuple(map(int, dims)), "x".join(parts[i:])
             return None, "x".join(parts[i:])
     return None, None
 
@@ -60,7 +71,7 @@ def tensor_of(obj: object) -> Tensor | None:
         return None
     slice_dims, dtype = _memory_type(obj.get("memory_type"))
     shape = obj.get("shape")
-    if isinstance(shape, list) and all(isinstance(d, int) and not isinstance(d, bool) for d in shape):
+    if isinstance(shape, list) and set(map(type, shape)) <= {int}:
         full = tuple(shape)
     else:
         # the MLIR type text holds the whole tensor even for a local op's slice
@@ -70,29 +81,121 @@ def tensor_of(obj: object) -> Tensor | None:
     return Tensor(name if isinstance(name, str) else None, full, dtype)
 
 
-def _int(value: object) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
+class _Record(msgspec.Struct, gc=False):
+    """The keys of a record that are read; the tensors stay raw JSON text until a layer's first
+    record needs them, everything else in the record is skipped by the decoder unbuilt."""
+    file_line: Any = msgspec.field(name="file-line", default=msgspec.UNSET)
+    subnet_id: Any = msgspec.UNSET
+    core_id: Any = msgspec.UNSET
+    opcode: Any = msgspec.UNSET
+    is_local: Any = msgspec.UNSET
+    before: Any = msgspec.field(name=ID_KEYS[0][0], default=msgspec.UNSET)
+    after: Any = msgspec.field(name=ID_KEYS[0][1], default=msgspec.UNSET)
+    old_before: Any = msgspec.field(name=ID_KEYS[1][0], default=msgspec.UNSET)
+    old_after: Any = msgspec.field(name=ID_KEYS[1][1], default=msgspec.UNSET)
+    operands: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
+    results: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
 
 
-def _pair(value: object) -> tuple[int, int] | None:
-    if isinstance(value, list) and len(value) == 2 and all(_int(v) is not None for v in value):
-        return value[0], value[1]
-    return None
+class _Checked(msgspec.Struct, gc=False):
+    """A record of the usual file, its types checked by the decoder: the current id keys, both
+    present, pairs of integers; ``core_id``, ``subnet_id``, ``is_local`` absent or of their type."""
+    file_line: int = msgspec.field(name="file-line")
+    opcode: str
+    before: tuple[int, int] = msgspec.field(name=ID_KEYS[0][0])
+    after: tuple[int, int] = msgspec.field(name=ID_KEYS[0][1])
+    subnet_id: int = -1
+    core_id: Union[int, msgspec.UnsetType] = msgspec.UNSET
+    is_local: Union[bool, None] = None
+    operands: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
+    results: msgspec.Raw = msgspec.field(default=msgspec.Raw(b"null"))
+
+
+#: the usual file: every element a record of checked types (then no test per value is left)
+_CHECKED = msgspec.json.Decoder(list[_Checked])
+#: any JSON array: its objects are records of any types; any other element is kept as is (then
+#: skipped)
+_DOCUMENT = msgspec.json.Decoder(list[Union[_Record, None, bool, int, float, str, list]])
+_NOT_A_RECORD = _Record()
+_BEFORE, _AFTER, _LINE, _OPCODE, _CORE, _SUBNET, _LOCAL = map(operator.attrgetter, (
+    "before", "after", "file_line", "opcode", "core_id", "subnet_id", "is_local"))
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def decode_records(text: bytes) -> list:
+    """The records of the JSON array ``text``: typed by the decoder when every record has the
+    usual keys and types, else as found; :class:`msgspec.DecodeError` (not JSON, or JSON this
+    decoder does not read, e.g. NaN) and :class:`msgspec.ValidationError` (not an array)
+    propagate."""
+    try:
+        return _CHECKED.decode(text)
+    except msgspec.ValidationError:
+        return _DOCUMENT.decode(text)
+
+
+def reencode(data: list) -> bytes:
+    """A JSON array the standard library read, as text :func:`decode_records` reads."""
+    return msgspec.json.encode(data)
+
+
+def _int64(values: list, ok: np.ndarray, width: int) -> np.ndarray:
+    """``values`` (integers, or lists of ``width`` integers) as int64 where ``ok``, 0 elsewhere;
+    integers beyond int64 are taken out of ``ok`` (in place) first, in the rare file that has one."""
+    def fits(v):
+        return all(_INT64[0] <= x <= _INT64[1] for x in (v if width > 1 else [v]))
+
+    if not ok.all():
+        empty = [0] * width if width > 1 else 0
+        values = [v if k else empty for v, k in zip(values, ok)]
+    try:
+        flat = itertools.chain.from_iterable(values) if width > 1 else values
+        return np.fromiter(flat, np.int64, len(values) * width)
+    except OverflowError:
+        ok &= np.array([fits(v) for v in values], bool)
+        return _int64(values, ok, width)
+
+
+def _ints(values: list, checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(the values as int64, 0 where not a JSON integer; mask of the JSON integers);
+    ``checked``: the decoder made them integers."""
+    if checked or set(map(type, values)) <= {int}:      # the usual file: one C-level pass
+        ok = np.ones(len(values), bool)
+    else:
+        ok = np.array([type(v) is int for v in values], bool)
+    return _int64(values, ok, 1), ok
+
+
+def _pairs(values: list, checked: bool = False) -> tuple[np.ndarray, np.ndarray]:
+    """(n x 2 int64, 0 where not a pair of JSON integers; mask of the pairs); ``checked``: the
+    decoder made them pairs of integers."""
+    if checked or (set(map(type, values)) <= {list} and set(map(len, values)) <= {2}
+                   and set(map(type, itertools.chain.from_iterable(values))) <= {int}):
+        ok = np.ones(len(values), bool)
+    else:
+        ok = np.array([type(v) is list and len(v) == 2 and type(v[0]) is int and type(v[1]) is int
+                       for v in values], bool)
+    return _int64(values, ok, 2).reshape(-1, 2), ok
+
+
+def _given(values: list) -> np.ndarray:
+    if msgspec.UNSET not in values:                     # one C-level pass
+        return np.ones(len(values), bool)
+    return np.array([v is not msgspec.UNSET for v in values], bool)
 
 
 @dataclass
 class RecordColumns:
-    """The usable records as columns, and what was skipped or defaulted."""
-    record: list[int] = field(default_factory=list)
-    core: list[int] = field(default_factory=list)
-    subnet_id: list[int] = field(default_factory=list)
-    file_line: list[int] = field(default_factory=list)
-    opcode: list[str] = field(default_factory=list)
-    is_local: list[bool | None] = field(default_factory=list)
-    tiu_before: list[int] = field(default_factory=list)
-    tiu_after: list[int] = field(default_factory=list)
-    gdma_before: list[int] = field(default_factory=list)
-    gdma_after: list[int] = field(default_factory=list)
+    """The usable records as columns (file order), and what was skipped or defaulted."""
+    record: np.ndarray            # 0-based position in the JSON array
+    core: np.ndarray
+    subnet_id: np.ndarray
+    file_line: np.ndarray
+    opcode: np.ndarray            # object array of str
+    is_local: pd.arrays.BooleanArray   # <NA> where the record has none
+    tiu_before: np.ndarray
+    tiu_after: np.ndarray
+    gdma_before: np.ndarray
+    gdma_after: np.ndarray
     #: (subnet_id, file_line) -> (opcode, operands, results) of the layer's first record
     first_tensors: dict[tuple[int, int], tuple[str, list, list]] = field(default_factory=dict)
     skipped: int = 0
@@ -101,56 +204,78 @@ class RecordColumns:
     no_locality: int = 0
 
 
+def _first_of_each(subnet: np.ndarray, line: np.ndarray) -> np.ndarray:
+    """Positions of the first record of each (subnet, line), in file order."""
+    if not len(line):
+        return np.zeros(0, np.int64)
+    span = int(line.max()) - int(line.min()) + 1
+    if (int(subnet.max()) - int(subnet.min()) + 1) * span < 1 << 62:     # one int64 key
+        key = (subnet - subnet.min()) * span + (line - line.min())
+        return np.sort(np.unique(key, return_index=True)[1])
+    order = np.lexsort((line, subnet))                   # stable: file order within a layer
+    s, f = subnet[order], line[order]
+    return np.sort(order[np.r_[True, (s[1:] != s[:-1]) | (f[1:] != f[:-1])]])
+
+
 def read_records(data: list) -> RecordColumns:
-    """Columns of the usable records of the JSON array ``data`` (file order)."""
-    out = RecordColumns()
-    for position, rec in enumerate(data):
-        parsed = _record(rec)
-        if parsed is None:
-            out.skipped += 1
-            out.first_skipped = position if out.first_skipped is None else out.first_skipped
-            continue
-        core, subnet, line, opcode, local, before, after = parsed
-        out.record.append(position)
-        out.core.append(0 if core is None else core)
-        out.no_core += core is None
-        out.no_locality += local is None
-        out.subnet_id.append(subnet)
-        out.file_line.append(line)
-        out.opcode.append(opcode)
-        out.is_local.append(local)
-        out.tiu_before.append(before[0])
-        out.gdma_before.append(before[1])
-        out.tiu_after.append(after[0])
-        out.gdma_after.append(after[1])
-        key = (subnet, line)
-        if key not in out.first_tensors:
-            operands, results = rec.get("operands"), rec.get("results")
-            out.first_tensors[key] = (opcode, operands if isinstance(operands, list) else [],
-                                      results if isinstance(results, list) else [])
-    return out
+    """Columns of the usable records of the decoded array ``data`` (:func:`decode_records`).
 
-
-def _record(rec: object):
-    """(core or None, subnet, file_line, opcode, is_local or None, before, after) or None."""
-    if not isinstance(rec, dict):
-        return None
-    for before_key, after_key in ID_KEYS:
-        if before_key in rec or after_key in rec:
-            before, after = _pair(rec.get(before_key)), _pair(rec.get(after_key))
-            break
+    A record is usable with its id pair (the current keys, else the old ones: the first pair
+    with either key present), an integer ``file-line`` and a non-empty ``opcode``; ``core_id``,
+    ``subnet_id`` and ``is_local`` may be absent (0, -1, unknown) but not of another type.
+    Every test runs over a whole column: no function call per record.
+    """
+    checked = bool(data) and type(data[0]) is _Checked     # decoded by _CHECKED: all are
+    recs = data if checked else [r if type(r) is _Record else _NOT_A_RECORD for r in data]
+    befores, afters = list(map(_BEFORE, recs)), list(map(_AFTER, recs))
+    if not checked and (msgspec.UNSET in befores or msgspec.UNSET in afters):   # old keys
+        new = [b is not msgspec.UNSET or a is not msgspec.UNSET for b, a in zip(befores, afters)]
+        befores = [b if k else r.old_before for b, r, k in zip(befores, recs, new)]
+        afters = [a if k else r.old_after for a, r, k in zip(afters, recs, new)]
+    before, before_ok = _pairs(befores, checked)
+    after, after_ok = _pairs(afters, checked)
+    line, line_ok = _ints(list(map(_LINE, recs)), checked)
+    opcodes = list(map(_OPCODE, recs))
+    if set(map(type, opcodes)) <= {str} and "" not in opcodes:
+        opcode_ok = np.ones(len(opcodes), bool)
     else:
-        return None
-    line, opcode = _int(rec.get("file-line")), rec.get("opcode")
-    if before is None or after is None or line is None or not isinstance(opcode, str) or not opcode:
-        return None
-    core = _int(rec.get("core_id"))
-    if "core_id" in rec and (core is None or core < 0):
-        return None
-    subnet = _int(rec.get("subnet_id"))
-    if "subnet_id" in rec and subnet is None:
-        return None
-    local = rec.get("is_local")
-    if local is not None and not isinstance(local, bool):
-        return None
-    return core, -1 if subnet is None else subnet, line, opcode, local, before, after
+        opcode_ok = np.array([type(v) is str and v != "" for v in opcodes], bool)
+    cores = list(map(_CORE, recs))
+    core, core_int = _ints(cores)
+    core_given = _given(cores)
+    subnets = list(map(_SUBNET, recs))
+    subnet, subnet_int = _ints(subnets)
+    subnet_given = _given(subnets)
+    locality = list(map(_LOCAL, recs))
+    if set(map(type, locality)) <= {bool}:             # every record says
+        local_given = local_bool = np.ones(len(locality), bool)
+    else:
+        local_given = np.array([v is not msgspec.UNSET and v is not None for v in locality], bool)
+        local_bool = np.array([type(v) is bool for v in locality], bool)
+    usable = (before_ok & after_ok & line_ok & opcode_ok
+              & (~core_given | (core_int & (core >= 0))) & (~subnet_given | subnet_int)
+              & (~local_given | local_bool))
+    keep = np.flatnonzero(usable)
+    skipped = np.flatnonzero(~usable)
+    local = pd.array(np.array([v is True for v in locality], bool)[keep], dtype="boolean")
+    local[~local_bool[keep]] = pd.NA
+    out = RecordColumns(
+        record=keep, core=np.where(core_given, core, 0)[keep],
+        subnet_id=np.where(subnet_given, subnet, -1)[keep], file_line=line[keep],
+        opcode=np.array(opcodes, dtype=object)[keep], is_local=local,
+        tiu_before=before[keep, 0], tiu_after=after[keep, 0],
+        gdma_before=before[keep, 1], gdma_after=after[keep, 1],
+        skipped=len(skipped), first_skipped=int(skipped[0]) if len(skipped) else None,
+        no_core=int((~core_given[keep]).sum()), no_locality=int((~local_bool[keep]).sum()),
+    )
+    # the first record of each layer (the tensors of ~layers records are decoded, not those of
+    # every time step and core), all in one decoder call
+    first = _first_of_each(out.subnet_id, out.file_line)
+    raws = [raw for i in keep[first] for raw in (recs[i].operands, recs[i].results)]
+    tensors = msgspec.json.decode(b"[" + b",".join(raws) + b"]")
+    for n, i in enumerate(first):
+        operands, results = tensors[2 * n], tensors[2 * n + 1]
+        out.first_tensors[(int(out.subnet_id[i]), int(out.file_line[i]))] = (
+            out.opcode[i], operands if isinstance(operands, list) else [],
+            results if isinstance(results, list) else [])
+    return out
