@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
 TRACE = ROOT / "tests" / "data" / "framework" / "handmade_kineto.json"
 #: the outputs a default run on a PMU dump writes (pipeline.OUTPUTS labels)
-PMU_OUTPUTS = {"workbook", "RegInfo files", "perfetto trace", "web report", "summary"}
+PMU_OUTPUTS = {"workbook", "RegInfo files", "perfetto trace", "web report", "summary", "Instr World"}
 STAGE = re.compile(r"bigTpuProfile: (?:input read \((?P<source>\w+)\): (?P<commands>[\d,]+) commands"
                    r"|analysed|(?P<output>.+) written) in \d+(?:\.\d)? m?s")
 
