@@ -30,7 +30,8 @@ def layer_index(files: LayerFiles) -> tuple[np.ndarray, pd.DataFrame]:
     first = first_sorted[by_first]
     core = rec["core"].to_numpy(np.int64)
     width = int(core.max(initial=0)) + 1
-    layer_cores = np.unique(codes * width + core) // width       # one per (layer, core) pair
+    on_core = core >= 0              # records of a core with no file (-1) own nothing
+    layer_cores = np.unique(codes[on_core] * width + core[on_core]) // width   # (layer, core) pairs
     layers = pd.DataFrame({
         "subnet_id": subnet[first],
         "file_line": line[first],

@@ -11,7 +11,6 @@ import contextlib
 import gc
 import json
 import math
-import mmap
 import os
 from pathlib import Path
 from typing import Iterator
@@ -49,10 +48,11 @@ def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int,
                   "is not (both are needed)", str(directory))
         return None
     with _collector_paused():       # everything _read builds is freed before it resumes
-        return _read(json_path, mlir_path, meta, max_input_mb)
+        return _read(json_path, mlir_path, meta, max_input_mb, core_numbers)
 
 
-def _read(json_path: Path, mlir_path: Path, meta: Meta, max_input_mb: int) -> LayerFiles | None:
+def _read(json_path: Path, mlir_path: Path, meta: Meta, max_input_mb: int,
+          core_numbers: list[int | None] | None) -> LayerFiles | None:
     data = _read_json(json_path, meta, max_input_mb)
     if data is None:
         return None
@@ -105,13 +105,13 @@ def _too_large(path: Path, meta: Meta, max_input_mb: int) -> bool:
     return False
 
 
-def _mapped(path: Path) -> memoryview | bytes:
-    """The bytes of ``path`` mapped, not copied (178 MB of JSON take 0.1 s to copy); the
-    mapping lives as long as the decoded records point into it."""
+def _file_bytes(path: Path, max_input_mb: int) -> bytes:
+    """The bytes of ``path``, copied rather than memory-mapped (178 MB take 0.1 s): a mapped file
+    truncated by another process while we decode it would kill us with SIGBUS, not an error we
+    can report. At most the input limit plus one byte is read, so a file growing after the size
+    check still cannot exceed it."""
     with open(path, "rb") as f:
-        if os.fstat(f.fileno()).st_size == 0:
-            return b""                       # an empty file cannot be mapped
-        return memoryview(mmap.mmap(f.fileno(), 0, access=mmap.ACCESS_READ))
+        return f.read(max_input_mb * MB + 1)
 
 
 def _read_json(path: Path, meta: Meta, max_input_mb: int) -> list | None:
@@ -119,7 +119,7 @@ def _read_json(path: Path, meta: Meta, max_input_mb: int) -> list | None:
     try:
         if _too_large(path, meta, max_input_mb):
             return None
-        raw = _mapped(path)
+        raw = _file_bytes(path, max_input_mb)
         return decode_records(raw[len(codecs.BOM_UTF8):] if raw[:3] == codecs.BOM_UTF8 else raw)
     except OSError as exc:
         meta.warn("layer-files-unreadable", f"no layer view: cannot be read ({exc})", str(path))
