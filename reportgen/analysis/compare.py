@@ -1,0 +1,141 @@
+"""Two runs compared (``--baseline``): deltas per core and engine, Function Type and kernel.
+
+Both sides are :class:`~reportgen.analysis.digest.Digest` objects, so a baseline read back from
+an old report's summary.json compares exactly like the dump it was made from.
+
+Noise rule (docs/metrics.md "Comparing two runs"): a delta is marked ``within_noise`` when
+``|new − base| <= max(rel · |base|, floor)`` with ``(rel, floor)`` the metric's entry of
+:data:`NOISE`. Repeated captures of one program differ by a few percent (clock alignment,
+DDR refresh, barrier jitter), and a few hundred ns at the edges; a delta inside that band is not
+evidence of a change.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.digest import ENGINES, Digest
+
+#: unit -> (relative band, absolute floor) of run-to-run noise
+NOISE = {"ns": (0.02, 1000.0), "ratio": (0.02, 0.005), "GB/s": (0.02, 0.5)}
+
+#: the per-core engine metrics compared: (name, summary column pattern, unit, engines)
+ENGINE_METRICS = (
+    ("busy_ns", "{e}_busy_ns", "ns", ENGINES),
+    ("util", "{e}_util", "ratio", ENGINES),
+    ("ddr_bw", "{e}_ddr_bw_busy", "GB/s", ("GDMA", "SDMA", "CDMA")),
+    ("uarch_rate", "{e}_uarch_rate", "ratio", ("TIU",)),
+)
+
+
+def within_noise(base, new, unit: str) -> np.ndarray:
+    """The noise rule on arrays: True where the change is inside the metric's noise band
+    (unknown on either side: False, the difference is not a measurement)."""
+    rel, floor = NOISE[unit]
+    base = np.asarray(base, np.float64)
+    new = np.asarray(new, np.float64)
+    band = np.maximum(rel * np.abs(base), floor)
+    return np.abs(new - base) <= band
+
+
+def _pct(base, new) -> np.ndarray:
+    base = np.asarray(base, np.float64)
+    new = np.asarray(new, np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(base != 0, 100.0 * (new - base) / np.abs(base), np.nan)
+
+
+@dataclass
+class Comparison:
+    baseline: str                   # what was compared against
+    new: str
+    engines: pd.DataFrame           # core, engine, then base_/new_/delta_/pct_/noise_ per metric
+    function_types: pd.DataFrame    # name, status, base_total_ns, new_total_ns, delta, pct, noise
+    kernels: pd.DataFrame           # the same per kernel name
+    timelines: tuple[dict, dict]    # (base, new) digest timelines, each starting at 0
+
+    @property
+    def engine_metrics(self) -> list[tuple[str, str]]:
+        return [(m, u) for m, _, u, _ in ENGINE_METRICS if f"base_{m}" in self.engines]
+
+
+def _engines(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """One row per (core, engine) present on either side (Overall last), every ENGINE_METRICS
+    metric as base/new/delta/pct/noise columns. A core missing on one side counts as idle
+    there (busy 0) only for busy_ns; its other metrics are unknown."""
+    def per_core(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(core=frame["core"].astype(str)).set_index("core") if len(frame) else frame
+    b, n = per_core(base), per_core(new)
+    cores = list(dict.fromkeys([*b.index, *n.index]))
+    cores = sorted((c for c in cores if c != "Overall"), key=lambda c: (len(c), c)) + \
+        (["Overall"] if "Overall" in cores else [])
+    rows = []
+    for e in ENGINES:
+        cols = {m: pat.format(e=e.lower()) for m, pat, _, engines in ENGINE_METRICS if e in engines}
+        if not any(c in b.columns or c in n.columns for c in cols.values()):
+            continue
+        for core in cores:
+            row = {"core": core, "engine": e}
+            for m, col in cols.items():
+                missing = 0.0 if m == "busy_ns" else np.nan
+                row[f"base_{m}"] = b[col].get(core, missing) if col in b.columns else np.nan
+                row[f"new_{m}"] = n[col].get(core, missing) if col in n.columns else np.nan
+            rows.append(row)
+    out = pd.DataFrame(rows)
+    for m, _, unit, _ in ENGINE_METRICS:
+        if f"base_{m}" not in out:
+            continue
+        bv = pd.to_numeric(out[f"base_{m}"], errors="coerce").to_numpy(np.float64)
+        nv = pd.to_numeric(out[f"new_{m}"], errors="coerce").to_numpy(np.float64)
+        out[f"base_{m}"], out[f"new_{m}"] = bv, nv
+        out[f"delta_{m}"] = nv - bv
+        out[f"pct_{m}"] = _pct(bv, nv)
+        out[f"noise_{m}"] = within_noise(bv, nv, unit)
+    if "base_busy_ns" in out:
+        for side in ("base", "new", "delta"):
+            out[f"{side}_busy_ns"] = out[f"{side}_busy_ns"].round().astype("int64")
+    return out
+
+
+def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
+    """Per name: command time and calls on each side, delta, %, status (both / new / gone)."""
+    def by_name(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.groupby(key, sort=False)[["total_ns", "calls"]].sum() if len(frame) else \
+            pd.DataFrame(columns=["total_ns", "calls"], dtype="int64")
+    b, n = by_name(base), by_name(new)
+    t = b.join(n, how="outer", lsuffix="_base", rsuffix="_new")
+    out = pd.DataFrame({
+        "name": t.index.astype(str),
+        "status": np.select([t["total_ns_base"].isna(), t["total_ns_new"].isna()], ["new", "gone"], "both"),
+        "base_total_ns": t["total_ns_base"].fillna(0).astype("int64").to_numpy(),
+        "new_total_ns": t["total_ns_new"].fillna(0).astype("int64").to_numpy(),
+        "base_calls": t["calls_base"].fillna(0).astype("int64").to_numpy(),
+        "new_calls": t["calls_new"].fillna(0).astype("int64").to_numpy(),
+    })
+    out["delta_total_ns"] = out["new_total_ns"] - out["base_total_ns"]
+    out["pct_total_ns"] = _pct(out["base_total_ns"], out["new_total_ns"])
+    out["within_noise"] = (out["status"] == "both") & within_noise(out["base_total_ns"],
+                                                                    out["new_total_ns"], "ns")
+    order = out["delta_total_ns"].abs().sort_values(ascending=False, kind="stable").index
+    return out.loc[order].reset_index(drop=True)
+
+
+def compare(base: Digest, new: Digest) -> Comparison:
+    """Every delta of ``new`` against ``base``."""
+    return Comparison(base.source, new.source, _engines(base.engines, new.engines),
+                      _totals(base.function_types, new.function_types, "func_type"),
+                      _totals(base.kernels, new.kernels, "kernel"), (base.timeline, new.timeline))
+
+
+def comparison_document(c: Comparison) -> dict:
+    """summary.json's ``compare``: JSON values only (NaN -> null)."""
+    def rows(frame: pd.DataFrame) -> list[dict]:
+        clean = frame.astype(object).where(frame.notna(), None)
+        return [{k: (v.item() if isinstance(v, np.generic) else v) for k, v in r.items()}
+                for r in clean.to_dict("records")]
+    return {"baseline": c.baseline, "new": c.new,
+            "noise_rule": {u: {"relative": r, "floor": f} for u, (r, f) in NOISE.items()},
+            "engines": rows(c.engines), "function_types": rows(c.function_types),
+            "kernels": rows(c.kernels)}
