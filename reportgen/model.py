@@ -257,6 +257,10 @@ class Profile:
     source_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: vendor summary files per rank, as read (Ascend / MindSpore folders)
     vendor_outputs: dict[int, VendorOutput] = field(default_factory=dict)
+    #: the run's comparable tables (analysis.digest.Digest), attached by analysis.derive
+    digest: Any = None
+    #: ``--baseline``: this run against the baseline (analysis.compare.Comparison)
+    comparison: Any = None
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

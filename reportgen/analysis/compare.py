@@ -84,6 +84,10 @@ def _engines(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
                 row[f"new_{m}"] = n[col].get(core, missing) if col in n.columns else np.nan
             rows.append(row)
     out = pd.DataFrame(rows)
+    if out.empty:
+        return out
+    # per-core rows keep the summary's integer core numbers
+    out["core"] = [int(c) if c.isdigit() else c for c in out["core"]]
     for m, _, unit, _ in ENGINE_METRICS:
         if f"base_{m}" not in out:
             continue
@@ -92,11 +96,14 @@ def _engines(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
         out[f"base_{m}"], out[f"new_{m}"] = bv, nv
         out[f"delta_{m}"] = nv - bv
         out[f"pct_{m}"] = _pct(bv, nv)
-        out[f"noise_{m}"] = within_noise(bv, nv, unit)
+        known = ~np.isnan(bv) & ~np.isnan(nv)
+        out[f"noise_{m}"] = pd.array(np.where(known, within_noise(bv, nv, unit), None), dtype="boolean")
     if "base_busy_ns" in out:
         for side in ("base", "new", "delta"):
             out[f"{side}_busy_ns"] = out[f"{side}_busy_ns"].round().astype("int64")
-    return out
+    grouped = [f"{side}_{m}" for m, _, _, _ in ENGINE_METRICS
+               for side in ("base", "new", "delta", "pct", "noise") if f"{side}_{m}" in out]
+    return out[["core", "engine", *grouped]]
 
 
 def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:

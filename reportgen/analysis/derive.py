@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen.analysis.digest import run_digest
 from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.host_align import align_host_trace
 from reportgen.analysis.metrics import engine_summary, lane_summary
@@ -27,4 +28,5 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
     profile.summary = engine_summary(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
+    profile.digest = run_digest(profile, profile.summary)
     return profile.summary

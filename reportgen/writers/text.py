@@ -131,7 +131,21 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
         "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
+        **_comparable(profile),
     }
+
+
+def _comparable(profile: Profile) -> dict:
+    """``breakdown`` (what a later --baseline run needs of this one) and ``compare``."""
+    from reportgen.analysis.compare import comparison_document
+    from reportgen.analysis.digest import breakdown_document
+
+    out = {}
+    if profile.digest is not None:
+        out["breakdown"] = breakdown_document(profile.digest)
+    if profile.comparison is not None:
+        out["compare"] = comparison_document(profile.comparison)
+    return out
 
 
 def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:

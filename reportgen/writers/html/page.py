@@ -158,6 +158,11 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         figures = charts.framework_charts(profile, t0)
         overview_charts = list(figures)
     views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    compare_html = None
+    if profile.comparison is not None:            # --baseline: the Compare tab (writers/html/compare.py)
+        from reportgen.writers.html.compare import TAB, compare_panel
+        tabs.insert(1, dict(TAB))
+        compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     data = {
         "version": __version__, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
@@ -183,4 +188,4 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
-        plotly_b64=plotly_bundle_b64())
+        plotly_b64=plotly_bundle_b64(), compare_html=compare_html)
