@@ -120,8 +120,8 @@ def _client(options: Options, n_dumps: int):
         try:
             client = Client(options.scheduler, timeout="20s")
         except (OSError, TimeoutError) as exc:
-            raise InputError(f"--scheduler {options.scheduler}: cannot reach the Dask scheduler "
-                             f"({exc})") from None
+            raise InputError(f"--scheduler {options.scheduler}",
+                             f"cannot reach the Dask scheduler ({exc})") from None
         with client:
             yield client, f"the Dask scheduler at {options.scheduler}"
         return

@@ -62,12 +62,12 @@ def load_baseline(options: Options):
             with open(doc, encoding="utf-8") as fh:
                 content = json.load(fh)
         except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-            raise InputError(f"{doc}: not a readable summary.json ({exc})") from None
+            raise InputError(doc, f"not a readable summary.json ({exc})") from None
         if not isinstance(content, dict) or not isinstance(content.get("summary"), list):
-            raise InputError(f"{doc}: no 'summary' list: not a reportgen summary.json")
+            raise InputError(doc, "no 'summary' list: not a reportgen summary.json")
         return digest_from_document(content, str(base))
     if base.is_dir() and not (base / "global.profile").exists() and (base / "PerfWeb").is_dir():
-        raise InputError(f"{base}: a report folder without summary.json (made with "
+        raise InputError(base, "a report folder without summary.json (made with "
                          "--disable_summary?): nothing to compare with")
     run = options.replace(input=str(base), trace_file=None, baseline=None, quiet=True)
     profile = load(run)

@@ -112,7 +112,7 @@ def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
         return frame.groupby(key, sort=False)[["total_ns", "calls"]].sum() if len(frame) else \
             pd.DataFrame(columns=["total_ns", "calls"], dtype="int64")
     b, n = by_name(base), by_name(new)
-    t = b.join(n, how="outer", lsuffix="_base", rsuffix="_new")
+    t = b.add_suffix("_base").join(n.add_suffix("_new"), how="outer")
     out = pd.DataFrame({
         "name": t.index.astype(str),
         "status": np.select([t["total_ns_base"].isna(), t["total_ns_new"].isna()], ["new", "gone"], "both"),
