@@ -23,7 +23,7 @@ from reportgen.analysis.digest import ENGINES
 
 #: a device is a straggler when its span is more than this fraction above the median span
 STRAGGLER_EXCESS = 0.10
-STRAGGLER_RULE = (f"span more than {STRAGGLER_EXCESS:.0%} above the median span of the devices "
+STRAGGLER_RULE = (f"span is more than {STRAGGLER_EXCESS:.0%} above the median span of the devices "
                   "that reported (at least 2)")
 _DEV_CALL = re.compile(r"dev(\d+)-(\d+)$")
 
