@@ -164,8 +164,8 @@ def run_tasks(runs: list[tuple[Options, str]], options: Options) -> tuple[list[D
 
     results: dict[str, DeviceRun] = {}
     with _client(options, len(runs)) as (client, where):
-        if not options.quiet:
-            print(f"bigTpuProfile: {len(runs)} dumps on {where}", file=sys.stderr, flush=True)
+        # said even with --quiet (it silences progress only): which mode this run is in
+        print(f"bigTpuProfile: batch mode, {len(runs)} dumps on {where}", file=sys.stderr, flush=True)
         progress = _Progress(len(runs), options.quiet)
         futures = {client.submit(report_one, o, name, key=f"report-{i}-{name}", pure=False): (o, name)
                    for i, (o, name) in enumerate(runs)}
@@ -205,18 +205,18 @@ def run_many(root: Path, dumps: list[Path], options: Options) -> int:
         files = write_cluster(out, cluster, results)
     except OSError as exc:
         raise OutputError(f"{out}: cannot write the cluster report: {exc.strerror or exc}") from None
-    if not options.quiet:
-        for r in results:
-            if not r.ok:
-                print(f"{r.name}: error: {r.status}")
-        print(f"Cluster report of {len(results)} dumps ({cluster.failed} failed) in "
-              f"{time.perf_counter() - t0:.1f} s: {files[0]}")
-        for s in cluster.stragglers.itertuples():
-            print(f"  straggler: {s.name}: span {s.excess_pct:+.1f}% against the median")
+    # results are printed even with --quiet (it silences progress only)
+    for r in results:
+        if not r.ok:
+            print(f"{r.name}: error: {r.status}")
+    print(f"Cluster report of {len(results)} dumps ({cluster.failed} failed) in "
+          f"{time.perf_counter() - t0:.1f} s: {files[0]}")
+    for s in cluster.stragglers.itertuples():
+        print(f"  straggler: {s.name}: span {s.excess_pct:+.1f}% against the median")
     return 1 if cluster.failed else 0
 
 
-def announce_single(root: Path, dump: Path, quiet: bool) -> None:
-    if not quiet:
-        print(f"bigTpuProfile: {root} holds one dump ({dump.relative_to(root)}): a single report "
-              "(batch mode needs two or more)", file=sys.stderr, flush=True)
+def announce_single(root: Path, dump: Path) -> None:
+    """Said even with --quiet: the run is not in batch mode although INPUT is a folder."""
+    print(f"bigTpuProfile: {root} holds one dump ({dump.relative_to(root)}): a single report "
+          "(batch mode needs two or more)", file=sys.stderr, flush=True)

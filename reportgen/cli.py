@@ -97,7 +97,7 @@ def run(options: Options) -> int:
     if len(dumps) > 1:
         return batch.run_many(root, dumps, options)
     if dumps:
-        batch.announce_single(root, dumps[0], options.quiet)
+        batch.announce_single(root, dumps[0])
         options = options.replace(input=str(dumps[0]))
     done = pipeline.report(options)
     if not options.quiet:

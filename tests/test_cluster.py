@@ -130,7 +130,7 @@ def test_two_worker_local_cluster_with_a_corrupt_dump(tmp_path, capsys):
     options = Options(input=str(run), output=str(out), jobs=2, web=True, **FAST)
     assert batch.run_many(run, batch.find_dumps(run), options) == 1
     captured = capsys.readouterr()
-    assert "4 dumps on a local Dask cluster of 2 worker processes" in captured.err
+    assert "batch mode, 4 dumps on a local Dask cluster of 2 worker processes" in captured.err
     assert captured.err.count("\r") == 0 and len([l for l in captured.err.splitlines() if l.startswith("[")]) == 4
     for d in good:
         rel = d.relative_to(run)

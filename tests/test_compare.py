@@ -186,3 +186,30 @@ def test_compare_sheet_and_tab(runs, tmp_path):
     # one bar pair per engine row, kernel and Function Type, plus one SVG for both timelines
     assert len(panel.find_all("svg")) == \
         len(doc["engines"]) + len(doc["kernels"]) + len(doc["function_types"]) + 1
+
+
+def test_compare_tab_shows_hostile_names_as_text():
+    """Kernel names and paths come from the input: the Compare tab escapes them."""
+    from bs4 import BeautifulSoup
+
+    from reportgen.analysis.compare import compare
+    from reportgen.analysis.digest import Digest
+    from reportgen.writers.html.compare import compare_panel
+
+    evil = '<img src=x onerror=alert(1)>'
+
+    def digest(source, total):
+        engines = pd.DataFrame([{"core": 0, "span_ns": 10_000, "tiu_busy_ns": total, "tiu_util": total / 10_000},
+                                {"core": "Overall", "span_ns": 10_000, "tiu_busy_ns": total,
+                                 "tiu_util": total / 10_000}])
+        kernels = pd.DataFrame([{"kernel": evil, "core": 0, "engine": "TIU", "calls": 1, "cmds": 2,
+                                 "total_ns": total}])
+        timeline = {"span_ns": 10_000, "buckets": 2, "lanes": [[0, "TIU"]], "busy": [[0.5, 0.25]]}
+        return Digest(source, engines, kernels, kernels.rename(columns={"kernel": "func_type"}), timeline)
+
+    c = compare(digest(evil + "/base", 4_000), digest("new", 8_000))
+    assert c.kernels[["base_total_ns", "new_total_ns", "delta_total_ns"]].values.tolist() == [[4000, 8000, 4000]]
+    assert c.kernels["pct_total_ns"].tolist() == [100.0]
+    soup = BeautifulSoup(f"<div>{compare_panel(c)}</div>", "html.parser")
+    assert soup.find("img") is None
+    assert evil in soup.get_text() and evil + "/base" in soup.get_text()
