@@ -233,6 +233,61 @@ class VendorOutput:
             self.operator_calls, self.memory_record, self.operator_memory, self.module_memory))
 
 
+#: Columns of ``Diagnosis.breakdown`` (``Diagnosis.functions`` adds ``func_name`` after
+#: ``func_type``); definitions in docs/metrics.md "Diagnosis".
+BREAKDOWN_COLUMNS = (
+    "core", "engine", "func_type", "category", "count", "busy_ns", "sum_ns", "share_busy",
+    "share_span", "min_ns", "mean_ns", "p50_ns", "p95_ns", "max_ns", "cycles", "alg_cycles",
+    "alg_ops", "uarch_ops", "uarch_rate", "alg_ops_per_cycle", "bytes", "ddr_bytes", "l2m_bytes",
+    "ddr_bw", "l2m_bw")
+FUNCTION_COLUMNS = BREAKDOWN_COLUMNS[:3] + ("func_name",) + BREAKDOWN_COLUMNS[3:]
+#: Columns of ``Diagnosis.kernel_calls``: one row per kernel call (device scope or host event)
+KERNEL_CALL_COLUMNS = (
+    "source", "name", "core", "scope", "start_ns", "end_ns", "wall_ns", "commands",
+    "tiu_busy_ns", "gdma_busy_ns", "sdma_busy_ns", "tiu_util", "uarch_rate", "bytes",
+    "ddr_bytes", "l2m_bytes", "ddr_bw", "l2m_bw")
+#: Columns of ``Diagnosis.kernels``: one row per (source, kernel name), longest total first
+KERNEL_COLUMNS = ("source", "name", "calls", "total_ns", "mean_ns", "min_ns", "max_ns",
+                  "share_wall", "share_kernels")
+#: Columns of ``Diagnosis.overlap``: one row per core plus ``Overall``
+OVERLAP_COLUMNS = (
+    "core", "span_ns", "tiu_busy_ns", "dma_busy_ns", "both_ns", "tiu_only_ns", "dma_only_ns",
+    "idle_ns", "waiting_ns", "bound", "concurrency", "tiu_alg_cycles", "tiu_asic_cycles",
+    "alg_cycle_ratio")
+#: Columns of ``Diagnosis.stretches``: the longest data-bound stretches (DMA busy, TIU idle)
+STRETCH_COLUMNS = ("core", "start_ns", "end_ns", "length_ns", "share_span")
+#: Columns of ``Diagnosis.findings``, ranked (most severe and largest first)
+FINDING_COLUMNS = ("rank", "rule", "severity", "core", "engine", "subject", "value", "threshold",
+                   "unit", "text")
+
+
+@dataclass
+class Diagnosis:
+    """Where the time goes and what it means, derived once by ``analysis.derive`` (PMU captures).
+
+    Every table is a DataFrame with the columns listed above; ``core`` is a core index or
+    ``"Overall"`` (all cores) as in the engine summary; ``engine`` is TIU/GDMA/SDMA/CDMA; times
+    are ns, shares 0..1, bandwidths GB/s. Unknown is NaN. Definitions: docs/metrics.md.
+    """
+
+    #: per core × engine × Function Type (+ ``Overall`` rows over all cores); system commands
+    #: are their own rows with ``category = "waiting"`` (work rows: ``"work"``)
+    breakdown: pd.DataFrame
+    #: the same per Function Name
+    functions: pd.DataFrame
+    #: one row per kernel call: PMU kernel scopes (``source = "device"``) and host kernels of
+    #: ``--trace_file`` (``source = "host"``)
+    kernel_calls: pd.DataFrame
+    #: one row per kernel name
+    kernels: pd.DataFrame
+    #: per core: TIU and DMA busy together / alone / neither, waiting, Concurrency, Alg vs Asic
+    overlap: pd.DataFrame
+    #: the longest data-bound stretches per core
+    stretches: pd.DataFrame
+    #: ranked plain statements with their numbers and the rule (analysis.findings.RULES)
+    findings: pd.DataFrame
+
+
 @dataclass
 class Profile:
     """Everything a report shows. Build with a parser, read with analysis and writers."""
@@ -250,6 +305,9 @@ class Profile:
     host_trace: HostTrace | None = None
     #: the engine summary per core + Overall (docs/metrics.md), attached by analysis.derive
     summary: pd.DataFrame | None = None
+    #: PMU captures: breakdown, kernels, overlap and findings (docs/metrics.md "Diagnosis"),
+    #: attached by analysis.derive; None until derived and for framework traces
+    diagnosis: Diagnosis | None = None
     #: framework traces: allocator events (memory curves and peaks are derived from them)
     memory_events: pd.DataFrame | None = None
     #: tables the source itself holds, shown as they are (CANN "Step Trace" lanes, Ascend

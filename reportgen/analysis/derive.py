@@ -2,12 +2,14 @@
 
 The pipeline calls :func:`derive` once per run, after parsing and before any writer. It attaches
 the framework tables, places a host trace on the device time axis, adds the device-lanes table of
-framework traces, and returns the engine summary that every output shows.
+framework traces, diagnoses PMU profiles (breakdown, kernels, overlap, findings), and returns
+the engine summary that every output shows.
 """
 from __future__ import annotations
 
 import pandas as pd
 
+from reportgen.analysis.diagnosis import diagnose
 from reportgen.analysis.digest import run_digest
 from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.host_align import align_host_trace
@@ -26,6 +28,8 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
     if profile.host_trace is not None:
         align_host_trace(profile, profile.host_trace)
     profile.summary = engine_summary(profile)
+    if profile.meta.is_pmu:
+        profile.diagnosis = diagnose(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
     profile.digest = run_digest(profile, profile.summary)

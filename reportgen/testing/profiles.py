@@ -109,3 +109,23 @@ def derived(profile: Profile) -> Profile:
 
     derive(profile)
     return profile
+
+
+def from_rows(rows: list[dict], cores: int, chip: str = "AKS") -> Profile:
+    """A hand-made PMU-like Profile: one dict per command with at least ``core``, ``engine``,
+    ``start_ns``, ``end_ns``, ``func_type``, ``func_name``; ``cycles`` (1 GHz clocks:
+    ``end - start + 1``), ``global_idx`` (order per sheet) and ``cmd_id`` are filled in, other
+    columns stay unknown unless given (``is_sys`` defaults to False)."""
+    df = pd.DataFrame(rows)
+    df["cycles"] = df["end_ns"] - df["start_ns"] + 1
+    df["is_sys"] = df.get("is_sys", pd.Series(False, index=df.index)).fillna(False).astype(bool)
+    df["sys_wait"] = df.get("sys_wait", pd.Series(False, index=df.index)).fillna(False).astype(bool)
+    if "port" not in df:
+        df["port"] = None
+    sheet = df["engine"] + "_" + np.where(df["engine"] == "CDMA", df["port"], df["core"]).astype(str)
+    df = df.assign(_sheet=sheet).sort_values(["_sheet", "start_ns"], kind="stable")
+    df["global_idx"] = df.groupby("_sheet").cumcount()
+    df["cmd_id"] = df["global_idx"] + 1
+    meta = Meta(source="synthetic", input_path="<from_rows>", chip=chip, num_cores=cores, mode="2")
+    commands = finalize_commands(df.drop(columns="_sheet").reset_index(drop=True))
+    return Profile(commands=commands, meta=meta)

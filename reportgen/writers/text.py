@@ -18,62 +18,32 @@ import pandas as pd
 from reportgen.analysis import catalogue
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
+from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
+from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
 SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
                    "gdma_busy_ns", "gdma_util", "gdma_ddr_bw_busy", "gdma_l2m_bw_busy",
                    "sdma_busy_ns", "sdma_util", "sdma_ddr_bw_busy", "cdma_ddr_bw_busy"]
 
-#: metric kind -> (unit shown in the header, value -> text); times are printed in µs
-TEXT_FORMATS = {
-    "id": ("", lambda v: str(int(v))),
-    "ns": ("us", lambda v: f"{v / 1000.0:.3f}"),
-    "fraction": ("%", lambda v: f"{100.0 * v:.2f}%"),
-    "gbps": ("GB/s", lambda v: f"{v:.2f}"),
-    "ratio": ("", lambda v: f"{v:.3f}"),
-    "count": ("", lambda v: str(int(v))),
-}
-
-
-def _fmt(value, kind: str) -> str:
-    if isinstance(value, str):
-        return value
-    if value is None or (isinstance(value, float) and math.isnan(value)):
-        return "n/a"
-    return TEXT_FORMATS[kind][1](value)
-
-
 def _header(entry: catalogue.SummaryMetric) -> str:
     unit = TEXT_FORMATS[entry.metric.kind][0]
     return f"{entry.label}({unit})" if unit else entry.label
 
 
-def _fixed_width(title: str, headers: list[str], rows: list[list[str]],
-                 total: list[str] | None = None) -> str:
-    """A right-aligned table under a title; ``total`` (the Overall row) below a rule."""
-    body = rows + ([total] if total else [])
-    widths = [max([len(h)] + [len(r[i]) for r in body]) for i, h in enumerate(headers)]
-    line = lambda cells: " | ".join(c.rjust(w) for c, w in zip(cells, widths))  # noqa: E731
-    width = len(line(headers))
-    out = ["=" * width, title, "=" * width, line(headers), "-" * width] + [line(r) for r in rows]
-    if total is not None:
-        out += ["-" * width, line(total)]
-    return "\n".join(out + ["=" * width])
-
-
 def summary_table(summary: pd.DataFrame) -> str:
     entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
-    rows = [[_fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
-    return _fixed_width("Summary", [_header(e) for e in entries], rows[:-1], rows[-1])
+    rows = [[fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
+    return fixed_width("Summary", [_header(e) for e in entries], rows[:-1], rows[-1])
 
 
 def lanes_table(profile: Profile) -> str:
     """Framework traces: the device lanes table (analysis.derive) instead of TIU/DMA columns."""
     t = profile.tables["Device lanes"]
     headers = ["Core", "Engine", "Commands", "busy(us)", "util(%)"]
-    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), _fmt(r["busy_ns"], "ns"),
-             _fmt(r["util"], "fraction")] for r in t.to_dict("records")]
-    return _fixed_width("Device lanes", headers, rows)
+    rows = [[str(r["core"]), str(r["engine"]), str(r["commands"]), fmt(r["busy_ns"], "ns"),
+             fmt(r["util"], "fraction")] for r in t.to_dict("records")]
+    return fixed_width("Device lanes", headers, rows)
 
 
 def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
@@ -92,7 +62,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
     if len(m.warnings) > 50:
         warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
-    return "\n".join(head + ([acct] if acct else []) + [""] + [body] + notes
+    diagnosis = ["", diagnosis_text(profile.diagnosis)] if profile.diagnosis is not None else []
+    return "\n".join(head + ([acct] if acct else []) + [""] + [body] + notes + diagnosis
                      + ([""] + warn if warn else [])) + "\n"
 
 
@@ -131,6 +102,7 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
         "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
+        **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
         **_comparable(profile),
     }
 

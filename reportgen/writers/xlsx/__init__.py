@@ -4,6 +4,8 @@ Layout
 ------
 * ``Engine Summary`` first (:mod:`.summary_sheet`): capture facts and warnings, the
   :func:`reportgen.analysis.metrics.engine_summary` table, definitions, notes.
+* PMU captures: the diagnosis sheets (:mod:`.diagnosis_sheets`): Findings, Function Types,
+  Function Names, Kernels, Kernel Calls.
 * One sheet per ``profile.sheets()`` name (``TIU_0``, ``GDMA_0``, ``SDMA_0``, ``CDMA_1`` ...),
   its columns chosen by :mod:`.sheet_columns`: header in row 1 (frozen together with columns
   A:C), autofilter over the whole table, **Global Idx** in column C.
@@ -53,6 +55,7 @@ from reportgen.writers.atomic import atomic_path
 from reportgen.writers.xlsx import summary_sheet, workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import cut_count
+from reportgen.writers.xlsx.diagnosis_sheets import write_diagnosis_sheets
 from reportgen.writers.xlsx.helper import SheetHelper
 from reportgen.writers.xlsx.sheet_columns import (FREEZE_COLS, TAB_COLORS, command_sheet_columns,
                                                   table_columns)
@@ -117,6 +120,8 @@ def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame
     if profile.comparison is not None:      # --baseline: second sheet, beside the summary
         from reportgen.writers.xlsx.compare_sheet import write_compare_sheet
         write_compare_sheet(book, profile.comparison)
+    if profile.diagnosis is not None:
+        write_diagnosis_sheets(book, profile.diagnosis, quiet)
     commands = profile.commands
     positions = commands.groupby("sheet", observed=True, sort=False).indices
     sheets = [(name, positions[name]) for name in profile.sheets()]

@@ -1,0 +1,135 @@
+"""Findings: the diagnosis tables judged by the rules of analysis/rules.py, in plain words.
+
+Each finding names its rule, the core / engine / subject it is about, the measured value, the
+threshold it passed and a sentence with the numbers. Ranked: severity "high" first, then how
+far past its threshold (``Rule.excess``), then rule order. Only aggregated tables are read here
+(a few hundred rows), never the commands.
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.chip import ChipPeaks
+from reportgen.analysis.rules import RULES
+from reportgen.model import FINDING_COLUMNS
+
+IMBALANCE_ENGINES = ("TIU", "GDMA", "SDMA")
+
+
+def _pct(v: float) -> str:
+    return f"{100.0 * v:.1f} %"
+
+
+def _us(ns: float) -> str:
+    return f"{ns / 1000.0:.3f} us"
+
+
+def _finding(rule: str, value: float, text: str, core=None, engine=None, subject=None) -> dict:
+    r = RULES[rule]
+    return {"rule": rule, "severity": r.severity(value), "core": core, "engine": engine,
+            "subject": subject, "value": float(value), "threshold": r.threshold, "unit": r.unit,
+            "text": text}
+
+
+def _core_rows(summary: pd.DataFrame) -> pd.DataFrame:
+    return summary[summary["core"].astype(str) != "Overall"]
+
+
+def core_imbalance(summary: pd.DataFrame) -> list[dict]:
+    rule, rows, out = RULES["core_imbalance"], _core_rows(summary), []
+    if len(rows) < 2:
+        return out
+    for engine in IMBALANCE_ENGINES:
+        util = rows[f"{engine.lower()}_util"].to_numpy(float)
+        median = float(np.median(util))
+        if not median > 0:
+            continue
+        for core, u in zip(rows["core"], util):
+            ratio = u / median
+            if rule.fires(ratio):
+                out.append(_finding("core_imbalance", ratio,
+                                    f"core {core} {engine} busy {_pct(u)} of the span vs median "
+                                    f"{_pct(median)} over {len(rows)} cores ({ratio:.2f}x)",
+                                    core=int(core), engine=engine))
+    return out
+
+
+def dma_bound_stretches(stretches: pd.DataFrame) -> list[dict]:
+    return [_finding("dma_bound_stretch", s.share_span,
+                     f"core {s.core}: DMA busy while TIU idle for {_us(s.length_ns)} "
+                     f"({_pct(s.share_span)} of the span), from {_us(s.start_ns)} to {_us(s.end_ns)}",
+                     core=int(s.core), engine="TIU", subject=f"{int(s.start_ns)}-{int(s.end_ns)}")
+            for s in stretches.itertuples(index=False)
+            if RULES["dma_bound_stretch"].fires(s.share_span)]
+
+
+def ddr_bandwidth(summary: pd.DataFrame, peaks: ChipPeaks | None) -> list[dict]:
+    if peaks is None:
+        return []
+    out, rule, peak = [], RULES["ddr_bandwidth_peak"], peaks.ddr_gbps_per_core
+    rows = _core_rows(summary)
+    nbytes = rows["gdma_ddr_bytes"].to_numpy(float) + rows["sdma_ddr_bytes"].to_numpy(float)
+    busy = rows["gdma_ddr_busy_ns"].to_numpy(float) + rows["sdma_ddr_busy_ns"].to_numpy(float)
+    bw = np.divide(nbytes, busy, out=np.full(len(busy), np.nan), where=busy > 0)
+    for core, b in zip(rows["core"], bw):
+        share = b / peak
+        if rule.fires(share):
+            out.append(_finding("ddr_bandwidth_peak", share,
+                                f"core {core} DDR bandwidth while transferring {b:.2f} GB/s = "
+                                f"{_pct(share)} of the {peak:.3f} GB/s per-core peak ({peaks.chip.name})",
+                                core=int(core), engine="GDMA+SDMA"))
+    return out
+
+
+def waiting_share(breakdown: pd.DataFrame) -> list[dict]:
+    rows = breakdown[(breakdown["category"] == "waiting") & (breakdown["core"] != "Overall")]
+    share = rows.groupby(["core", "engine"], sort=False)["share_span"].sum()
+    return [_finding("waiting_share", v, f"core {core} {engine} spends {_pct(v)} of the span in "
+                     "system commands (send/wait/sync), not working", core=int(core), engine=engine)
+            for (core, engine), v in share.items() if RULES["waiting_share"].fires(v)]
+
+
+def low_uarch_rate(breakdown: pd.DataFrame) -> list[dict]:
+    rule = RULES["low_uarch_rate"]
+    rows = breakdown[(breakdown["core"] == "Overall") & (breakdown["engine"] == "TIU")
+                     & (breakdown["category"] == "work")]
+    return [_finding("low_uarch_rate", r.uarch_rate,
+                     f"TIU {r.func_type} uArch rate {_pct(r.uarch_rate)} over all cores, "
+                     f"{_pct(r.share_busy)} of TIU busy time: the hardware computes "
+                     f"{1 / r.uarch_rate:.2f}x the useful ops (operand shapes not aligned)",
+                     core="Overall", engine="TIU", subject=str(r.func_type))
+            for r in rows.itertuples(index=False)
+            if r.share_busy >= rule.min_share and rule.fires(r.uarch_rate)]
+
+
+def kernel_dominates(kernels: pd.DataFrame) -> list[dict]:
+    out = []
+    for source, rows in kernels.groupby("source", sort=False):
+        if len(rows) < 2:
+            continue
+        for r in rows.itertuples(index=False):
+            if RULES["kernel_dominates"].fires(r.share_kernels):
+                out.append(_finding("kernel_dominates", r.share_kernels,
+                                    f"{source} kernel {r.name} takes {_pct(r.share_kernels)} of all "
+                                    f"kernel time ({r.calls} calls, {_us(r.total_ns)})",
+                                    subject=str(r.name)))
+    return out
+
+
+def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFrame,
+             stretches: pd.DataFrame, peaks: ChipPeaks | None) -> pd.DataFrame:
+    found = (core_imbalance(summary) + dma_bound_stretches(stretches) + ddr_bandwidth(summary, peaks)
+             + waiting_share(breakdown) + low_uarch_rate(breakdown) + kernel_dominates(kernels))
+    if not found:
+        return pd.DataFrame(columns=list(FINDING_COLUMNS))
+    out = pd.DataFrame(found)
+    for col in ("core", "engine", "subject"):             # absent stays None (JSON null), not NaN
+        out[col] = out[col].astype(object).where(out[col].notna(), None)
+    rule_order = {name: i for i, name in enumerate(RULES)}
+    excess = [RULES[r].excess(v) for r, v in zip(out["rule"], out["value"])]
+    order = np.lexsort((out["rule"].map(rule_order).to_numpy(), -np.array(excess),
+                        (out["severity"] != "high").to_numpy()))
+    out = out.iloc[order].reset_index(drop=True)
+    out["rank"] = np.arange(1, len(out) + 1)
+    return out[list(FINDING_COLUMNS)]

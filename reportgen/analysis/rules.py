@@ -1,0 +1,63 @@
+"""The one table of diagnosis rules: what each finding measures and when it fires.
+
+docs/metrics.md "Findings" shows this table (a test checks the two agree). ``compare`` says how
+the value is tested: ``>=`` fires at or above the threshold, ``<=`` at or below, ``away``
+when the value is at least ``threshold`` times away from 1 (above it, or at most its inverse,
+0 included).
+``severe`` is the same test's bound for severity "high" (else "medium").
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    compare: str       # ">=", "<=" or "away"
+    threshold: float
+    severe: float
+    unit: str          # "%" (a fraction shown as percent) or "x" (a ratio)
+    measures: str      # what the value is, one sentence
+    min_share: float = 0.0   # subjects below this share of their whole are not judged
+
+    def fires(self, value: float, bound: float | None = None) -> bool:
+        t = self.threshold if bound is None else bound
+        if value != value:                       # NaN: nothing to judge
+            return False
+        if self.compare == ">=":
+            return value >= t
+        if self.compare == "<=":
+            return value <= t
+        return value >= t or value <= 1 / t
+
+    def severity(self, value: float) -> str:
+        return "high" if self.fires(value, self.severe) else "medium"
+
+    def excess(self, value: float) -> float:
+        """How far past the threshold (1 = at it): ranks findings of equal severity."""
+        if self.compare == ">=":
+            return value / self.threshold
+        if self.compare == "<=":
+            return self.threshold / value if value > 0 else float("inf")
+        return (max(value, 1 / value) if value > 0 else float("inf")) / self.threshold
+
+
+RULES = {r.name: r for r in (
+    Rule("core_imbalance", "away", 2.0, 4.0, "x",
+         "A core's engine utilisation divided by the median over the cores (TIU, GDMA, SDMA; "
+         "2 cores or more, median above 0)."),
+    Rule("dma_bound_stretch", ">=", 0.05, 0.20, "%",
+         "Length of a stretch where GDMA or SDMA works and TIU does not, as a share of the span."),
+    Rule("ddr_bandwidth_peak", ">=", 0.80, 0.95, "%",
+         "A core's DDR bandwidth while transferring (GDMA + SDMA DDR bytes / their summed time) "
+         "divided by the chip's DDR peak per core (analysis/chip.py)."),
+    Rule("waiting_share", ">=", 0.20, 0.50, "%",
+         "Time an engine of a core spends in system (send/wait/sync) commands, as a share of the "
+         "span."),
+    Rule("low_uarch_rate", "<=", 0.60, 0.30, "%",
+         "uArch rate (Alg Ops / uArch Ops) of a TIU Function Type over all cores, for types with "
+         "at least min_share of the TIU busy time.", min_share=0.05),
+    Rule("kernel_dominates", ">=", 0.50, 0.80, "%",
+         "One kernel name's share of the total time of all kernel calls (2 names or more)."),
+)}
