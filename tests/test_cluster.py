@@ -56,8 +56,7 @@ def _run(name, span, busy, kernels=(), cores=1, status="ok"):
                  "tiu_util": busy / span})
     return DeviceRun(name, f"in/{name}", f"out/{name}", status, 1.0, 3, {"cores": cores},
                      rows if status == "ok" else [],
-                     [{"kernel": k, "core": 0, "engine": "TIU", "calls": 1, "cmds": 1, "total_ns": t}
-                      for k, t in kernels])
+                     [{"kernel": k, "core": 0, "count": 1, "total_ns": t} for k, t in kernels])
 
 
 def test_cluster_analysis_by_hand():

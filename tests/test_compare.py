@@ -33,12 +33,18 @@ def runs(tmp_path_factory) -> dict[str, tuple[Path, pd.DataFrame, Path]]:
     return out
 
 
-def _truth_totals(truth: pd.DataFrame, engine: str | None = None) -> dict[str, int]:
-    """Command time per kernel from the generator's truth: the independent source."""
-    work = truth[~truth["op"].isin(SYS_OPS) & truth["kernel"].notna()]
-    if engine:
-        work = work[work["engine"] == engine]
-    return (work["end_ns"] - work["start_ns"]).groupby(work["kernel"]).sum().astype(int).to_dict()
+def _truth_totals(truth: pd.DataFrame) -> dict[str, int]:
+    """Wall time of the calls per kernel from the generator's truth (the independent source):
+    a call is a run of one kernel's commands on one core, from its first start to its last end."""
+    t = truth[truth["kernel"].notna()].sort_values(["core", "start_ns"], kind="stable")
+    call = (t["kernel"] != t.groupby("core")["kernel"].shift()).cumsum()
+    g = t.groupby(call).agg(kernel=("kernel", "first"), start=("start_ns", "min"), end=("end_ns", "max"))
+    return (g["end"] - g["start"]).groupby(g["kernel"]).sum().astype(int).to_dict()
+
+
+def _truth_tiu_time(truth: pd.DataFrame, kernel: str) -> int:
+    work = truth[~truth["op"].isin(SYS_OPS) & (truth["kernel"] == kernel) & (truth["engine"] == "TIU")]
+    return int((work["end_ns"] - work["start_ns"]).sum())
 
 
 def _compare(runs, new: str, base: str, tmp_path: Path, against: str = "dump") -> dict:
@@ -74,7 +80,7 @@ def test_a_kernel_made_twice_slower(runs, tmp_path):
     doc = _compare(runs, "slow", "base", tmp_path)
     base_truth, slow_truth = runs["base"][1], runs["slow"][1]
     # the generator really doubled the kernel's TIU time and left everything else alone
-    assert _truth_totals(slow_truth, "TIU")[NORM] == 2 * _truth_totals(base_truth, "TIU")[NORM]
+    assert _truth_tiu_time(slow_truth, NORM) == 2 * _truth_tiu_time(base_truth, NORM)
     expected_base, expected_new = _truth_totals(base_truth), _truth_totals(slow_truth)
     kernels = {k["name"]: k for k in doc["kernels"]}
     assert set(kernels) == set(expected_base)
@@ -96,9 +102,11 @@ def test_a_kernel_made_twice_slower(runs, tmp_path):
         assert gdma["base_ddr_bw"] == pytest.approx(base.loc[core, "gdma_ddr_bw_busy"])
     overall = _engine_row(doc, "Overall", "TIU")
     assert overall["delta_busy_ns"] > 0 and overall["noise_busy_ns"] is False
-    # Function Types: only TIU types of the layernorm kernel changed
+    # Function Types: only TIU types of the layernorm kernel changed, the DMA ones are identical
     changed = {f["name"] for f in doc["function_types"] if not f["within_noise"]}
     assert changed and "DMA_tensor" not in changed
+    dma = next(f for f in doc["function_types"] if f["name"] == "DMA_tensor")
+    assert dma["delta_total_ns"] == 0 and dma["base_count"] == dma["new_count"] > 0
 
 
 def _busy(frame: pd.DataFrame, core, engine: str) -> int:
@@ -202,10 +210,10 @@ def test_compare_tab_shows_hostile_names_as_text():
         engines = pd.DataFrame([{"core": 0, "span_ns": 10_000, "tiu_busy_ns": total, "tiu_util": total / 10_000},
                                 {"core": "Overall", "span_ns": 10_000, "tiu_busy_ns": total,
                                  "tiu_util": total / 10_000}])
-        kernels = pd.DataFrame([{"kernel": evil, "core": 0, "engine": "TIU", "calls": 1, "cmds": 2,
-                                 "total_ns": total}])
+        kernels = pd.DataFrame([{"kernel": evil, "core": 0, "count": 1, "total_ns": total}])
+        types = pd.DataFrame([{"func_type": evil, "core": 0, "engine": "TIU", "count": 2, "total_ns": total}])
         timeline = {"span_ns": 10_000, "buckets": 2, "lanes": [[0, "TIU"]], "busy": [[0.5, 0.25]]}
-        return Digest(source, engines, kernels, kernels.rename(columns={"kernel": "func_type"}), timeline)
+        return Digest(source, engines, kernels, types, timeline)
 
     c = compare(digest(evil + "/base", 4_000), digest("new", 8_000))
     assert c.kernels[["base_total_ns", "new_total_ns", "delta_total_ns"]].values.tolist() == [[4000, 8000, 4000]]

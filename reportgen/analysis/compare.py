@@ -52,8 +52,8 @@ class Comparison:
     baseline: str                   # what was compared against
     new: str
     engines: pd.DataFrame           # core, engine, then base_/new_/delta_/pct_/noise_ per metric
-    function_types: pd.DataFrame    # name, status, base_total_ns, new_total_ns, delta, pct, noise
-    kernels: pd.DataFrame           # the same per kernel name
+    function_types: pd.DataFrame    # name, status, base/new busy (total_ns) and commands (count)
+    kernels: pd.DataFrame           # name, status, base/new wall time of calls (total_ns) and calls
     timelines: tuple[dict, dict]    # (base, new) digest timelines, each starting at 0
 
     @property
@@ -107,10 +107,10 @@ def _engines(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
 
 
 def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Per name: command time and calls on each side, delta, %, status (both / new / gone)."""
+    """Per name: time and count on each side, delta, %, status (both / new / gone)."""
     def by_name(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame.groupby(key, sort=False)[["total_ns", "calls"]].sum() if len(frame) else \
-            pd.DataFrame(columns=["total_ns", "calls"], dtype="int64")
+        return frame.groupby(key, sort=False)[["total_ns", "count"]].sum() if len(frame) else \
+            pd.DataFrame(columns=["total_ns", "count"], dtype="int64")
     b, n = by_name(base), by_name(new)
     t = b.add_suffix("_base").join(n.add_suffix("_new"), how="outer")
     out = pd.DataFrame({
@@ -118,8 +118,8 @@ def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
         "status": np.select([t["total_ns_base"].isna(), t["total_ns_new"].isna()], ["new", "gone"], "both"),
         "base_total_ns": t["total_ns_base"].fillna(0).astype("int64").to_numpy(),
         "new_total_ns": t["total_ns_new"].fillna(0).astype("int64").to_numpy(),
-        "base_calls": t["calls_base"].fillna(0).astype("int64").to_numpy(),
-        "new_calls": t["calls_new"].fillna(0).astype("int64").to_numpy(),
+        "base_count": t["count_base"].fillna(0).astype("int64").to_numpy(),
+        "new_count": t["count_new"].fillna(0).astype("int64").to_numpy(),
     })
     out["delta_total_ns"] = out["new_total_ns"] - out["base_total_ns"]
     out["pct_total_ns"] = _pct(out["base_total_ns"], out["new_total_ns"])

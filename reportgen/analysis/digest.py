@@ -5,14 +5,15 @@ the engine summary) and what a cluster worker sends back to the client (a few kB
 whatever the number of commands):
 
 * ``engines``: the engine summary (docs/metrics.md), one row per core plus ``Overall``;
-* ``kernels``: per kernel name, core and engine: calls and command time (``total_ns``);
-* ``function_types``: the same per Function Type;
+* ``kernels``: per kernel name and core: calls (``count``) and their summed wall time
+  (``total_ns``), from the diagnosis' device kernel calls (docs/metrics.md "Kernels");
+* ``function_types``: per Function Type, core and engine: work commands (``count``) and busy
+  time (``total_ns``: the union of their intervals), the diagnosis' breakdown;
 * ``timeline``: busy fraction per core and engine in :data:`TIMELINE_BUCKETS` equal buckets of
   the span (for the Compare tab's timelines, aligned at their start).
 
-Kernel and Function Type time is "command time": the summed ``end_ns − start_ns`` of the work
-commands (system commands excluded), so engines running side by side each count (docs/metrics.md
-"Run digest").
+Kernels and Function Types come from ``Profile.diagnosis`` (PMU captures); a framework trace has
+none (its digest compares the engine summary only).
 """
 from __future__ import annotations
 
@@ -27,8 +28,10 @@ from reportgen.model import Profile
 TIMELINE_BUCKETS = 100
 #: engines in display order; a lane of the digest timeline is (core, engine)
 ENGINES = ("TIU", "GDMA", "SDMA", "CDMA")
-KEY_COLUMNS = {"kernels": "kernel", "function_types": "func_type"}
-BREAKDOWN_COLUMNS = ("core", "engine", "calls", "cmds", "total_ns")
+#: kernels: calls and summed wall time of the calls per kernel name and core
+KERNEL_COLUMNS = ("kernel", "core", "count", "total_ns")
+#: Function Types: work commands and busy time (union) per core and engine
+FUNCTION_TYPE_COLUMNS = ("func_type", "core", "engine", "count", "total_ns")
 
 
 @dataclass
@@ -36,8 +39,8 @@ class Digest:
     """The comparable tables of one run (see the module docstring)."""
     source: str                     # what the run was read from (input path)
     engines: pd.DataFrame           # the engine summary (per core + Overall)
-    kernels: pd.DataFrame           # kernel, core, engine, calls, cmds, total_ns
-    function_types: pd.DataFrame    # func_type, core, engine, calls, cmds, total_ns
+    kernels: pd.DataFrame           # KERNEL_COLUMNS
+    function_types: pd.DataFrame    # FUNCTION_TYPE_COLUMNS
     timeline: dict                  # {"span_ns", "buckets", "lanes": [[core, engine]], "busy": [[..]]}
 
     @property
@@ -45,19 +48,32 @@ class Digest:
         return int(self.engines["span_ns"].iloc[-1]) if len(self.engines) else 0
 
 
-def _breakdown(work: pd.DataFrame, key: str) -> pd.DataFrame:
-    """Calls (distinct kernel scopes), commands and command time per key, core and engine."""
-    cols = [key, *BREAKDOWN_COLUMNS]
-    frame = work[work[key].notna()]
-    if frame.empty:
+def _kernels(profile: Profile) -> pd.DataFrame:
+    """Calls and wall time per kernel name and core, from the diagnosis' device kernel calls."""
+    cols = list(KERNEL_COLUMNS)
+    d = profile.diagnosis
+    calls = d.kernel_calls[d.kernel_calls["source"] == "device"] if d is not None else None
+    if calls is None or calls.empty:
         return pd.DataFrame(columns=cols)
-    dur = (frame["end_ns"] - frame["start_ns"]).astype("int64")
-    keys = [frame[key].astype(str), frame["core"].astype("int64"), frame["engine"].astype(str)]
-    g = pd.DataFrame({"scope": frame["func_scope"], "dur": dur}).groupby(keys, observed=True, sort=True)
-    out = pd.DataFrame({"calls": g["scope"].nunique(), "cmds": g["dur"].size(),
-                        "total_ns": g["dur"].sum()}).reset_index()
+    g = calls.groupby([calls["name"].astype(str), calls["core"].astype("int64")], sort=True)["wall_ns"]
+    out = pd.DataFrame({"count": g.size(), "total_ns": g.sum()}).reset_index()
     out.columns = cols
-    return out.astype({"calls": "int64", "cmds": "int64", "total_ns": "int64"})
+    return out.astype({"count": "int64", "total_ns": "int64"})
+
+
+def _function_types(profile: Profile) -> pd.DataFrame:
+    """Commands and busy time per Function Type, core and engine (work rows of the diagnosis'
+    breakdown; its Overall rows are sums of these)."""
+    cols = list(FUNCTION_TYPE_COLUMNS)
+    d = profile.diagnosis
+    if d is None or d.breakdown.empty:
+        return pd.DataFrame(columns=cols)
+    b = d.breakdown
+    b = b[(b["category"] == "work") & (b["core"].astype(str) != "Overall")]
+    out = pd.DataFrame({"func_type": b["func_type"].astype(str), "core": b["core"].astype("int64"),
+                        "engine": b["engine"].astype(str), "count": b["count"].astype("int64"),
+                        "total_ns": b["busy_ns"].round().astype("int64")})
+    return out[cols].reset_index(drop=True)
 
 
 def _timeline(work: pd.DataFrame, span: int) -> dict:
@@ -75,11 +91,10 @@ def _timeline(work: pd.DataFrame, span: int) -> dict:
 def run_digest(profile: Profile, summary: pd.DataFrame) -> Digest:
     """The digest of an analysed profile (``summary`` = its engine summary)."""
     c = profile.commands
-    work = c.loc[~c["is_sys"], ["core", "engine", "kernel", "func_type", "func_scope", "start_ns",
-                                "end_ns"]] if len(c) else c
+    work = c.loc[~c["is_sys"], ["core", "engine", "start_ns", "end_ns"]] if len(c) else c
     span = int(summary["span_ns"].iloc[-1]) if len(summary) and "span_ns" in summary else 0
     return Digest(profile.meta.input_path or "", summary.reset_index(drop=True),
-                  _breakdown(work, "kernel"), _breakdown(work, "func_type"),
+                  _kernels(profile), _function_types(profile),
                   _timeline(work, span) if len(work) else
                   {"span_ns": span, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []})
 
@@ -98,9 +113,8 @@ def breakdown_document(d: Digest) -> dict:
 def digest_from_document(doc: dict, source: str) -> Digest:
     """A digest rebuilt from a report's summary.json (its ``summary`` and ``breakdown`` keys)."""
     b = doc.get("breakdown") or {}
-    frames = {}
-    for name, key in KEY_COLUMNS.items():
-        frames[name] = pd.DataFrame(b.get(name) or [], columns=[key, *BREAKDOWN_COLUMNS])
+    frames = {name: pd.DataFrame(b.get(name) or [], columns=list(cols))
+              for name, cols in (("kernels", KERNEL_COLUMNS), ("function_types", FUNCTION_TYPE_COLUMNS))}
     engines = pd.DataFrame(doc.get("summary") or [])
     for col in engines.columns:           # JSON null = unknown: float NaN, as in the live frame
         if col != "core":

@@ -27,8 +27,9 @@ def write_compare_sheet(book: Book, comparison: Comparison) -> str:
     for text in (f"This run: {comparison.new}", f"Baseline: {comparison.baseline}",
                  "Deltas are new - baseline; pct = delta / |baseline|. A 'noise' cell is TRUE when "
                  f"the change is within run-to-run noise ({_noise_text()}; docs/metrics.md).",
-                 "Kernel and Function Type times are command time (summed durations of work "
-                 "commands); status new / gone: only in this run / only in the baseline."):
+                 "Kernels: summed wall time of their calls (count = calls); Function Types: busy "
+                 "time of their work commands (count = commands), per core and engine added up; "
+                 "status new / gone: only in this run / only in the baseline."):
         ws.write_string(row, 0, text, book.key if row < 2 else None)
         row += 1
     for title, frame in (("Per core and engine", comparison.engines),
