@@ -201,7 +201,7 @@ def test_compare_tab_shows_hostile_names_as_text():
     from bs4 import BeautifulSoup
 
     from reportgen.analysis.compare import compare
-    from reportgen.analysis.digest import Digest
+    from reportgen.analysis.digest import OPERATOR_COLUMNS, Digest, lanes_from_summary
     from reportgen.writers.html.compare import compare_panel
 
     evil = '<img src=x onerror=alert(1)>'
@@ -213,7 +213,8 @@ def test_compare_tab_shows_hostile_names_as_text():
         kernels = pd.DataFrame([{"kernel": evil, "core": 0, "count": 1, "total_ns": total}])
         types = pd.DataFrame([{"func_type": evil, "core": 0, "engine": "TIU", "count": 2, "total_ns": total}])
         timeline = {"span_ns": 10_000, "buckets": 2, "lanes": [[0, "TIU"]], "busy": [[0.5, 0.25]]}
-        return Digest(source, engines, kernels, types, timeline)
+        return Digest(source, engines, lanes_from_summary(engines), kernels, types,
+                      pd.DataFrame(columns=list(OPERATOR_COLUMNS)), timeline)
 
     c = compare(digest(evil + "/base", 4_000), digest("new", 8_000))
     assert c.kernels[["base_total_ns", "new_total_ns", "delta_total_ns"]].values.tolist() == [[4000, 8000, 4000]]
@@ -221,3 +222,27 @@ def test_compare_tab_shows_hostile_names_as_text():
     soup = BeautifulSoup(f"<div>{compare_panel(c)}</div>", "html.parser")
     assert soup.find("img") is None
     assert evil in soup.get_text() and evil + "/base" in soup.get_text()
+
+
+def test_framework_trace_compares_its_lanes_kernels_and_operators(tmp_path):
+    """A framework trace against itself, as a trace and as its report folder: every lane,
+    kernel and operator is there on both sides with a zero delta (noise)."""
+    trace = Path(__file__).resolve().parent / "data" / "framework" / "handmade_kineto.json"
+    report = tmp_path / "base"          # with the workbook: its tables/*.csv are the independent side
+    assert cli.main([str(trace), str(report), "--no_perfetto", "--disable_web", "--quiet"]) == 0
+    docs = []
+    for baseline in (trace, report):
+        out = tmp_path / f"vs-{baseline.name}"
+        assert cli.main([str(trace), str(out), "--baseline", str(baseline), *FAST]) == 0
+        docs.append(json.loads((out / "summary.json").read_text())["compare"])
+    lanes = pd.read_csv(report / "tables" / "Device_lanes.csv")
+    kernels = pd.read_csv(report / "tables" / "Kernels.csv")
+    for doc in docs:
+        busy = {(str(r["core"]), r["engine"]): r["new_busy_ns"] for r in doc["engines"]}
+        assert busy[("0", "stream 7")] == lanes.loc[lanes["core"] == "0", "busy_ns"].item()
+        assert all(r["delta_busy_ns"] == 0 and r["noise_busy_ns"] for r in doc["engines"])
+        got = {k["name"]: (k["status"], k["new_total_ns"], k["new_count"]) for k in doc["kernels"]}
+        assert got == {n: ("both", round(t * 1000), c) for n, t, c in
+                       zip(kernels["Name"], kernels["Total (us)"], kernels["Calls"])}
+        assert doc["operators"] and all(o["delta_total_ns"] == 0 for o in doc["operators"])
+    assert docs[0]["engines"] == docs[1]["engines"] and docs[0]["kernels"] == docs[1]["kernels"]

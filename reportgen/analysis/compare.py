@@ -21,13 +21,8 @@ from reportgen.analysis.digest import ENGINES, Digest
 #: unit -> (relative band, absolute floor) of run-to-run noise
 NOISE = {"ns": (0.02, 1000.0), "ratio": (0.02, 0.005), "GB/s": (0.02, 0.5)}
 
-#: the per-core engine metrics compared: (name, summary column pattern, unit, engines)
-ENGINE_METRICS = (
-    ("busy_ns", "{e}_busy_ns", "ns", ENGINES),
-    ("util", "{e}_util", "ratio", ENGINES),
-    ("ddr_bw", "{e}_ddr_bw_busy", "GB/s", ("GDMA", "SDMA", "CDMA")),
-    ("uarch_rate", "{e}_uarch_rate", "ratio", ("TIU",)),
-)
+#: the per-lane metrics compared (digest LANE_COLUMNS) and their unit
+LANE_METRICS = (("busy_ns", "ns"), ("util", "ratio"), ("ddr_bw", "GB/s"), ("uarch_rate", "ratio"))
 
 
 def within_noise(base, new, unit: str) -> np.ndarray:
@@ -54,56 +49,46 @@ class Comparison:
     engines: pd.DataFrame           # core, engine, then base_/new_/delta_/pct_/noise_ per metric
     function_types: pd.DataFrame    # name, status, base/new busy (total_ns) and commands (count)
     kernels: pd.DataFrame           # name, status, base/new wall time of calls (total_ns) and calls
+    operators: pd.DataFrame         # framework traces: the same per operator (device time)
     timelines: tuple[dict, dict]    # (base, new) digest timelines, each starting at 0
 
-    @property
-    def engine_metrics(self) -> list[tuple[str, str]]:
-        return [(m, u) for m, _, u, _ in ENGINE_METRICS if f"base_{m}" in self.engines]
+
+def _lane_order(core, engine) -> tuple:
+    """Engines in display order (streams after them), then cores in order, Overall last."""
+    rank = ENGINES.index(engine) if engine in ENGINES else len(ENGINES)
+    overall = str(core) == "Overall"
+    return (rank, overall, str(engine), int(core) if not overall and str(core).isdigit() else 0, str(core))
 
 
 def _engines(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
-    """One row per (core, engine) present on either side (Overall last), every ENGINE_METRICS
-    metric as base/new/delta/pct/noise columns. A core missing on one side counts as idle
-    there (busy 0) only for busy_ns; its other metrics are unknown."""
-    def per_core(frame: pd.DataFrame) -> pd.DataFrame:
-        return frame.assign(core=frame["core"].astype(str)).set_index("core") if len(frame) else frame
-    b, n = per_core(base), per_core(new)
-    cores = list(dict.fromkeys([*b.index, *n.index]))
-    cores = sorted((c for c in cores if c != "Overall"), key=lambda c: (len(c), c)) + \
-        (["Overall"] if "Overall" in cores else [])
-    rows = []
-    for e in ENGINES:
-        cols = {m: pat.format(e=e.lower()) for m, pat, _, engines in ENGINE_METRICS if e in engines}
-        if not any(c in b.columns or c in n.columns for c in cols.values()):
+    """One row per (core, engine) lane present on either side, every LANE_METRICS metric as
+    base/new/delta/pct/noise columns. A lane missing on one side did no work there: busy 0;
+    its other metrics are unknown."""
+    def keyed(frame: pd.DataFrame) -> pd.DataFrame:
+        return frame.assign(core=frame["core"].astype(str)).set_index(["core", "engine"])
+    b, n = keyed(base), keyed(new)
+    keys = sorted(dict.fromkeys([*b.index, *n.index]), key=lambda k: _lane_order(*k))
+    if not keys:
+        return pd.DataFrame(columns=["core", "engine"])
+    b, n = b.reindex(keys), n.reindex(keys)
+    out = pd.DataFrame({"core": [int(c) if c.isdigit() else c for c, _ in keys],
+                        "engine": [e for _, e in keys]})
+    for m, unit in LANE_METRICS:
+        bv = pd.to_numeric(b[m], errors="coerce").to_numpy(np.float64)
+        nv = pd.to_numeric(n[m], errors="coerce").to_numpy(np.float64)
+        if np.isnan(bv).all() and np.isnan(nv).all():
             continue
-        for core in cores:
-            row = {"core": core, "engine": e}
-            for m, col in cols.items():
-                missing = 0.0 if m == "busy_ns" else np.nan
-                row[f"base_{m}"] = b[col].get(core, missing) if col in b.columns else np.nan
-                row[f"new_{m}"] = n[col].get(core, missing) if col in n.columns else np.nan
-            rows.append(row)
-    out = pd.DataFrame(rows)
-    if out.empty:
-        return out
-    # per-core rows keep the summary's integer core numbers
-    out["core"] = [int(c) if c.isdigit() else c for c in out["core"]]
-    for m, _, unit, _ in ENGINE_METRICS:
-        if f"base_{m}" not in out:
-            continue
-        bv = pd.to_numeric(out[f"base_{m}"], errors="coerce").to_numpy(np.float64)
-        nv = pd.to_numeric(out[f"new_{m}"], errors="coerce").to_numpy(np.float64)
+        if m == "busy_ns":
+            bv, nv = np.nan_to_num(bv), np.nan_to_num(nv)
+        known = ~np.isnan(bv) & ~np.isnan(nv)
         out[f"base_{m}"], out[f"new_{m}"] = bv, nv
         out[f"delta_{m}"] = nv - bv
         out[f"pct_{m}"] = _pct(bv, nv)
-        known = ~np.isnan(bv) & ~np.isnan(nv)
         out[f"noise_{m}"] = pd.array(np.where(known, within_noise(bv, nv, unit), None), dtype="boolean")
     if "base_busy_ns" in out:
         for side in ("base", "new", "delta"):
             out[f"{side}_busy_ns"] = out[f"{side}_busy_ns"].round().astype("int64")
-    grouped = [f"{side}_{m}" for m, _, _, _ in ENGINE_METRICS
-               for side in ("base", "new", "delta", "pct", "noise") if f"{side}_{m}" in out]
-    return out[["core", "engine", *grouped]]
+    return out
 
 
 def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
@@ -131,9 +116,10 @@ def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
 
 def compare(base: Digest, new: Digest) -> Comparison:
     """Every delta of ``new`` against ``base``."""
-    return Comparison(base.source, new.source, _engines(base.engines, new.engines),
+    return Comparison(base.source, new.source, _engines(base.lanes, new.lanes),
                       _totals(base.function_types, new.function_types, "func_type"),
-                      _totals(base.kernels, new.kernels, "kernel"), (base.timeline, new.timeline))
+                      _totals(base.kernels, new.kernels, "kernel"),
+                      _totals(base.operators, new.operators, "operator"), (base.timeline, new.timeline))
 
 
 def comparison_document(c: Comparison) -> dict:
@@ -145,4 +131,4 @@ def comparison_document(c: Comparison) -> dict:
     return {"baseline": c.baseline, "new": c.new,
             "noise_rule": {u: {"relative": r, "floor": f} for u, (r, f) in NOISE.items()},
             "engines": rows(c.engines), "function_types": rows(c.function_types),
-            "kernels": rows(c.kernels)}
+            "kernels": rows(c.kernels), "operators": rows(c.operators)}

@@ -12,8 +12,9 @@ whatever the number of commands):
 * ``timeline``: busy fraction per core and engine in :data:`TIMELINE_BUCKETS` equal buckets of
   the span (for the Compare tab's timelines, aligned at their start).
 
-Kernels and Function Types come from ``Profile.diagnosis`` (PMU captures); a framework trace has
-none (its digest compares the engine summary only).
+Kernels and Function Types come from ``Profile.diagnosis`` (PMU captures). A framework trace
+has no engines and no diagnosis: its lanes are its Device lanes (streams), its kernels and
+operators its Kernels and Operators tables (docs/metrics.md "Run digest").
 """
 from __future__ import annotations
 
@@ -32,6 +33,13 @@ ENGINES = ("TIU", "GDMA", "SDMA", "CDMA")
 KERNEL_COLUMNS = ("kernel", "core", "count", "total_ns")
 #: Function Types: work commands and busy time (union) per core and engine
 FUNCTION_TYPE_COLUMNS = ("func_type", "core", "engine", "count", "total_ns")
+#: framework traces: operators' calls and device time
+OPERATOR_COLUMNS = ("operator", "count", "total_ns")
+#: per (core, engine) lane, the metrics a comparison reads; ``core`` "Overall" = all cores
+LANE_COLUMNS = ("core", "engine", "busy_ns", "util", "ddr_bw", "uarch_rate")
+#: engine-summary column of each lane metric (PMU captures)
+SUMMARY_COLUMN = {"busy_ns": "{e}_busy_ns", "util": "{e}_util", "ddr_bw": "{e}_ddr_bw_busy",
+                  "uarch_rate": "{e}_uarch_rate"}
 
 
 @dataclass
@@ -39,8 +47,10 @@ class Digest:
     """The comparable tables of one run (see the module docstring)."""
     source: str                     # what the run was read from (input path)
     engines: pd.DataFrame           # the engine summary (per core + Overall)
+    lanes: pd.DataFrame             # LANE_COLUMNS
     kernels: pd.DataFrame           # KERNEL_COLUMNS
     function_types: pd.DataFrame    # FUNCTION_TYPE_COLUMNS
+    operators: pd.DataFrame         # OPERATOR_COLUMNS (framework traces)
     timeline: dict                  # {"span_ns", "buckets", "lanes": [[core, engine]], "busy": [[..]]}
 
     @property
@@ -48,9 +58,50 @@ class Digest:
         return int(self.engines["span_ns"].iloc[-1]) if len(self.engines) else 0
 
 
+def lanes_from_summary(summary: pd.DataFrame) -> pd.DataFrame:
+    """The engine summary as (core, engine) lanes: the engines it has columns for."""
+    rows = []
+    for e in ENGINES:
+        if f"{e.lower()}_busy_ns" not in summary:
+            continue
+        for r in summary.to_dict("records"):
+            rows.append({"core": r["core"], "engine": e,
+                         **{m: r.get(col.format(e=e.lower()), np.nan) for m, col in SUMMARY_COLUMN.items()}})
+    return pd.DataFrame(rows, columns=list(LANE_COLUMNS))
+
+
+def _framework_lanes(profile: Profile) -> pd.DataFrame:
+    """A framework trace's Device lanes table (streams): busy and utilisation per lane; the
+    Overall row keyed "all lanes" so traces with different stream counts still line up."""
+    t = profile.tables.get("Device lanes")
+    if t is None or t.empty:
+        return pd.DataFrame(columns=list(LANE_COLUMNS))
+    overall = t["core"].astype(str) == "Overall"
+    return pd.DataFrame({"core": t["core"], "engine": np.where(overall, "all lanes", t["engine"].astype(str)),
+                         "busy_ns": t["busy_ns"], "util": t["util"], "ddr_bw": np.nan,
+                         "uarch_rate": np.nan})
+
+
+def _framework_totals(profile: Profile, table: str, name: str, count: str, total_us: str,
+                      cols: tuple) -> pd.DataFrame:
+    """Calls and device time per name of a framework analysis table (µs -> ns)."""
+    t = profile.tables.get(table)
+    if t is None or t.empty or not {name, count, total_us} <= set(t.columns):
+        return pd.DataFrame(columns=list(cols))
+    out = pd.DataFrame({cols[0]: t[name].astype(str), "count": t[count].astype("int64"),
+                        "total_ns": (pd.to_numeric(t[total_us], errors="coerce").fillna(0) * 1000)
+                        .round().astype("int64")})
+    if "core" in cols:
+        out.insert(1, "core", 0)
+    return out[list(cols)]
+
+
 def _kernels(profile: Profile) -> pd.DataFrame:
-    """Calls and wall time per kernel name and core, from the diagnosis' device kernel calls."""
+    """Calls and wall time per kernel name and core, from the diagnosis' device kernel calls
+    (framework traces: their Kernels table)."""
     cols = list(KERNEL_COLUMNS)
+    if not profile.meta.is_pmu:
+        return _framework_totals(profile, "Kernels", "Name", "Calls", "Total (us)", KERNEL_COLUMNS)
     d = profile.diagnosis
     calls = d.kernel_calls[d.kernel_calls["source"] == "device"] if d is not None else None
     if calls is None or calls.empty:
@@ -93,8 +144,13 @@ def run_digest(profile: Profile, summary: pd.DataFrame) -> Digest:
     c = profile.commands
     work = c.loc[~c["is_sys"], ["core", "engine", "start_ns", "end_ns"]] if len(c) else c
     span = int(summary["span_ns"].iloc[-1]) if len(summary) and "span_ns" in summary else 0
+    pmu = profile.meta.is_pmu
     return Digest(profile.meta.input_path or "", summary.reset_index(drop=True),
+                  lanes_from_summary(summary) if pmu else _framework_lanes(profile),
                   _kernels(profile), _function_types(profile),
+                  pd.DataFrame(columns=list(OPERATOR_COLUMNS)) if pmu else
+                  _framework_totals(profile, "Operators", "Name", "# of Calls", "Device total (us)",
+                                    OPERATOR_COLUMNS),
                   _timeline(work, span) if len(work) else
                   {"span_ns": span, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []})
 
@@ -104,20 +160,30 @@ def _records(frame: pd.DataFrame) -> list[dict]:
             for r in frame.to_dict("records")]
 
 
-def breakdown_document(d: Digest) -> dict:
-    """summary.json's ``breakdown``: everything of the digest that the engine summary is not."""
-    return {"kernels": _records(d.kernels), "function_types": _records(d.function_types),
-            "timeline": d.timeline}
+def breakdown_document(d: Digest, with_lanes: bool) -> dict:
+    """summary.json's ``breakdown``: everything of the digest that the engine summary is not
+    (``with_lanes``: the lanes too, for a framework trace whose lanes are its streams)."""
+    doc = {"kernels": _records(d.kernels), "function_types": _records(d.function_types),
+           "timeline": d.timeline}
+    if not d.operators.empty:
+        doc["operators"] = _records(d.operators)
+    if with_lanes:
+        doc["lanes"] = _records(d.lanes)
+    return doc
 
 
 def digest_from_document(doc: dict, source: str) -> Digest:
     """A digest rebuilt from a report's summary.json (its ``summary`` and ``breakdown`` keys)."""
     b = doc.get("breakdown") or {}
     frames = {name: pd.DataFrame(b.get(name) or [], columns=list(cols))
-              for name, cols in (("kernels", KERNEL_COLUMNS), ("function_types", FUNCTION_TYPE_COLUMNS))}
+              for name, cols in (("kernels", KERNEL_COLUMNS), ("function_types", FUNCTION_TYPE_COLUMNS),
+                                 ("operators", OPERATOR_COLUMNS), ("lanes", LANE_COLUMNS))}
     engines = pd.DataFrame(doc.get("summary") or [])
     for col in engines.columns:           # JSON null = unknown: float NaN, as in the live frame
         if col != "core":
             engines[col] = pd.to_numeric(engines[col], errors="coerce")
-    return Digest(source, engines, frames["kernels"], frames["function_types"],
+    lanes = frames["lanes"] if "lanes" in b else lanes_from_summary(engines)
+    for col in LANE_COLUMNS[2:]:
+        lanes[col] = pd.to_numeric(lanes[col], errors="coerce").astype("float64")
+    return Digest(source, engines, lanes, frames["kernels"], frames["function_types"], frames["operators"],
                   b.get("timeline") or {"span_ns": 0, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []})

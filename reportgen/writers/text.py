@@ -114,7 +114,7 @@ def _comparable(profile: Profile) -> dict:
 
     out = {}
     if profile.digest is not None:
-        out["breakdown"] = breakdown_document(profile.digest)
+        out["breakdown"] = breakdown_document(profile.digest, not profile.meta.is_pmu)
     if profile.comparison is not None:
         out["compare"] = comparison_document(profile.comparison)
     return out

@@ -132,4 +132,6 @@ def compare_panel(c: Comparison) -> Markup:
         f'<div class="card"><h2>Timelines aligned at their start</h2>{_timelines(c)}'
         f'<p class="note">Per lane: baseline strip above, this run below; darker = busier. {legend}</p></div>'
         f'<div class="card"><h2>Kernels</h2>{_name_table(c.kernels, "kernel")}</div>'
-        f'<div class="card"><h2>Function Types</h2>{_name_table(c.function_types, "Function Type")}</div>')
+        f'<div class="card"><h2>Function Types</h2>{_name_table(c.function_types, "Function Type")}</div>'
+        + (f'<div class="card"><h2>Operators</h2>{_name_table(c.operators, "operator")}</div>'
+           if not c.operators.empty else ""))

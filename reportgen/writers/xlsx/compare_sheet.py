@@ -32,9 +32,11 @@ def write_compare_sheet(book: Book, comparison: Comparison) -> str:
                  "status new / gone: only in this run / only in the baseline."):
         ws.write_string(row, 0, text, book.key if row < 2 else None)
         row += 1
-    for title, frame in (("Per core and engine", comparison.engines),
-                         ("Per Function Type", comparison.function_types),
-                         ("Per kernel", comparison.kernels)):
+    blocks = [("Per core and engine", comparison.engines),
+              ("Per Function Type", comparison.function_types), ("Per kernel", comparison.kernels)]
+    if not comparison.operators.empty:          # framework traces
+        blocks.append(("Per operator", comparison.operators))
+    for title, frame in blocks:
         row += 1
         ws.write_string(row, 0, title, book.title)
         row += 1
