@@ -64,8 +64,6 @@ def find_dumps(path: Path) -> list[Path]:
 
 def report_one(options: Options, name: str) -> DeviceRun:
     """One dump's full report (runs in a worker); returns only its small summary tables."""
-    from reportgen.analysis.digest import run_digest
-
     try:
         done = pipeline.report(options)
     except ReportgenError as exc:
@@ -74,7 +72,7 @@ def report_one(options: Options, name: str) -> DeviceRun:
         return DeviceRun(name, options.input, options.output,
                          f"{options.input}: failed: {type(exc).__name__}: {exc}")
     m, summary = done.profile.meta, done.summary
-    digest = run_digest(done.profile, summary)
+    digest = done.profile.digest              # attached by analysis.derive
     return DeviceRun(
         name, options.input, options.output, "ok", done.seconds, len(done.files),
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
