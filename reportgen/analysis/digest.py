@@ -130,7 +130,8 @@ def _function_types(profile: Profile) -> pd.DataFrame:
 def _timeline(work: pd.DataFrame, span: int) -> dict:
     """Busy fraction per (core, engine) lane in TIMELINE_BUCKETS buckets; lanes in core order,
     engines in display order (streams by name after them). Whole arrays, no loop per command."""
-    engine = pd.Categorical(work["engine"].astype(str))
+    engine = work["engine"]
+    engine = engine.array if isinstance(engine.dtype, pd.CategoricalDtype) else pd.Categorical(engine)
     names = [str(x) for x in engine.categories]
     order = sorted(range(len(names)), key=lambda i: (ENGINES.index(names[i]) if names[i] in ENGINES
                                                       else len(ENGINES), names[i]))
