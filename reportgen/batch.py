@@ -96,13 +96,14 @@ def _check_out(out: Path, root: Path, dumps: list[Path]) -> None:
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder (several dumps need a folder)")
     for d in dumps:
-        top = d.relative_to(root).parts[0]
-        if top in RESERVED:
-            raise OutputError(f"{d}: a dump folder named {top} would take the place of "
-                              f"{out / top} (rename the dump folder)")
-        if (out / top).is_symlink():
-            raise OutputError(f"{out / top} is a symbolic link: not writing through it "
-                              "(remove or rename it)")
+        parts = d.relative_to(root).parts
+        if parts[0] in RESERVED:
+            raise OutputError(f"{d}: a dump folder named {parts[0]} would take the place of "
+                              f"{out / parts[0]} (rename the dump folder)")
+        for depth in range(1, len(parts) + 1):       # every folder between OUT and the report
+            if out.joinpath(*parts[:depth]).is_symlink():
+                raise OutputError(f"{out.joinpath(*parts[:depth])} is a symbolic link: not writing "
+                                  "through it (remove or rename it)")
 
 
 @contextmanager

@@ -153,3 +153,19 @@ def test_two_worker_local_cluster_with_a_corrupt_dump(tmp_path, capsys):
     wb = openpyxl.load_workbook(out / "cluster.xlsx", read_only=True)
     assert wb.sheetnames[:4] == ["Devices", "Stragglers", "Kernel spread", "Calls"]
     assert sum(1 for _ in wb["Devices"].iter_rows()) == 5
+
+
+def test_a_link_inside_out_stops_the_batch_before_anything_runs(tmp_path, capsys):
+    run = tmp_path / "run"
+    for i in (0, 1):
+        shutil.copytree(SAMPLE, run / "node0" / f"cdm_profile_data_dev{i}-0")
+    out = tmp_path / "out"
+    (out / "node0").mkdir(parents=True)
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    (out / "node0" / "cdm_profile_data_dev1-0").symlink_to(elsewhere)
+    assert cli.main([str(run), str(out)]) == 3
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == [f"bigTpuProfile: error: {out / 'node0' / 'cdm_profile_data_dev1-0'} is a symbolic "
+                   "link: not writing through it (remove or rename it)"]
+    assert list(elsewhere.iterdir()) == []
