@@ -59,7 +59,7 @@ def _run(name, span, busy, kernels=(), cores=1, status="ok"):
                      [{"kernel": k, "core": 0, "count": 1, "total_ns": t} for k, t in kernels])
 
 
-def test_cluster_analysis_by_hand():
+def test_cluster_analysis_by_hand(tmp_path):
     runs = [_run("cdm_profile_data_dev0-0", 1000, 400, [("mm", 300), ("ln", 50)]),
             _run("cdm_profile_data_dev1-0", 1050, 450, [("mm", 310)]),
             _run("cdm_profile_data_dev2-0", 1300, 900, [("mm", 700), ("ln", 60)]),   # +30 %
@@ -83,6 +83,16 @@ def test_cluster_analysis_by_hand():
     assert c.calls["span_vs_first_pct"].tolist() == pytest.approx([0, 10])
     bad = c.devices.set_index("name").loc["cdm_profile_data_dev3-0"]
     assert bad["status"].endswith("truncated") and pd.isna(bad["span_ns"])
+    # the heat map: one cell per device, core and engine with commands, shaded by tenths
+    assert c.heat.set_index("name").loc["cdm_profile_data_dev2-0", "util"] == pytest.approx(900 / 1300)
+    from bs4 import BeautifulSoup
+
+    from reportgen.writers.cluster import write_index
+    page = BeautifulSoup(write_index(tmp_path, c, runs).read_text(), "html.parser")
+    cells = page.find("table", class_="heat").find_all("td", title=True)
+    assert [(td["class"], td["title"]) for td in cells] == [
+        (["h4"], "core 0 TIU: 40.0%"), (["h4"], "core 0 TIU: 42.9%"), (["h6"], "core 0 TIU: 69.2%"),
+        (["h3"], "core 0 TIU: 38.2%")]
 
 
 def test_index_links_are_relative_and_names_are_text(tmp_path):

@@ -41,12 +41,21 @@ def _pct(v) -> str:
     return "n/a" if v is None or (isinstance(v, float) and math.isnan(v)) else f"{100 * v:.1f}%"
 
 
-def _heat_colour(util) -> str:
-    """White (idle) to deep blue (100 % busy); grey when unknown."""
+#: heat map shades: class ``hK`` for utilisation in [K/10, (K+1)/10), ``h10`` = 100 %, ``hn`` unknown
+HEAT_LEVELS = 11
+
+
+def _heat_class(util) -> str:
+    """The cell's shade class (a class, not a style per cell: 4,096 devices x 32 cells)."""
     if util is None or (isinstance(util, float) and math.isnan(util)):
-        return "#e5e7eb"
-    light = 97 - 62 * min(max(float(util), 0.0), 1.0)
-    return f"hsl(214, 80%, {light:.0f}%)"
+        return "hn"
+    return f"h{min(max(int(float(util) * 10), 0), HEAT_LEVELS - 1)}"
+
+
+def heat_styles() -> list[tuple[str, str]]:
+    """(class, colour) of every shade: white (idle) to deep blue (busy), grey unknown."""
+    return [(f"h{k}", f"hsl(214, 80%, {97 - 6.2 * k:.0f}%)") for k in range(HEAT_LEVELS)] + \
+        [("hn", "#e5e7eb")]
 
 
 def _page_rows(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> dict:
@@ -73,7 +82,7 @@ def _page_rows(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> dict:
                      key=lambda ce: (ce[0], ENGINES.index(ce[1])))
     cells = {(n, int(c), e): u for n, c, e, u in heat.itertuples(index=False)}
     heat_rows = [{"name": clean_text(n),
-                  "cells": [(_heat_colour(cells.get((n, c, e))), f"core {c} {e}: {_pct(cells.get((n, c, e)))}")
+                  "cells": [(_heat_class(cells.get((n, c, e))), f"core {c} {e}: {_pct(cells.get((n, c, e)))}")
                             for c, e in columns]}
                  for n in dict.fromkeys(heat["name"])]
     return {"devices": devices, "heat_columns": columns, "heat_rows": heat_rows}
@@ -91,7 +100,8 @@ def write_index(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> Path:
            "spread_pct": "{:.1f}%".format, "span_vs_first_pct": "{:+.1f}%".format}
     page = environment().get_template("cluster.html.j2").render(
         n=len(runs), failed=cluster.failed, rule=cluster.rule,
-        median_us=_us(cluster.median_span_ns), engines=ENGINES, **_page_rows(out, cluster, runs),
+        median_us=_us(cluster.median_span_ns), engines=ENGINES, heat_styles=heat_styles(),
+        **_page_rows(out, cluster, runs),
         stragglers=_frame_rows(cluster.stragglers, {**us, **pct}),
         kernels=_frame_rows(cluster.kernels, {**us, **pct}),
         calls=_frame_rows(cluster.calls, {**us, **pct}))
