@@ -67,10 +67,10 @@ def report_one(options: Options, name: str) -> DeviceRun:
     try:
         done = pipeline.report(options)
     except ReportgenError as exc:
-        return DeviceRun(name, options.input, options.output, str(exc))
+        return DeviceRun(name, options.input, options.output, _one_line(str(exc)))
     except Exception as exc:  # noqa: BLE001 - one dump's bug must not sink the other dumps
         return DeviceRun(name, options.input, options.output,
-                         f"{options.input}: failed: {type(exc).__name__}: {exc}")
+                         _one_line(f"{options.input}: failed: {type(exc).__name__}: {exc}"))
     m, summary = done.profile.meta, done.summary
     digest = done.profile.digest              # attached by analysis.derive
     return DeviceRun(
@@ -79,6 +79,11 @@ def report_one(options: Options, name: str) -> DeviceRun:
          "warnings": len(m.warnings)},
         [{k: _plain(v) for k, v in r.items()} for r in summary.to_dict("records")],
         [{k: _plain(v) for k, v in r.items()} for r in digest.kernels.to_dict("records")])
+
+
+def _one_line(text: str) -> str:
+    """A status is one line (the index, the JSON and the terminal show it as one)."""
+    return " ".join(text.split())
 
 
 def _plain(v):
@@ -175,7 +180,7 @@ def run_tasks(runs: list[tuple[Options, str]], options: Options) -> tuple[list[D
                     run = future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker lost while running this dump
                     run = DeviceRun(name, o.input, o.output,
-                                    f"{o.input}: worker failed: {type(exc).__name__}: {exc}")
+                                    _one_line(f"{o.input}: worker failed: {type(exc).__name__}: {exc}"))
                 future.release()
                 results[name] = run
                 progress.finished(run)
