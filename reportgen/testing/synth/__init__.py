@@ -36,7 +36,10 @@ records only); ``time_wrap`` (core 0's faster counter wraps u32 in its first ker
 ``ring_core`` (that core's GDMA ring is lapped: rotated records, no ``*_record`` lines, the
 decoder drops the 2 oldest survivors as "init", Q12); ``rvt_ratio`` (AKSV RVT_NODE_SET kernels,
 no descriptors); ``des_ratio`` (kernels dispatched as DES chains in BLOCK_DES_KV);
-``batch_idx`` (BATCH_IDX nodes). Same seed and options -> byte-identical files.
+``batch_idx`` (BATCH_IDX nodes); ``slow_kernel``/``slow_factor`` (that kernel kind's TIU
+commands take slow_factor times longer, every random draw unchanged) and ``extra_kernel`` (one
+more kernel of that kind at the end of every busy core, drawn after all others): pairs of runs
+with known differences. Same seed and options -> byte-identical files.
 
 Modules: ``catalogue`` (operations and kernels), ``config`` (SynthConfig), ``schedule`` (step 1:
 physical timeline), ``rows`` (step 3: program order, ids, raw counters), ``records`` (PMU

@@ -36,6 +36,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--des-ratio", type=float, default=0.0,
                     help="share of kernels dispatched as DES chains (BLOCK_DES_KV)")
     ap.add_argument("--batch-idx", action="store_true", help="BATCH_IDX node in every kernel")
+    ap.add_argument("--slow-kernel", default=None, help="this kernel kind's TIU commands take "
+                    "--slow-factor times longer (e.g. conv, matmul, norm, quant)")
+    ap.add_argument("--slow-factor", type=int, default=2)
+    ap.add_argument("--extra-kernel", default=None, help="one more kernel of this kind at the end")
     ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
     ap.add_argument("--no-truth", action="store_true",
                     help="skip expected_commands.csv (faster for big benchmark dumps)")
@@ -45,7 +49,8 @@ def main(argv: list[str] | None = None) -> int:
                       cdma_ports=None if a.ports is None else _parse_ints(a.ports),
                       idle_cores=_parse_ints(a.idle_cores), id_wrap=a.id_wrap,
                       time_wrap=a.time_wrap, ring_core=a.ring_core, rvt_ratio=a.rvt_ratio,
-                      des_ratio=a.des_ratio, batch_idx=a.batch_idx,
+                      des_ratio=a.des_ratio, batch_idx=a.batch_idx, slow_kernel=a.slow_kernel,
+                      slow_factor=a.slow_factor, extra_kernel=a.extra_kernel,
                       dump_name=a.dump_name, write_truth=not a.no_truth)
     t0 = time.perf_counter()
     try:
