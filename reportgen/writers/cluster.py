@@ -69,8 +69,9 @@ def _page_rows(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> dict:
         span = row["span_ns"]
         devices.append({
             "name": clean_text(row["name"]), "status": clean_text(row["status"]), "ok": r.ok,
-            "straggler": row["name"] in straggling, "cores": row["cores"] or "",
-            "commands": f"{row['commands']:,}" if row["commands"] is not None and r.ok else "",
+            "straggler": row["name"] in straggling,
+            "cores": "" if pd.isna(row["cores"]) else int(row["cores"]),
+            "commands": "" if pd.isna(row["commands"]) else f"{int(row['commands']):,}",
             "span_us": _us(span),
             "span_bar": 0 if not longest or pd.isna(span) else round(160 * span / longest),
             "busy": [(_us(row[f"{e.lower()}_busy_ns"]), _pct(row[f"{e.lower()}_util"])) for e in ENGINES],
