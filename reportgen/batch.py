@@ -42,8 +42,8 @@ def _natural(p: Path):
 
 def find_dumps(path: Path) -> list[Path]:
     """Dump folders (holding ``global.profile``) below ``path`` up to :data:`MAX_DEPTH` levels,
-    in natural order; none when ``path`` is itself a dump. Hidden folders and links are skipped
-    (a link could lead outside RUN_DIR or loop)."""
+    in natural order; none when ``path`` is itself a dump. Hidden folders are skipped; a link is
+    taken when it is a dump, never descended into (links could loop)."""
     if not path.is_dir() or (path / "global.profile").exists():
         return []
     found, level = [], [path]
@@ -55,9 +55,12 @@ def find_dumps(path: Path) -> list[Path]:
             except OSError:
                 continue
             for p in entries:
-                if p.name.startswith(".") or p.is_symlink() or not p.is_dir():
+                if p.name.startswith(".") or not p.is_dir():
                     continue
-                (found if (p / "global.profile").is_file() else below).append(p)
+                if (p / "global.profile").is_file():
+                    found.append(p)              # a dump, also through a link (runs assembled so)
+                elif not p.is_symlink():         # never descend a link: it could loop
+                    below.append(p)
         level = below
     return sorted(found, key=lambda p: _natural(p.relative_to(path)))
 

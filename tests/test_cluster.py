@@ -30,8 +30,10 @@ def test_dumps_are_found_at_any_depth_in_natural_order(tmp_path):
         (tmp_path / rel).mkdir(parents=True)
         (tmp_path / rel / "global.profile").write_text("")
     (tmp_path / "notes.txt").write_text("x")
+    (tmp_path / "linked").symlink_to(tmp_path / "node1" / "cdm_profile_data_dev2-0")   # a dump: taken
+    (tmp_path / "loop").symlink_to(tmp_path)                                           # not descended
     found = [p.relative_to(tmp_path).as_posix() for p in batch.find_dumps(tmp_path)]
-    assert found == ["node0/call/cdm_profile_data_dev0-1", "node1/cdm_profile_data_dev2-0",
+    assert found == ["linked", "node0/call/cdm_profile_data_dev0-1", "node1/cdm_profile_data_dev2-0",
                      "node1/cdm_profile_data_dev10-0"]
     assert batch.find_dumps(tmp_path / "node1" / "cdm_profile_data_dev2-0") == []   # a dump itself
     assert device_and_call("node1/cdm_profile_data_dev10-3") == ("node1/10", 3)
