@@ -3,10 +3,16 @@
 Outputs (all on by default; see README "Outputs and options"):
   OUT/summary.txt + summary.json      off with --disable_summary
   OUT/PerfDoc/PerfAI_output.xlsx      off with --disable_doc (--enable_doc accepted: 0.3.7 spelling)
+  OUT/PerfDoc/instr_world.csv         PMU captures, with the workbook: every command, time-sorted
   OUT/*RegInfo_*.txt                  with the workbook up to 200k commands; --reginfo on|off
   OUT/tables/*.csv, host_device.csv   framework traces: every analysis table, the seed tool's CSV
+                                      (host_device.csv.gz above 64 MB; categories: -mc/-hc/-dc)
   OUT/PerfWeb/result.html             off with --disable_web
   OUT/perfetto.pftrace                off with --no_perfetto (--perfetto accepted: 0.3.0 spelling)
+
+Progress goes to stderr (reportgen/progress.py): bars only when stderr is a terminal, else one
+line per finished stage; ``--quiet`` silences it, never the summary, the files written or the
+warnings (printed on stderr when the summary is not).
 
 A user mistake (bad input, bad option) prints one line and exits non-zero; a writer failure
 exits 3 and leaves no half-written file (every output is written under a temporary name).
@@ -24,6 +30,7 @@ from pathlib import Path
 
 from reportgen.errors import ReportgenError
 from reportgen.options import MAX_INPUT_MB, REGINFO_AUTO_LIMIT, OptionError, Options
+from reportgen.version import __version__
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,7 +67,18 @@ def build_parser() -> argparse.ArgumentParser:
                         "beyond that they run to gigabytes)" % REGINFO_AUTO_LIMIT)
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
     p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept (-1: no limit)")
-    p.add_argument("--quiet", action="store_true", help="no progress bars and no printed summary")
+    p.add_argument("-mc", "--monitor_cat", metavar="CAT", help="framework traces, host_device.csv and "
+                   "the Host-Device tables: monitored host category (as profile_parser_main -mc; "
+                   "default: python_function when the trace has python frames, else its aten ops: "
+                   "cpu_op, or Operator in 2021-era traces)")
+    p.add_argument("-hc", "--host_cat", metavar="CAT", help="framework traces: launch (runtime) "
+                   "category (as profile_parser_main -hc; default: the trace's runtime categories, "
+                   "e.g. cuda_runtime and cuda_driver)")
+    p.add_argument("-dc", "--device_cat", metavar="CAT", help="framework traces: device category "
+                   "(as profile_parser_main -dc; 'all' for every device slice that is work; "
+                   "default: kernel when the trace has kernels, else all)")
+    p.add_argument("--quiet", action="store_true", help="no progress on stderr (bars on a terminal, "
+                   "one line per stage otherwise); the summary and warnings are still printed")
     p.add_argument("--max_input_mb", type=int, default=MAX_INPUT_MB, metavar="N",
                    help="read at most N MB of input (default %(default)s): a larger file, a "
                         "compressed trace expanding beyond it (or beyond 100 times its own size "
@@ -71,6 +89,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--scheduler", metavar="ADDRESS", help="batch mode: submit the dumps to this "
                    "running Dask scheduler (tcp://host:8786; the workers must see INPUT and OUT "
                    "at the same paths) instead of a local cluster")
+    p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
 
@@ -83,6 +102,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         web=not args.disable_web, perfetto=not args.no_perfetto,
         registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
         tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
+        monitor_cat=args.monitor_cat, host_cat=args.host_cat, device_cat=args.device_cat,
         quiet=args.quiet, max_input_mb=args.max_input_mb, scheduler=args.scheduler,
         baseline=args.baseline)
 
@@ -90,7 +110,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
 def run(options: Options) -> int:
     # imported here: `--help` and usage errors answer without loading numpy and pandas
     from reportgen import batch, pipeline
-    from reportgen.writers.text import summary_text
+    from reportgen.writers.text import summary_text, warnings_text
 
     root = Path(options.input)
     dumps = batch.find_dumps(root)
@@ -100,12 +120,13 @@ def run(options: Options) -> int:
         batch.announce_single(root, dumps[0])
         options = options.replace(input=str(dumps[0]))
     done = pipeline.report(options)
-    if not options.quiet:
-        if options.summary:
-            print(summary_text(done.profile, done.summary))
-        print(f"Wrote {len(done.files)} file(s) to {options.out_path.resolve()} in {done.seconds:.1f} s:")
-        for p in done.files:
-            print(f"  {p}")
+    if options.summary:
+        print(summary_text(done.profile, done.summary))
+    elif done.profile.meta.warnings:
+        print(warnings_text(done.profile.meta), file=sys.stderr)
+    print(f"Wrote {len(done.files)} file(s) to {options.out_path.resolve()} in {done.seconds:.1f} s:")
+    for p in done.files:
+        print(f"  {p}")
     return 0
 
 

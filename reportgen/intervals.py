@@ -112,9 +112,39 @@ def call_forest(track: np.ndarray, start: np.ndarray, end: np.ndarray
     return order, _chain_depth(parent), parent, clipped
 
 
+def operator_parents(track: np.ndarray, start: np.ndarray, end: np.ndarray
+                     ) -> tuple[np.ndarray, int]:
+    """Parents under torch's rule (``torch/autograd/profiler_util.py``, ``_populate_cpu_children``)
+    for slices already in (track, start, longest first) order.
+
+    torch walks a track's slices in that order with a stack and pops the top while the next
+    slice starts at or after the top's end or ends after it; the slice becomes a child of what
+    is left on top.  The stack after a slice is always its ancestor chain, so a slice's parent
+    is simply the latest earlier slice of its track that ends at or after its end and after
+    its start (nothing later than that can have been popped without a later such slice): one
+    vectorised search, no loop per slice and no clipping.
+
+    Returns ``parent`` (positions, -1 at top level) and the number of slices that start inside
+    another slice of their track but end after it (torch pops that one: they are not nested).
+    """
+    track = np.asarray(track, np.int64)
+    start = np.asarray(start, np.int64)
+    end = np.asarray(end, np.int64)
+    if len(start) == 0:
+        return np.zeros(0, np.int64), 0
+    # end_j >= end_i and end_j > start_i  <=>  end_j > max(end_i - 1, start_i) (integer ns)
+    need = np.maximum(end - 1, start)
+    _, key_s, key_need, key_e = _group_keys(track, start, need, end)
+    parent = _last_open_before(key_need, key_e)
+    still_open = _last_open_before(key_s, key_e)
+    return parent, int(((still_open >= 0) & (still_open != parent)).sum())
+
+
 def enclosing(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.ndarray,
-              q_track: np.ndarray, q_ts: np.ndarray) -> np.ndarray:
-    """Innermost slice (position) of an ordered forest containing ``q_ts`` on ``q_track``.
+              q_track: np.ndarray, q_ts: np.ndarray, q_end: np.ndarray | None = None
+              ) -> np.ndarray:
+    """Innermost slice (position) of an ordered forest containing ``q_ts`` on ``q_track``
+    (with ``q_end``: containing the whole interval [q_ts, q_end], bounds inclusive).
 
     ``track``/``start``/``end``/``parent`` are as :func:`call_forest` orders them.  Start from
     the last slice of the track starting at or before the point and climb parents until one
@@ -127,12 +157,13 @@ def enclosing(track: np.ndarray, start: np.ndarray, end: np.ndarray, parent: np.
     track = np.asarray(track, np.int64)
     q_track = np.asarray(q_track, np.int64)
     q_ts = np.asarray(q_ts, np.int64)
+    q_end = q_ts if q_end is None else np.asarray(q_end, np.int64)
     # (track, start) keys are sorted in forest order: one search finds each point's candidate
     _, keys = _group_keys(np.concatenate([track, q_track]), np.concatenate([start, q_ts]))
     cur = np.searchsorted(keys[:n], keys[n:], "right") - 1
     cur[(cur < 0) | (track[np.maximum(cur, 0)] != q_track)] = -1
     for _ in range(4096):
-        bad = (cur >= 0) & (end[np.maximum(cur, 0)] < q_ts)
+        bad = (cur >= 0) & (end[np.maximum(cur, 0)] < q_end)
         if not bad.any():
             break
         cur[bad] = parent[cur[bad]]
@@ -201,13 +232,16 @@ def improper(parent: np.ndarray, end: np.ndarray, depth: np.ndarray) -> np.ndarr
     return bad
 
 
-def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray,
+                    max_lanes: int | None = None) -> np.ndarray:
     """Lane per interval so that no two intervals of a (group, lane) overlap (touching is fine).
 
     The same result as placing intervals in start order on the lowest lane that is free,
     which uses as many lanes as the largest number of intervals open at once.  Computed one
     lane at a time: a lane is the greedy chain "first interval, then the first one starting at
     or after its end, ..." over what is left, found by pointer doubling (no loop per interval).
+    With ``max_lanes``, whatever the first ``max_lanes - 1`` lanes leave goes on the last one
+    (overlapping there).
     """
     n = len(start)
     group = np.asarray(group, np.int64)
@@ -217,6 +251,9 @@ def first_fit_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np
     todo = np.lexsort((np.arange(n), end, start, group))
     current = 0
     while len(todo):
+        if max_lanes is not None and current >= max_lanes - 1:
+            lane[todo] = current
+            break
         m = len(todo)
         g, s, e = group[todo], start[todo], end[todo]
         _, key_s, key_e = _group_keys(g, s, e)            # key_s sorted: todo is in (group, start) order

@@ -18,10 +18,13 @@ from __future__ import annotations
 import dataclasses
 from collections.abc import Callable, Iterator, MutableMapping
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
+
+if TYPE_CHECKING:   # the layer types live in their own module (which needs nothing from here)
+    from reportgen.model_layers import LayerFiles, LayerView
 
 #: Engines in display order. Engine ids are the ones the vendor tool writes everywhere.
 ENGINES = ("TIU", "GDMA", "SDMA", "CDMA")
@@ -63,6 +66,20 @@ COMMAND_COLUMNS: dict[str, str] = {
     "dep_cmd_id": "Int64",    # cmd_id_dep of the descriptor (dependency), <NA> when unknown
 }
 
+#: host roles that are torch FunctionEvents (cpu_op, user_annotation, runtime/driver calls, and
+#: Ascend's enqueue/dequeue): the slices of the operator tree.  Python frames and other slices
+#: (Kineto "overhead", ...) form a second tree per thread; a generic trace without any of these
+#: roles has its plain slices as operators.
+OPERATOR_ROLES = ("op", "annotation", "runtime", "queue")
+
+
+def operator_rows(role: np.ndarray) -> np.ndarray:
+    """Which host slices (by their ``role``) belong to the operator tree (OPERATOR_ROLES)."""
+    role = np.asarray(role, object)
+    ops = np.isin(role, OPERATOR_ROLES)
+    return ops if ops.any() else role != "python"
+
+
 #: Columns of ``Profile.host`` (host/framework events).
 HOST_COLUMNS: dict[str, str] = {
     "name": "object",
@@ -72,7 +89,7 @@ HOST_COLUMNS: dict[str, str] = {
     "start_ns": "int64",
     "end_ns": "int64",
     "depth": "int32",
-    "parent": "int64",        # row index of the enclosing event, -1 at top level
+    "parent": "int64",        # parent row: torch's operator tree, other slices a tree of their own
     "args": "object",         # dict or None
 }
 
@@ -284,7 +301,8 @@ class Diagnosis:
     overlap: pd.DataFrame
     #: the longest data-bound stretches per core
     stretches: pd.DataFrame
-    #: ranked plain statements with their numbers and the rule (analysis.findings.RULES)
+    #: ranked plain statements with their numbers and the rule (analysis/rules.py RULES);
+    #: ``core`` / ``engine`` / ``subject`` are None where a finding has none
     findings: pd.DataFrame
 
 
@@ -319,6 +337,10 @@ class Profile:
     digest: Any = None
     #: ``--baseline``: this run against the baseline (analysis.compare.Comparison)
     comparison: Any = None
+    #: bmodel captures: the compiler's layer files as read (parsers.layers), None without them
+    layers: "LayerFiles | None" = None
+    #: the commands mapped onto those layers (analysis.layers), attached by analysis.derive
+    layer_view: "LayerView | None" = None
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

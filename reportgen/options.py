@@ -37,7 +37,10 @@ class Options:
     tiu_freq: float | None = None   # MHz; None: global.profile, else the chip default
     min_depth: int | None = None    # framework traces: shallowest call depth kept
     max_depth: int | None = None    # framework traces: deepest call depth kept (-1: no limit)
-    quiet: bool = False             # no progress bars, nothing printed
+    monitor_cat: str | None = None  # seed CSV: monitored host category (None: fits the trace)
+    host_cat: str | None = None     # seed CSV: launch (runtime) category (None: the trace's runtime calls)
+    device_cat: str | None = None   # seed CSV: device category, "all" for all work (None: fits the trace)
+    quiet: bool = False             # no progress (bars, stage lines); results still printed
     jobs: int | None = None         # writer processes at once; None: one per CPU we may use
     max_input_mb: int = MAX_INPUT_MB  # input read (or expanded) at most; beyond: one line, exit 1
     scheduler: str | None = None    # several dumps: a running Dask scheduler (host:port), else local
@@ -57,6 +60,10 @@ class Options:
             raise OptionError(f"--tiu_freq must be a clock in MHz above 0, not {self.tiu_freq:g}")
         if self.jobs is not None and self.jobs < 1:
             raise OptionError(f"jobs must be 1 or more, not {self.jobs}")
+        for name in ("monitor_cat", "host_cat", "device_cat"):
+            value = getattr(self, name)
+            if value is not None and not value.strip():
+                raise OptionError(f"--{name} must name a category, not an empty string")
         if type(self.max_input_mb) is not int or self.max_input_mb < 1:
             raise OptionError(f"--max_input_mb must be a whole number of MB above 0, not {self.max_input_mb!r}")
         if self.scheduler is not None and not self.scheduler.strip():

@@ -18,7 +18,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reportgen import outdir, parallel
+from reportgen import outdir, parallel, progress
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
@@ -43,7 +43,13 @@ def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     """Every derived table, attached once; returns the engine summary."""
     from reportgen.analysis.derive import derive
 
-    return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth)
+    return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth,
+                  categories=seed_options(options))
+
+
+def seed_options(options: Options) -> dict:
+    """The ``-mc/-hc/-dc`` choices (None: fitting the trace, analysis.host_device)."""
+    return {"monitor": options.monitor_cat, "launch": options.host_cat, "device": options.device_cat}
 
 
 def load_baseline(options: Options):
@@ -105,6 +111,11 @@ def _workbook(profile, summary, out, options):
     return xlsx.write(profile, summary, out, quiet=options.quiet, registers=options.registers_wanted)
 
 
+def _instr_world(profile, summary, out, options):
+    from reportgen.writers import instr_world
+    return instr_world.write(profile, out)
+
+
 def _reginfo(profile, summary, out, options):
     from reportgen.writers import text
     return text.write_reginfo(profile, out)
@@ -132,7 +143,8 @@ def _csv_tables(profile, summary, out, options):
 
 def _seed_csv(profile, summary, out, options):
     from reportgen.writers import csv_tables
-    return csv_tables.write_seed_csv(profile, out / "host_device.csv",
+    return csv_tables.write_seed_csv(profile, out / "host_device.csv", **seed_options(options),
+                                     gzip_above=csv_tables.SEED_CSV_GZIP_BYTES,
                                      min_depth=options.min_depth, max_depth=options.max_depth)
 
 
@@ -148,10 +160,13 @@ OUTPUTS = (
     Output("workbook", lambda o, p: o.workbook, _workbook),
     Output("RegInfo files", _want_reginfo, _reginfo),
     Output("perfetto trace", lambda o, p: o.perfetto, _perfetto),
+    # the vendor writes its Instr World beside the workbook (PerfDoc) whenever it writes one
+    Output("Instr World", lambda o, p: o.workbook and p.meta.is_pmu and len(p.commands) > 0, _instr_world),
     Output("web report", lambda o, p: o.web, _web),
     Output("summary", lambda o, p: o.summary, _summary),
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
-    Output("seed CSV", lambda o, p: o.workbook and p.meta.source == "chrome" and len(p.host) > 0,
+    # every trace with host slices (PyTorch, torch_npu trace_view.json, ...)
+    Output("seed CSV", lambda o, p: o.workbook and not p.meta.is_pmu and len(p.host) > 0,
            _seed_csv),
 )
 
@@ -184,12 +199,17 @@ def report(options: Options) -> Report:
     final = options.out_path
     outdir.recover(final)         # a killed earlier run: finished before anything else
     profile = load(options)
+    t1 = time.perf_counter()
+    progress.line(f"input read ({profile.meta.source}): {len(profile.commands):,} commands in "
+                  f"{progress.seconds(t1 - t0)}", options.quiet)
     summary = analyse(profile, options)
+    progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
     if options.baseline:
         attach_comparison(profile, options)
     with outdir.staged(final) as out:
         try:
-            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs)
+            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs,
+                                        options.quiet)
         except OutputError as exc:
             # writers name files in the private stage; the user knows them under OUT
             named = OutputError(str(exc).replace(str(out), str(final)))

@@ -21,9 +21,12 @@ def build_parser() -> argparse.ArgumentParser:
                     "and device kernels ($$-joined call paths).")
     p.add_argument("-s", "--src", required=True, help="trace file (JSON, .gz, .zip) or profiler folder")
     p.add_argument("-d", "--dst", required=True, help="output CSV file (or folder: <src name>.csv inside)")
-    p.add_argument("-hc", "--host_cat", default="cuda_runtime", help="launch (host runtime) category")
-    p.add_argument("-dc", "--device_cat", default="kernel", help="device category ('all' for every device slice)")
-    p.add_argument("-mc", "--monitor_cat", default="python_function", help="monitored host category")
+    p.add_argument("-hc", "--host_cat", help="launch (host runtime) category (default: the "
+                   "trace's runtime categories, e.g. cuda_runtime)")
+    p.add_argument("-dc", "--device_cat", help="device category, 'all' for every device slice "
+                   "that is work (default: kernel when the trace has kernels, else all)")
+    p.add_argument("-mc", "--monitor_cat", help="monitored host category (default: python_function "
+                   "when the trace has python frames, else its aten ops: cpu_op or Operator)")
     p.add_argument("--max_depth", type=int, default=None, help="deepest call depth kept (inclusive; -1: no limit)")
     p.add_argument("--min_depth", type=int, default=None, help="shallowest call depth kept (inclusive)")
     p.add_argument("--self", action="store_true", help="self attribution (exclude deeper monitored events)")
@@ -42,8 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if dst.is_dir() or args.dst.endswith(("/", "\\")):
             stem = Path(args.src).name.split(".")[0] or "trace"
             dst = dst / f"{stem}.csv"
-        device = None if args.device_cat.lower() in ("all", "any", "*") else args.device_cat
-        write_seed_csv(profile, dst, monitor=args.monitor_cat, launch=args.host_cat, device=device,
+        write_seed_csv(profile, dst, monitor=args.monitor_cat, launch=args.host_cat, device=args.device_cat,
                        min_depth=args.min_depth, max_depth=args.max_depth, self_only=args.self)
     except ReportgenError as exc:
         print(f"profile_parser_main: {exc}", file=sys.stderr)

@@ -22,6 +22,7 @@
   const KERNELS = DATA.kernels;
   const LANES = DATA.lanes;
   const SPAN = DATA.span_ns;
+  const PMU = DATA.pmu;
   const CTOR = {i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
                 i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array};
 
@@ -40,14 +41,35 @@
     return e;
   };
   const group3 = (x) => Math.round(x).toString().replace(/\B(?=(\d{3})+(?!\d))/g, ',');
-  function fmtDur(ns) {
-    const a = Math.abs(ns);
-    if (a < 1e4) return group3(ns) + ' ns';
-    if (a < 1e7) return (ns / 1e3).toFixed(3) + ' µs';
-    if (a < 1e10) return (ns / 1e6).toFixed(3) + ' ms';
-    return (ns / 1e9).toFixed(3) + ' s';
+  /* Adaptive time units, the rule of reportgen.writers.html.units: the largest unit in which
+   * the value is still >= 1. */
+  const TIME_UNITS = [['ns', 1], ['µs', 1e3], ['ms', 1e6], ['s', 1e9]];
+  function timeUnit(ns) {
+    let u = TIME_UNITS[0];
+    for (const t of TIME_UNITS) if (Math.abs(ns) >= t[1]) u = t;
+    return u;
   }
-  const fmtUs = (ns) => (ns / 1e3).toFixed(3) + ' µs';
+  function fmtDur(ns) {
+    const [name, scale] = timeUnit(ns);
+    return scale === 1 ? group3(ns) + ' ns' : (ns / scale).toFixed(3) + ' ' + name;
+  }
+  /* Tick values (µs, the axes' data unit) and labels in one adaptive unit for a window [a, b)
+   * in ns: "0.2 s", "1.20015 s" (as many decimals as the step needs). */
+  function timeTicks(a, b, count) {
+    const raw = Math.max((b - a) / Math.max(count, 1), 1e-3);
+    const mag = Math.pow(10, Math.floor(Math.log10(raw)));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((v) => v >= raw);
+    const [name, scale] = timeUnit(Math.max(Math.abs(a), Math.abs(b)));
+    const decimals = Math.max(0, Math.ceil(-Math.log10(step / scale) - 1e-9));
+    const tickvals = [], ticktext = [];
+    for (let t = Math.ceil(a / step) * step; t <= b + 1e-9 && tickvals.length < 50; t += step) {
+      tickvals.push(t / 1e3);
+      const v = t / scale;
+      ticktext.push((Math.abs(v) < 1e-12 ? '0' : v.toLocaleString('en-US', {minimumFractionDigits: decimals,
+        maximumFractionDigits: decimals})) + ' ' + name);
+    }
+    return {tickmode: 'array', tickvals, ticktext};
+  }
 
   function b64ToBytes(text) {
     text = text.trim();
@@ -72,16 +94,14 @@
   async function loadPlotly() {
     const code = new TextDecoder().decode(await gunzip(b64ToBytes(takeBlock('rg-plotly'))));
     timing.plotly_inflated_ms = performance.now();
-    // a classic script from a Blob URL runs at global scope and defines window.Plotly
-    const url = URL.createObjectURL(new Blob([code], {type: 'text/javascript'}));
-    await new Promise((resolve, reject) => {
-      const s = document.createElement('script');
-      s.src = url;
-      s.onload = resolve;
-      s.onerror = () => reject(new Error('plotly.js failed to load'));
-      document.head.append(s);
-    });
-    URL.revokeObjectURL(url);
+    // an inline classic script runs at global scope and defines window.Plotly; unlike a blob:
+    // URL it is allowed by a Content-Security-Policy that allows inline scripts only
+    const s = document.createElement('script');
+    s.textContent = code;
+    document.head.append(s);
+    if (typeof window.Plotly === 'undefined') {
+      throw new Error('plotly.js did not run (a Content-Security-Policy that blocks inline scripts?)');
+    }
   }
 
   // ---------------------------------------------------------------------------------- payload
@@ -121,8 +141,11 @@
       bwExplicit.set(p, cols.bwx_val[j]);
     }
     return {n, off, start, end, endMax, gidx, cmd, op: cols.op, kernel: cols.kernel,
-            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit};
+            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit, layer: cols.layer || null};
   }
+
+  /* A long lane name (framework thread names) shortened for the axis, start and end kept. */
+  const shortLane = (name) => (name.length <= 28 ? name : name.slice(0, 18) + '…' + name.slice(-9));
 
   let IT = null;   // the decoded items
   const opType = (i) => OPS[IT.op[i]][0];
@@ -143,15 +166,22 @@
   function hoverText(i) {
     const lane = LANES[laneOf(i)], op = OPS[IT.op[i]], type = TYPES[op[0]];
     const s = IT.start[i], e = IT.end[i];
+    if (lane.layer) return layerHover(i, lane);
     if (lane.host) {
       return `<b>${esc(op[1] ?? '(unnamed)')}</b><br>${esc(type.name)} · ${esc(lane.name)}` +
-        `<br>start ${fmtUs(s)} · duration ${group3(e - s)} ns`;
+        `<br>start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;
+    }
+    if (!PMU) {     // a framework device slice: the kernel is its name, the operator launched it
+      const k = IT.kernel[i];
+      return [`<b>${esc(op[1] ?? '(unnamed)')}</b>`, `${esc(type.name)} · ${esc(lane.name)}`,
+        'launched by ' + (k > 0 ? esc(KERNELS[k - 1]) : '(unknown operator)'),
+        `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`].join('<br>');
     }
     const lines = [`<b>${esc(lane.name)} #${IT.gidx[i]}</b>  cmd id ${IT.cmd[i]}`,
       `op ${esc(type.name)} / ${esc(op[1] ?? '(unknown)')}`];
     const k = IT.kernel[i];
     lines.push('kernel ' + (k > 0 ? esc(KERNELS[k - 1]) : '(unknown)'));
-    lines.push(`start ${fmtUs(s)} · duration ${group3(e - s)} ns`);
+    lines.push(`start ${fmtDur(s)} · duration ${fmtDur(e - s)}`);
     const b = bytesOf(i);
     if (!Number.isNaN(b)) {
       let line = `bytes ${group3(b)}`;
@@ -162,11 +192,15 @@
     }
     const u = urateOf(i);
     if (!Number.isNaN(u)) lines.push(`uArch rate ${(u * 100).toFixed(2)}%`);
+    if (IT.layer && (lane.engine === 'TIU' || lane.engine === 'GDMA')) lines.push('layer ' + layerLabel(IT.layer[i] - 1));
     return lines.join('<br>');
   }
 
   // ------------------------------------------------------------------------------ filters
-  const typeOff = new Set();            // Function Types switched off (shared by all timelines)
+  // Function Types switched off (shared by all timelines). System (send/wait) types are waiting,
+  // not work: one legend entry for all of them, off until it is clicked.
+  const WAITING = TYPES.map((t, k) => (t.sys ? k : -1)).filter((k) => k >= 0);
+  const typeOff = new Set(WAITING);
   const typeListeners = [];
   function setTypeOff(t, off) {
     if (off) typeOff.add(t); else typeOff.delete(t);
@@ -283,15 +317,28 @@
       idx.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') go(); });
       const jump = el('span', {class: 'group'}, el('span', {class: 'label'}, 'Jump to'), sheets, idx,
                       el('button', {type: 'button', onclick: go}, 'Go'), note);
+      // name search: Enter or the arrows step through the matches in time order
+      this.searchBox = el('input', {type: 'search', class: 'search', 'aria-label': 'find by name',
+                                    placeholder: PMU ? 'find Function / kernel name' : 'find kernel / operator name'});
+      this.searchNote = el('span', {class: 'search-note', 'aria-live': 'polite'});
+      this.searchBox.addEventListener('keydown', (ev) => {
+        if (ev.key === 'Enter') { ev.preventDefault(); this.step(ev.shiftKey ? -1 : 1); }
+      });
+      this.searchBox.addEventListener('input', () => { this.matches = null; this.searchNote.textContent = ''; });
+      const find = el('span', {class: 'group'}, el('span', {class: 'label'}, 'Find'), this.searchBox,
+                      el('button', {type: 'button', title: 'previous match (Shift+Enter)', onclick: () => this.step(-1)}, '◀'),
+                      el('button', {type: 'button', title: 'next match (Enter)', onclick: () => this.step(1)}, '▶'),
+                      this.searchNote);
       const reset = el('button', {type: 'button', class: 'reset', onclick: () => this.reset(),
                                   title: 'or double-click the plot; keys: W/S zoom, A/D pan'}, 'Reset zoom');
-      bar.append(engines, jump, reset);
+      bar.append(engines, jump, find, reset);
       this.status = el('div', {class: 'status'});
       this.legend = el('div', {class: 'legend'});
       this.plot = el('div', {class: 'timeline-plot'});
       this.host.append(bar, this.legend, this.plot, this.status);
       this.plot.addEventListener('mouseenter', () => { keyTarget = this; });
       this.buildLegend();
+      this.syncLegend();
       typeListeners.push(() => { this.syncLegend(); this.dirty = true; if (this.visible()) this.schedule(); });
     }
 
@@ -303,12 +350,26 @@
       const order = TYPES.map((t, k) => k).filter((k) => present[k]).sort((p, q) =>
         (TYPES[p].group === 'host') - (TYPES[q].group === 'host') ||
         TYPES[p].name.localeCompare(TYPES[q].name, undefined, {sensitivity: 'base'}));
-      for (const k of order) {
+      for (const k of order.filter((j) => !TYPES[j].sys)) {
         const t = TYPES[k];
         const chip = el('button', {type: 'button', class: 'chip', 'data-type': String(k),
                                    style: `--c:${t.color}`, title: 'click to hide / show'},
                         el('i'), (t.group === 'host' ? 'host: ' : '') + t.name);
         chip.addEventListener('click', () => setTypeOff(k, !typeOff.has(k)));
+        this.legend.append(chip);
+      }
+      const waiting = order.filter((j) => TYPES[j].sys);
+      if (waiting.length) {
+        const chip = el('button', {type: 'button', class: 'chip waiting', 'data-type': 'waiting',
+                                   style: `--c:${TYPES[waiting[0]].color}`,
+                                   title: 'system commands (send/wait: ' + waiting.map((j) => TYPES[j].name).join(', ') +
+                                          '): waiting, not work; click to show / hide'},
+                        el('i'), 'waiting (system)');
+        chip.addEventListener('click', () => {
+          const off = !typeOff.has(waiting[0]);
+          for (const j of waiting) { if (off) typeOff.add(j); else typeOff.delete(j); }
+          for (const f of typeListeners) f();
+        });
         this.legend.append(chip);
       }
       const all = el('button', {type: 'button', class: 'chip-all', onclick: () => {
@@ -317,7 +378,10 @@
       this.legend.append(all);
     }
     syncLegend() {
-      for (const chip of this.legend.querySelectorAll('.chip')) chip.classList.toggle('off', typeOff.has(Number(chip.dataset.type)));
+      for (const chip of this.legend.querySelectorAll('.chip')) {
+        const k = chip.dataset.type === 'waiting' ? WAITING[0] : Number(chip.dataset.type);
+        chip.classList.toggle('off', typeOff.has(k));
+      }
     }
 
     visible() { return this.host.offsetParent !== null; }
@@ -341,7 +405,49 @@
         const box = this.host.querySelector(`input[data-engine="${CSS.escape(LANES[lane].engine)}"]`);
         if (box) box.checked = true;
       }
-      return this.setRange(s - pad, e + pad);
+      return this.setRange(s - pad, e + pad).then((result) => { this.revealLane(lane); return result; });
+    }
+
+    /* Scroll the window so the lane's row is in view (a trace with many host lanes puts device
+     * lanes far below) and flash the plot; the row itself is highlighted by layout(). */
+    revealLane(lane) {
+      const r = this.rows().indexOf(lane), ya = this.plot._fullLayout && this.plot._fullLayout.yaxis;
+      if (r < 0 || !ya) return;
+      const box = this.plot.getBoundingClientRect();
+      const y = box.top + ya._offset + ya.l2p(r);
+      if (y < 40 || y > window.innerHeight - 40) window.scrollBy({top: y - window.innerHeight / 2, behavior: 'instant'});
+      this.host.classList.add('lane-flash');
+      setTimeout(() => this.host.classList.remove('lane-flash'), 1200);
+    }
+
+    /* Items of this view's lanes whose Function Type / Name (host: category / name) or kernel
+     * (framework: launching operator) contains the search text, in time order. */
+    findMatches(text) {
+      const q = text.trim().toLowerCase();
+      if (!q) return new Int32Array(0);
+      const opHit = new Uint8Array(OPS.length), kernelHit = new Uint8Array(KERNELS.length + 1);
+      OPS.forEach((op, k) => {
+        opHit[k] = (op[1] ?? '').toLowerCase().includes(q) || TYPES[op[0]].name.toLowerCase().includes(q) ? 1 : 0;
+      });
+      KERNELS.forEach((name, k) => { kernelHit[k + 1] = name.toLowerCase().includes(q) ? 1 : 0; });
+      const found = [];
+      for (const l of this.spec.lanes) {
+        for (let i = IT.off[l]; i < IT.off[l + 1]; i++) if (opHit[IT.op[i]] || kernelHit[IT.kernel[i]]) found.push(i);
+      }
+      const out = Int32Array.from(found);
+      return out.sort((p, q2) => IT.start[p] - IT.start[q2] || p - q2);
+    }
+
+    step(direction) {
+      if (!this.matches) { this.matches = this.findMatches(this.searchBox.value); this.matchAt = -1; }
+      const n = this.matches.length;
+      if (!n) {
+        this.searchNote.textContent = this.searchBox.value.trim() ? 'no match' : '';
+        return Promise.resolve(null);
+      }
+      this.matchAt = ((this.matchAt < 0 && direction < 0 ? 0 : this.matchAt + direction) % n + n) % n;
+      this.searchNote.textContent = `${group3(this.matchAt + 1)} / ${group3(n)}`;
+      return this.jumpTo(this.matches[this.matchAt]);
     }
 
     /* Coalesce render requests: one render at a time, the latest range wins. */
@@ -394,6 +500,7 @@
       }
       if (!this.wired) this.wire();
       for (const other of this.linked) other(a, b);
+      document.dispatchEvent(new CustomEvent('rg-range', {detail: {view: this.spec.id, a, b}}));
       this.dirty = false;
       const barCount = tier === 'bars' ? traces.reduce((n, t) => n + (t.type === 'bar' ? t.x.length : 0), 0) : 0;
       this.status.textContent = !rows.length ? 'No lanes: every engine is switched off above.' :
@@ -428,7 +535,7 @@
           if (occ.count[j] === 0) { zr[k] = null; tr[k] = ''; continue; }
           const t = occ.btype[j];
           zr[k] = t + 0.02 + 0.97 * f;
-          tr[k] = `${name} · ${fmtUs(a + k * occ.w)} – ${fmtUs(a + (k + 1) * occ.w)}` +
+          tr[k] = `${name} · ${fmtDur(a + k * occ.w)} – ${fmtDur(a + (k + 1) * occ.w)}` +
             `<br>${group3(occ.count[j])} command${occ.count[j] > 1 ? 's' : ''}, busy ${(f * 100).toFixed(1)}%` +
             `<br>mostly ${esc(TYPES[t].name)}`;
         }
@@ -494,15 +601,21 @@
       if (this.highlight !== null) {
         const i = this.highlight, r = rows.indexOf(laneOf(i));
         if (r >= 0) {
+          shapes.push({type: 'rect', xref: 'paper', yref: 'y', x0: 0, x1: 1, y0: r - 0.5, y1: r + 0.5,
+                       fillcolor: 'rgba(255, 213, 79, 0.25)', line: {width: 0}, layer: 'below'});
           shapes.push({type: 'rect', xref: 'x', yref: 'y', x0: IT.start[i] / 1e3, x1: IT.end[i] / 1e3,
                        y0: r - 0.5, y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(0,0,0,0)'});
         }
       }
-      const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${esc(LANES[l].name)}</span>`);
+      for (const hook of timelineHooks.shapes) shapes.push(...hook(rows));
+      const hl = this.highlight !== null ? laneOf(this.highlight) : -1;
+      const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${l === hl ? '<b>▶ ' : ''}` +
+                                       `${esc(shortLane(LANES[l].name))}${l === hl ? '</b>' : ''}</span>`);
+      const width = this.plot.clientWidth || 1200;
       const rowPx = Math.max(12, Math.min(26, Math.floor(900 / Math.max(R, 1))));   // many lanes: thinner
       return {
         height: Math.max(220, 90 + R * rowPx + 70),
-        margin: {l: 150, r: 20, t: 10, b: 40},
+        margin: {l: Math.min(150, Math.round(width * 0.25)), r: width < 600 ? 6 : 20, t: 10, b: 40},
         uirevision: this.spec.id,
         dragmode: 'zoom',
         hovermode: 'closest',
@@ -510,7 +623,8 @@
         barmode: 'overlay',
         plot_bgcolor: '#fafbfc',
         shapes,
-        xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event (µs)', standoff: 4},
+        xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event', standoff: 4},
+                ...timeTicks(a, b, Math.max(3, Math.floor(width / 130))),
                 showgrid: true, gridcolor: '#e3e7ea', zeroline: false, ticksuffix: '',
                 rangeslider: {visible: true, thickness: 0.09, range: [0, Math.max(SPAN, 1) / 1e3],
                               bgcolor: '#f5f5f5', yaxis: {rangemode: 'fixed', range: [2 * R + 0.5, R + 0.5]}}},
@@ -531,6 +645,7 @@
         this.setRange(Number(a) * 1e3, Number(b) * 1e3);
       });
       this.plot.on('plotly_doubleclick', () => { this.reset(); return false; });
+      for (const hook of timelineHooks.wired) hook(this);
     }
   }
 
@@ -563,7 +678,123 @@
     return -1;
   }
 
+  // ------------------------------------------------------------------------------ bandwidth
+  /* "DMA bandwidth over time", binned again for every window it shows (the rule of
+   * analysis.timeline.bandwidth_over_time: each command's bytes spread evenly over its duration,
+   * bytes per bucket / bucket width = GB/s), so zooming in shows the bursts. One engine at a time
+   * (a selector), one line per core (CDMA: per port), DDR above and L2M below, the chip's peak
+   * as a dashed line. */
+  const DDR_COLORS = ['#1f77b4', '#ff7f0e', '#2ca02c', '#d62728', '#9467bd', '#8c564b', '#e377c2', '#17becf',
+                      '#bcbd22', '#7f7f7f', '#393b79', '#637939'];
+  const L2M_COLORS = ['#aec7e8', '#ffbb78', '#98df8a', '#ff9896', '#c5b0d5', '#c49c94', '#f7b6d2', '#9edae5',
+                      '#dbdb8d', '#c7c7c7', '#6b6ecf', '#b5cf6b'];
+  const BW_BUCKETS = 1000;
+
+  function bandwidthSeries(engine, a, b, W) {
+    const w = (b - a) / W, series = new Map();
+    LANES.forEach((lane, l) => {
+      if (lane.host || lane.engine !== engine) return;
+      const name = engine === 'CDMA' ? lane.name : `core ${lane.cores[0]}`;
+      const lo = lowerBound(IT.endMax, IT.off[l], IT.off[l + 1], a);
+      const hi = firstAtOrAfter(IT.start, IT.off[l], IT.off[l + 1], b);
+      for (let i = lo; i < hi; i++) {
+        const kind = OPS[IT.op[i]][3], bytes = bytesOf(i);
+        if (!kind || !(bytes > 0)) continue;
+        const key = name + '\u0000' + kind;
+        if (!series.has(key)) series.set(key, {name, kind, bytes: new Float64Array(W)});
+        const acc = series.get(key).bytes;
+        const s0 = IT.start[i], e0 = IT.end[i];
+        if (e0 <= s0) {                               // instantaneous: all at its start
+          if (s0 >= a && s0 < b) acc[Math.min(Math.floor((s0 - a) / w), W - 1)] += bytes;
+          continue;
+        }
+        const rate = bytes / (e0 - s0), s = Math.max(s0, a), e = Math.min(e0, b);
+        if (e <= s) continue;
+        const b0 = Math.min(Math.floor((s - a) / w), W - 1), b1 = Math.min(Math.floor((e - a) / w), W - 1);
+        if (b0 === b1) { acc[b0] += rate * (e - s); continue; }
+        acc[b0] += rate * (a + (b0 + 1) * w - s);
+        for (let k = b0 + 1; k < b1; k++) acc[k] += rate * w;
+        acc[b1] += rate * (e - (a + b1 * w));
+      }
+    });
+    const out = [...series.values()];
+    for (const sr of out) { sr.gbps = sr.bytes.map((v) => v / w); delete sr.bytes; }
+    const num = (n) => Number((/\d+$/.exec(n) || ['0'])[0]);
+    return out.sort((p, q) => num(p.name) - num(q.name) || p.name.localeCompare(q.name));
+  }
+
+  class BandwidthChart {
+    constructor(node, spec) {
+      this.node = node; this.spec = spec; this.range = [0, Math.max(SPAN, 1)];
+      this.engine = spec.engines.includes('GDMA') ? 'GDMA' : spec.engines[0];
+      this.onRange = null;
+      const select = el('select', {'aria-label': 'DMA engine'});
+      for (const e of spec.engines) select.append(el('option', {value: e}, e));
+      select.value = this.engine;
+      select.addEventListener('change', () => { this.engine = select.value; this.draw(); });
+      node.before(el('div', {class: 'bw-controls'}, el('span', {class: 'label'}, 'Engine'), select));
+      this.select = select;
+    }
+    async draw() {
+      const [a, b] = this.range, names = [];
+      const series = bandwidthSeries(this.engine, a, b, BW_BUCKETS);
+      const kinds = ['DDR', 'L2M'].filter((k) => series.some((sr) => sr.kind === k));
+      const x = new Float64Array(BW_BUCKETS), w = (b - a) / BW_BUCKETS;
+      for (let k = 0; k < BW_BUCKETS; k++) x[k] = (a + (k + 0.5) * w) / 1e3;
+      const data = series.map((sr) => {
+        if (!names.includes(sr.name)) names.push(sr.name);
+        const n = names.indexOf(sr.name), colours = sr.kind === 'DDR' ? DDR_COLORS : L2M_COLORS;
+        return {type: 'scatter', mode: 'lines', x, y: sr.gbps, name: `${esc(sr.name)} ${sr.kind}`,
+                yaxis: kinds.indexOf(sr.kind) === 1 ? 'y2' : 'y',
+                line: {shape: 'hv', width: 1.2, color: colours[n % colours.length]},
+                hovertemplate: `${esc(sr.name)} ${sr.kind}: %{y:.2f} GB/s<extra></extra>`};
+      });
+      const shapes = [], annotations = [];
+      kinds.forEach((k, j) => {
+        const peak = this.spec.peaks[k];
+        if (!peak) return;
+        const yref = j === 0 ? 'y' : 'y2';
+        shapes.push({type: 'line', xref: 'paper', x0: 0, x1: 1, yref, y0: peak.gbps, y1: peak.gbps,
+                     line: {color: '#b42318', width: 1.2, dash: 'dash'}});
+        annotations.push({xref: 'paper', x: 1, xanchor: 'right', yref, y: peak.gbps, yanchor: 'bottom',
+                          text: `${peak.label} ${peak.gbps} GB/s`, showarrow: false, font: {size: 11, color: '#b42318'}});
+      });
+      const width = this.node.clientWidth || 1200;
+      const axis = (k) => ({title: {text: `${k} GB/s`}, rangemode: 'tozero', gridcolor: '#e3e7ea',
+                            range: this.spec.peaks[k] ? [0, Math.max(this.spec.peaks[k].gbps * 1.08,
+                              ...series.filter((sr) => sr.kind === k).map((sr) => Math.max(...sr.gbps) * 1.05))] : undefined});
+      const layout = {height: 200 + 160 * Math.max(kinds.length, 1), hovermode: 'x', plot_bgcolor: '#fafbfc',
+                      margin: {l: 60, r: width < 600 ? 6 : 20, t: 10, b: 50}, font: {size: 12},
+                      legend: {orientation: 'h', x: 0, xanchor: 'left', y: 1.02, yanchor: 'bottom'},
+                      shapes, annotations, uirevision: 'bandwidth',
+                      xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event'}, gridcolor: '#e3e7ea',
+                              ...timeTicks(a, b, Math.max(3, Math.floor(width / 130)))}};
+      if (kinds.length === 2) {
+        layout.yaxis = {...axis(kinds[0]), domain: [0.55, 1]};
+        layout.yaxis2 = {...axis(kinds[1]), domain: [0, 0.45]};
+        layout.xaxis.anchor = 'y2';
+      } else {
+        layout.yaxis = axis(kinds[0] || 'DDR');
+      }
+      this.applying = true;
+      try {
+        await Plotly.react(this.node, data, layout, {displaylogo: false, responsive: true});
+      } finally { this.applying = false; }
+      if (!this.wired) {
+        this.wired = true;
+        this.node.on('plotly_relayout', (ev) => {
+          if (this.applying || !this.onRange) return;
+          if (ev['xaxis.autorange']) this.onRange(0, Math.max(SPAN, 1));
+          else if ('xaxis.range[0]' in ev) this.onRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
+        });
+      }
+      this.node.dataset.distinct = String(new Set(series.flatMap((sr) => Array.from(sr.gbps))).size);
+      return series;
+    }
+  }
+
   // ------------------------------------------------------------------------------ charts & tabs
+  const dynamicCharts = {};
   async function drawChart(id) {
     const spec = DATA.charts[id];
     const node = document.getElementById('chart-' + id);
@@ -573,7 +804,27 @@
       node.textContent = spec.empty;
       return;
     }
-    await Plotly.newPlot(node, spec.data, spec.layout, {displaylogo: false, responsive: true});
+    if (spec.dynamic === 'bandwidth') {
+      await itemsReady;
+      dynamicCharts[id] = new BandwidthChart(node, spec);
+      await dynamicCharts[id].draw();
+      return;
+    }
+    await Plotly.newPlot(node, spec.data, fitLegend(spec.layout, spec.data, node.clientWidth || 600),
+                         {displaylogo: false, responsive: true});
+  }
+
+  /* Room above the plot for a legend on top (charts.LEGEND_ON_TOP): as many rows as the width
+   * needs, so a narrow window gets a taller chart instead of a legend over the plot. */
+  function fitLegend(layout, data, width) {
+    const legend = layout.legend;
+    if (layout.showlegend === false || !legend || legend.yanchor !== 'bottom') return layout;
+    const names = data.filter((t) => t.showlegend !== false && t.name).map((t) => String(t.name));
+    const widest = Math.max(60, ...names.map((n) => 40 + 7 * n.length));
+    const perRow = Math.max(1, Math.floor((width - 20) / widest));
+    const room = 12 + 21 * Math.ceil(names.length / perRow);
+    const margin = {...(layout.margin || {}), t: room};
+    return {...layout, margin, height: (layout.height || 340) + room};
   }
 
   // ------------------------------------------------------------------------------ tables
@@ -601,6 +852,7 @@
       NUMBER_FORMATS.set(d, new Intl.NumberFormat('en-US', {minimumFractionDigits: d, maximumFractionDigits: d}));
     }
     const f = NUMBER_FORMATS.get(d);
+    if (col.kind === 'time') return f.format(v * col.factor);      // one unit per column, named in its header
     return col.kind === 'frac' ? f.format(v * 100) + '%' : f.format(v);
   }
   const COLLATOR = new Intl.Collator('en', {numeric: true});
@@ -729,6 +981,191 @@
     }
   }
 
+  // ------------------------------------------------------------------------------ layers
+  /* The layer view of a bmodel capture (reportgen.writers.html.layers): per core, layer-group and
+   * layer lanes on the timelines, and the Layers tab's table, linked both ways with its timeline.
+   * A layer bar carries its record in gidx and its command count in cmd; every item carries its
+   * layer + 1 in IT.layer (0: none). The table's values are Profile.layer_view's, as in
+   * summary.json "layers"; hovers print them with the table's own formats. */
+  const LAYER_DATA = DATA.layers || null;
+  const timelineHooks = {shapes: [], wired: []};   // called by Timeline.layout() and wire()
+  let layerTable = null;       // {head, body, col / spec: stored column name -> values / format}
+  let layerTableView = null;   // the Layers tab's table
+  let layerBars = null;        // layer -> item indices of its bars (built on first use)
+  let selectedLayer = -1;
+
+  const layerTableReady = LAYER_DATA ? (async () => {
+    const raw = await gunzip(b64ToBytes(takeBlock('rg-layers')));
+    const body = JSON.parse(new TextDecoder().decode(raw)), col = {}, spec = {};
+    LAYER_DATA.table.columns.forEach((c, j) => { col[c.stored_name] = body.columns[j]; spec[c.stored_name] = c; });
+    layerTable = {head: LAYER_DATA.table, body, col, spec};
+    return layerTable;
+  })() : null;
+
+  /* A cell of layer k as the table shows it ('n/a' when missing), escaped for a hover. */
+  function layerCell(k, name) {
+    if (!layerTable) return '…';
+    return esc(fmtCell(layerTable.col[name][k], layerTable.spec[name]) ?? 'n/a');
+  }
+  function layerLabel(k) {
+    if (!layerTable) return '…';
+    if (k < 0) return esc(layerTable.col.name[layerTable.head.rows - 1]);   // the unattributed row
+    const line = layerTable.col.file_line[k], group = layerTable.col.group_line[k];
+    return `${esc(layerTable.col.name[k])} · line ${line}` + (group === null ? '' : ` (group line ${group})`);
+  }
+  function layerIndex() {
+    if (layerBars) return layerBars;
+    layerBars = new Map();
+    LANES.forEach((lane, l) => {
+      if (lane.layer !== 'layers') return;
+      for (let i = IT.off[l]; i < IT.off[l + 1]; i++) {
+        const k = IT.layer[i] - 1;
+        if (!layerBars.has(k)) layerBars.set(k, []);
+        layerBars.get(k).push(i);
+      }
+    });
+    return layerBars;
+  }
+  let membersOfGroup = null;
+  /* group line -> "Op · line N" of its member layers (built once the table is in). */
+  function groupMembers() {
+    if (membersOfGroup || !layerTable) return membersOfGroup || new Map();
+    membersOfGroup = new Map();
+    layerTable.col.group_line.forEach((g, k) => {
+      if (g === null) return;
+      if (!membersOfGroup.has(g)) membersOfGroup.set(g, []);
+      membersOfGroup.get(g).push(`${esc(layerTable.col.name[k])} · line ${layerTable.col.file_line[k]}`);
+    });
+    return membersOfGroup;
+  }
+  /* [first start, last end] of layer k's bars over every core, or null (no commands). */
+  function layerExtent(k) {
+    const bars = layerIndex().get(k);
+    if (!bars) return null;
+    let a = Infinity, b = -Infinity;
+    for (const i of bars) { a = Math.min(a, IT.start[i]); b = Math.max(b, IT.end[i]); }
+    return [a, b];
+  }
+
+  function layerHover(i, lane) {
+    const s = IT.start[i], e = IT.end[i], when = `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;
+    if (lane.layer === 'groups') {
+      const g = IT.gidx[i], members = groupMembers().get(g) || [];
+      return [`<b>Group · line ${g}</b>  core ${lane.cores[0]}`, when,
+        `${group3(IT.cmd[i])} records of its ${group3(members.length)} members on this core`,
+        ...members.slice(0, 8), ...(members.length > 8 ? [`… ${members.length - 8} more`] : [])].join('<br>');
+    }
+    const k = IT.layer[i] - 1, c = (name) => layerCell(k, name);
+    return [`<b>${layerLabel(k)}</b>`,
+      `core ${lane.cores[0]} · record ${IT.gidx[i]} · ${group3(IT.cmd[i])} commands · ${when}`,
+      `layer (all cores): rank ${c('rank')} · busy ${c('busy_ns')} ns · share ${c('time_share')}`,
+      `TIU ${c('tiu_cmds')} cmds, busy ${c('tiu_busy_ns')} ns · uArch rate ${c('uarch_rate')}`,
+      `GDMA ${c('gdma_cmds')} cmds, busy ${c('gdma_busy_ns')} ns · ${c('gdma_bytes')} bytes · ${c('gdma_gbps')} GB/s`,
+      `${c('dtype')} · ${c('in_shape')} → ${c('out_shape')}`,
+      '<i>click: its row in the Layers table</i>'].join('<br>');
+  }
+
+  /* The selected layer's bars outlined in every timeline. */
+  timelineHooks.shapes.push((rows) => {
+    if (selectedLayer < 0 || !IT.layer) return [];
+    const out = [];
+    for (const i of layerIndex().get(selectedLayer) || []) {
+      const r = rows.indexOf(laneOf(i));
+      if (r >= 0) {
+        out.push({type: 'rect', xref: 'x', yref: 'y', x0: IT.start[i] / 1e3, x1: IT.end[i] / 1e3, y0: r - 0.5,
+                  y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(213, 0, 0, 0.1)'});
+      }
+    }
+    return out;
+  });
+  /* Clicking a layer bar selects its layer and shows its row. */
+  timelineHooks.wired.push((view) => {
+    if (!LAYER_DATA) return;
+    view.plot.on('plotly_click', (ev) => {
+      const i = ev && ev.points && ev.points[0] ? ev.points[0].customdata : undefined;
+      if (typeof i === 'number' && LANES[laneOf(i)].layer === 'layers') selectLayer(IT.layer[i] - 1, {row: true});
+    });
+  });
+
+  /* Select layer k everywhere; {row: true} brings its table row into view, {zoom: true} zooms
+   * the Layers timeline to the layer's span and scrolls its first lane into view. */
+  async function selectLayer(k, how = {}) {
+    selectedLayer = k;
+    if (layerTableView) layerTableView.mark(k, !!how.row);
+    const zoomed = how.zoom ? views[LAYER_DATA.view] : null;
+    for (const v of Object.values(views)) {
+      v.dirty = true;
+      if (v !== zoomed && v.visible()) v.schedule();
+    }
+    const ext = layerExtent(k);
+    if (!zoomed || !ext) return null;
+    if (zoomed.engineOff.has('Layers')) {
+      zoomed.engineOff.delete('Layers');
+      const box = zoomed.host.querySelector('input[data-engine="Layers"]');
+      if (box) box.checked = true;
+    }
+    const pad = Math.max((ext[1] - ext[0]) * 0.05, 20);
+    const result = await zoomed.setRange(ext[0] - pad, ext[1] + pad);
+    zoomed.revealLane(laneOf(layerIndex().get(k)[0]));
+    return result;
+  }
+
+  /* The Tables tab's sortable, filterable table with rows that select (and zoom to) a layer. */
+  class LayerTable extends DataTable {
+    constructor(card, head, body) {
+      super(card, head, body);
+      this.tbody.addEventListener('click', (ev) => {
+        const tr = ev.target.closest('tr[data-layer]');
+        if (tr) selectLayer(Number(tr.dataset.layer), {zoom: true});
+      });
+    }
+    draw() {
+      super.draw();
+      const rows = this.rows();
+      Array.from(this.tbody.children).forEach((tr, r) => {
+        const k = rows ? rows[r] : r;
+        tr.dataset.layer = String(k);
+        tr.classList.toggle('selected', k === selectedLayer);
+      });
+    }
+    /* Mark row k; with scroll, draw it first if it is filtered out or beyond the rows shown. */
+    mark(k, scroll) {
+      let tr = this.tbody.querySelector(`tr[data-layer="${k}"]`);
+      if (!tr && scroll) {
+        let rows = this.rows();
+        if (rows && !rows.includes(k)) {
+          this.filter = '';
+          const box = this.card.querySelector('input.table-filter');
+          if (box) box.value = '';
+          rows = this.rows();
+        }
+        this.limit = Math.max(this.limit, (rows ? rows.indexOf(k) : k) + 1);
+        this.draw();
+        tr = this.tbody.querySelector(`tr[data-layer="${k}"]`);
+      }
+      for (const row of this.tbody.querySelectorAll('tr.selected')) row.classList.remove('selected');
+      if (tr) {
+        tr.classList.add('selected');
+        if (scroll) tr.scrollIntoView({block: 'nearest'});
+      }
+    }
+  }
+  async function buildLayerTable() {
+    if (!layerTableView) {
+      const t = await layerTableReady;
+      layerTableView = layerTableView || new LayerTable(document.getElementById('layer-table'), t.head, t.body);
+    }
+    return layerTableView;
+  }
+  /* Test hooks (tests/test_html_layers_browser.py). */
+  const layerApi = {
+    table: buildLayerTable,
+    select: (k) => selectLayer(k, {zoom: true}),
+    extent: (k) => layerExtent(k),
+    bars: (k) => layerIndex().get(k) || [],
+    get selected() { return selectedLayer; },
+  };
+
   const panels = Object.create(null);   // a "#__proto__" fragment names no tab
   async function showTab(id) {
     for (const [pid, p] of Object.entries(panels)) {
@@ -747,7 +1184,7 @@
           const spec = DATA.views.find((s) => s.id === v);
           views[v] = new Timeline(spec, document.getElementById('view-' + v));
         }
-        if (p.link) p.link();
+        if (p.link) await p.link();
       })();
     }
     await p.started;
@@ -758,19 +1195,17 @@
     return results;
   }
 
+  /* The bandwidth chart follows the All-cores timeline (binned again for its window) and
+   * zooming the chart zooms the timeline. */
   function linkBandwidth() {
-    const tl = views.all, bw = document.getElementById('chart-bandwidth');
-    if (!tl || !bw || !bw.on) return;
-    let syncing = false;
+    const tl = views.all, bw = dynamicCharts.bandwidth;
+    if (!tl || !bw) return;
     tl.linked.push((a, b) => {
-      syncing = true;
-      Plotly.relayout(bw, {'xaxis.range': [a / 1e3, b / 1e3]}).finally(() => { syncing = false; });
+      if (bw.range[0] === a && bw.range[1] === b) return;
+      bw.range = [a, b];
+      bw.pending = bw.draw();
     });
-    bw.on('plotly_relayout', (ev) => {
-      if (syncing) return;
-      if (ev['xaxis.autorange']) { tl.reset(); return; }
-      if ('xaxis.range[0]' in ev) tl.setRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
-    });
+    bw.onRange = (a, b) => tl.setRange(a, b);
   }
 
   function setupTabs() {
@@ -781,7 +1216,7 @@
       button.addEventListener('click', () => { history.replaceState(null, '', '#' + tab.id); showTab(tab.id); });
       nav.append(button);
       panels[tab.id] = {panel, button, charts: tab.charts, views: tab.views, tables: !!tab.tables,
-                        link: tab.id === 'compare' ? linkBandwidth : null};
+                        link: tab.id === 'compare' ? linkBandwidth : tab.layer_table ? buildLayerTable : null};
     }
     nav.hidden = false;
   }
@@ -832,6 +1267,8 @@
   window.__report = {
     timing,
     views,
+    data: DATA,
+    decode: {b64ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
     get items() { return IT; },
     show: showTab,
     zoom: async (id, a, b) => { await showTab(DATA.tabs.find((t) => t.views.includes(id)).id); return views[id].setRange(a, b); },
@@ -844,10 +1281,22 @@
       return v.schedule();
     },
     setTypeOff: (name, off) => { TYPES.forEach((t, k) => { if (t.name === name) setTypeOff(k, off); }); },
+    setWaiting: (shown) => {
+      for (const k of WAITING) { if (shown) typeOff.delete(k); else typeOff.add(k); }
+      for (const f of typeListeners) f();
+    },
     tables,
+    layers: layerApi,
     findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
     hoverText: (i) => hoverText(i),
     jump: (id, sheet, g) => views[id].jumpTo(window.__report.findItem(sheet, g)),
+    search: (id, text) => {
+      const v = views[id];
+      v.searchBox.value = text; v.matches = null;
+      return v.step(1).then(() => ({matches: v.matches.length, note: v.searchNote.textContent,
+                                    highlight: v.highlight}));
+    },
+    get bandwidth() { return dynamicCharts.bandwidth; },
   };
   window.__report.ready = main().catch(fail);
 })();

@@ -111,10 +111,11 @@ def test_oddities_hand_computed():
     # unclosed B closed at the thread's last timestamp (end of "last": 13 + 2 us)
     assert (h.loc["open", "start_ns"], h.loc["open", "end_ns"]) == (12000, 15000)
     assert h.loc["last", "depth"] == 2
-    # b starts inside a and ends after it: nested under a, reported once; c is inside b
+    # b starts inside a and ends after it: drawn nested under a, reported once; in the call
+    # tree torch pops a, so b is no child of it (issue 16); c is inside b
     assert h.loc["b", "depth"] == 2 and h.loc["c", "depth"] == 3
     row = dict(zip(prof.host["name"], prof.host.index))
-    assert prof.host.loc[row["b"], "parent"] == row["a"]
+    assert prof.host.loc[row["b"], "parent"] == -1
     assert prof.host.loc[row["c"], "parent"] == row["b"]
     assert h.loc["c", "start_ns"] == 26002  # "26.0015" us, half-up to the ns
     assert h.loc["c", "end_ns"] == 27502

@@ -110,6 +110,15 @@ def test_first_fit_lanes_match_sequential_oracle(raw):
     assert first_fit_lanes(g, s, e).tolist() == sequential_first_fit(g.tolist(), s.tolist(), e.tolist())
 
 
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 2), st.integers(0, 60), st.integers(0, 15)), min_size=1, max_size=60),
+       st.integers(1, 4))
+def test_first_fit_lanes_capped_keep_the_first_lanes_and_overlay_the_rest(raw, most):
+    g, s, e = _intervals(raw)
+    full = np.array(sequential_first_fit(g.tolist(), s.tolist(), e.tolist()))
+    assert first_fit_lanes(g, s, e, most).tolist() == np.minimum(full, most - 1).tolist()
+
+
 def test_staircase_needs_two_lanes_not_n():
     s = np.arange(100_000, dtype=np.int64) * 5
     lane = first_fit_lanes(np.zeros(len(s), np.int64), s, s + 8)

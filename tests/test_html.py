@@ -176,20 +176,25 @@ class TestStaticPage:
         rows = [[td.get_text() for td in tr.find_all("td")] for tr in table.select("tbody tr")]
         assert [r[0] for r in rows] == ["0", "Overall"]
         cell = {(g, h): rows[0][i] for i, (g, h) in enumerate(zip(groups, header))}
-        # span 1000..1300 = 300 ns; TIU busy 100 + 100 = 200 ns; GDMA busy 300 ns
-        assert cell[("", "Span (µs)")] == "0.300"
-        assert cell[("TIU", "busy (µs)")] == "0.200"
-        assert cell[("TIU", "util")] == "66.67%"
-        assert cell[("TIU", "uArch rate")] == "57.14%"             # (50 + 30) / (100 + 40)
-        assert cell[("GDMA", "util")] == "100.00%"
+        # span 1000..1300 = 300 ns; TIU busy 100 + 100 = 200 ns; GDMA busy 300 ns. Each time
+        # column has the unit of its largest value (here ns), named in its header.
+        assert "span 300 ns" in soup.select_one("#engine-summary h2").get_text()
+        assert cell[("TIU", "busy (ns)")] == "200"
+        assert cell[("TIU", "util")] == "66.7%"
+        assert cell[("TIU", "uArch rate")] == "57.1%"              # (50 + 30) / (100 + 40)
+        assert cell[("GDMA", "util")] == "100.0%"
         assert cell[("GDMA", "DDR BW (GB/s)")] == "10.00"          # 3000 B / 300 ns
-        assert cell[("", "Parallelism")] == "166.67%"             # (200 + 300 + 0) / 300
+        assert cell[("", "Parallelism")] == "166.7%"              # (200 + 300 + 0) / 300
         assert cell[("SDMA", "L2M BW (GB/s)")] == "n/a"
 
     def test_works_without_scripts(self, tmp_path):
         text, _, _ = write_page(hand_profile(), tmp_path)
         soup = BeautifulSoup(text, "html.parser")
-        assert "Scripts are disabled" in soup.find("noscript").get_text()
+        assert "Scripts are disabled" in " ".join(n.get_text() for n in soup.find_all("noscript"))
+        # the chart boxes only scripts can fill are hidden without them (no empty boxes)
+        assert ".needs-js { display: none" in str(soup.find("head").find("noscript"))
+        assert all("needs-js" in (n.find_parent(class_="cards") or {}).get("class", [])
+                   for n in soup.select("#panel-overview .chart"))
         assert not soup.find(id="panel-overview").has_attr("hidden")
         assert soup.find(id="tabs").has_attr("hidden")              # only JS shows the tabs
         assert soup.find("table", class_="summary") is not None
@@ -372,7 +377,8 @@ class TestFrameworkViews:
         got = read_tables(text)
         assert_tables_equal(got, profile.tables)
         heads = {h["name"]: h for h in data["tables"]}
-        assert heads["Operators by Shape"]["rows"] == 594 and heads["Memory Timeline"]["rows"] == 4000
+        # 594 rows before issue 16: its 6 ProfilerStep#N are one key, ProfilerStep*, as in torch
+        assert heads["Operators by Shape"]["rows"] == 589 and heads["Memory Timeline"]["rows"] == 4000
         assert heads["Operators"]["definition"].startswith("torch key_averages semantics")
         # a known operator and kernel read back with their analysed values
         ops = got["Operators"].set_index("Name")
@@ -384,19 +390,28 @@ class TestFrameworkViews:
 
     def test_column_formats(self):
         fmt = table_writer.column_format
-        assert fmt("# of Calls", pd.Series([1, 2])) == {"kind": "int", "decimals": 0}
-        assert fmt("Self CPU (us)", pd.Series([3217.0, 1.0])) == {"kind": "int", "decimals": 0}
-        assert fmt("Avg (us)", pd.Series([286.129, np.nan])) == {"kind": "float", "decimals": 3}
-        assert fmt("Share %", pd.Series([41.666667])) == {"kind": "float", "decimals": 2}
-        assert fmt("util", pd.Series([0.149068])) == {"kind": "frac", "decimals": 2}
+        assert fmt("# of Calls", pd.Series([1, 2])) == {"kind": "int", "decimals": 0, "label": "# of Calls"}
+        # a duration column: one unit from its largest value, named in the header (issue 15 item 4)
+        assert fmt("Self CPU (us)", pd.Series([3217.0, 1.0])) == {"kind": "time", "decimals": 3, "factor": 1e-3,
+                                                                   "label": "Self CPU (ms)"}
+        assert fmt("Avg (us)", pd.Series([286.129, np.nan])) == {"kind": "time", "decimals": 3, "factor": 1.0,
+                                                                  "label": "Avg (µs)"}
+        assert fmt("busy_ns", pd.Series([24_000, 5])) == {"kind": "time", "decimals": 3, "factor": 1e-3,
+                                                          "label": "busy (µs)"}
+        assert fmt("Steps (ns)", pd.Series([999])) == {"kind": "time", "decimals": 0, "factor": 1.0,
+                                                       "label": "Steps (ns)"}
+        assert fmt("Host-Device (ms)", pd.Series([2500.0]))["label"] == "Host-Device (s)"
+        assert fmt("Share %", pd.Series([41.666667])) == {"kind": "float", "decimals": 2, "label": "Share %"}
+        assert fmt("util", pd.Series([0.149068])) == {"kind": "frac", "decimals": 2, "label": "util"}
         assert fmt("core", pd.Series([0, "Overall"], dtype=object))["kind"] == "text"
+        # timestamps beyond 2**53 stay exact digits (not a duration to convert)
         assert fmt("Time (ns)", pd.Series([1_623_143_089_861_000_123]))["kind"] == "bigint"
-        assert fmt("Time (ns)", pd.Series([2**53, None], dtype="Int64"))["kind"] == "int"
         cell = table_writer.format_cell
         assert cell(0.149068, {"kind": "frac", "decimals": 2}) == "14.91%"
         assert cell(603558000, {"kind": "int", "decimals": 0}) == "603,558,000"
         assert cell(1234.5678, {"kind": "float", "decimals": 3}) == "1,234.568"
         assert cell(np.nan, {"kind": "float", "decimals": 3}) == "n/a"
+        assert cell(24_000, {"kind": "time", "decimals": 3, "factor": 1e-3}) == "24.000"
 
     def test_framework_overview_replaces_the_engine_summary(self, tmp_path):
         profile = framework_profile(HANDMADE)
@@ -404,12 +419,17 @@ class TestFrameworkViews:
         soup = BeautifulSoup(text, "html.parser")
         assert "Engine summary" not in text and soup.select_one("table.lanes") is not None
         rows = [[td.get_text() for td in tr.find_all("td")] for tr in soup.select("table.lanes tbody tr")]
-        # hand_made: 5 device slices on stream 7, busy 24 us of a 161 us span
-        assert rows == [["0", "stream 7", "5", "24,000", "14.91%", "161,000"],
-                        ["Overall", "1 lanes", "5", "24,000", "14.91%", "161,000"]]
+        # hand_made: 5 device slices on stream 7, busy 24 us (idle 137) of a 161 us span;
+        # the device row is the union of its one lane
+        assert rows == [["0", "stream 7", "5", "24.000", "137.000", "14.91%", "161.000"],
+                        ["0", "device: 1 lanes (union)", "5", "24.000", "137.000", "14.91%", "161.000"],
+                        ["Overall", "1 devices", "5", "24.000", "137.000", "14.91%", "161.000"]]
+        header = [th.get_text() for th in soup.select("table.lanes thead th")]
+        assert "busy (µs)" in header and "idle (µs)" in header and "span (µs)" in header
         assert set(data["charts"]) == {"operators", "kernels", "memory"}     # no Ranks table here
         assert data["tabs"][0]["charts"] == ["operators", "kernels", "memory"]
-        assert [t["title"] for t in data["tabs"]] == ["Overview", "Tables", "Device 0", "All devices"]
+        # one device: no "All devices" tab repeating "Device 0" (issue 15 item 6)
+        assert [t["title"] for t in data["tabs"]] == ["Overview", "Tables", "Device 0"]
         assert data["tabs"][-1]["charts"] == []                               # no PMU bandwidth
         for chart in data["charts"]:
             assert soup.find(id=f"chart-{chart}") is not None
@@ -436,8 +456,10 @@ class TestFrameworkViews:
         assert kern["layout"]["yaxis"]["ticktext"][1] == "Memcpy HtoD (Pageable -&gt; Device)"   # escaped
         mem = data["charts"]["memory"]["data"]
         assert typed(mem[0]["y"]).tolist() == [4096, 5120, 1024]
-        assert typed(mem[0]["x"]).tolist() == [(t - int(data["t0_ns"])) / 1e6
+        # the time axis in the unit of its span (95 µs), named in its title
+        assert typed(mem[0]["x"]).tolist() == [(t - int(data["t0_ns"])) / 1e3
                                               for t in (1000016000, 1000072000, 1000095000)]
+        assert data["charts"]["memory"]["layout"]["xaxis"]["title"]["text"] == "time since first event (µs)"
         assert mem[-1]["name"] == "peak" and typed(mem[-1]["y"]).tolist() == [5120.0]
 
     def test_self_cpu_when_no_operator_ran_on_the_device(self, tmp_path):
@@ -453,8 +475,10 @@ class TestFrameworkViews:
         _, data, _ = write_page(profile, tmp_path)
         ranks = profile.tables["Ranks"]
         traces = {t["name"]: t for t in data["charts"]["ranks"]["data"]}
-        assert traces["Device busy (us)"]["x"] == ["rank 0", "rank 1"]
-        np.testing.assert_array_equal(typed(traces["Device busy (us)"]["y"]), ranks["Device busy (us)"].to_numpy(float))
+        # the time columns share one unit (the largest value, 1.23 s, is in s), named in the legend
+        assert traces["Device busy (s)"]["x"] == ["rank 0", "rank 1"]
+        np.testing.assert_allclose(typed(traces["Device busy (s)"]["y"]), ranks["Device busy (us)"].to_numpy(float) / 1e6)
+        assert data["charts"]["ranks"]["layout"]["yaxis"]["title"]["text"] == "s"
         np.testing.assert_array_equal(typed(traces["Device utilisation %"]["y"]),
                                       ranks["Device utilisation %"].to_numpy(float))
         assert traces["Device utilisation %"]["yaxis"] == "y2"

@@ -24,6 +24,7 @@ from reportgen.testing.html_page import decode_items, read_page
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html import page as page_writer, payload, tables as table_writer
+from reportgen.writers.html.units import fmt_duration
 
 from shared_data import FRAMEWORK, PMU, needs
 
@@ -109,6 +110,9 @@ def page(browser, report):
     watch = PageWatch(browser, report["path"].as_uri())
     watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
     watch.page.evaluate("__report.ready")
+    # these tests count every command: show the waiting (system) ones, hidden by default
+    # (tests/test_html_browser_overview.py checks the default)
+    watch.page.evaluate("__report.setWaiting(true)")
     yield watch
     watch.page.close()
 
@@ -292,14 +296,16 @@ def test_jump_and_hover_show_the_model_row(page, report):
         f"GDMA_1 #{int(row['global_idx'])} cmd id {int(row['cmd_id'])}",
         f"op {row['func_type']} / {row['func_name']}",
         f"kernel {XSS_KERNEL}",                      # shown as text, not run
-        f"start {(row['start_ns'] - t0) / 1e3:.3f} µs · duration {int(row['end_ns'] - row['start_ns']):,} ns",
+        f"start {fmt_duration(row['start_ns'] - t0)} · duration {fmt_duration(row['end_ns'] - row['start_ns'])}",
         f"bytes {int(row['bytes']):,} · {kind} bandwidth {bw:.2f} GB/s · {row['direction']}",
     ]
     assert text == " ".join(expected)
     # the highlight frame marks the command
     shapes = p.evaluate("document.querySelector('#view-core-1 .timeline-plot').layout.shapes"
                         ".filter(s => s.type === 'rect')")
-    assert len(shapes) == 1 and shapes[0]["x0"] == pytest.approx((row["start_ns"] - t0) / 1e3)
+    # the jumped-to lane is banded across the plot, the command outlined
+    assert len(shapes) == 2 and shapes[0]["xref"] == "paper"
+    assert shapes[1]["x0"] == pytest.approx((row["start_ns"] - t0) / 1e3)
     shot(p, "html_core1_hover.png")
     page.check()
 
@@ -314,7 +320,7 @@ def test_tiu_hover_text_has_the_uarch_rate(page, report):
         f"<b>TIU_2 #1234</b>  cmd id {int(row['cmd_id'])}",
         f"op {row['func_type']} / {row['func_name']}",
         f"kernel {kernel}",
-        f"start {(row['start_ns'] - t0) / 1e3:.3f} µs · duration {int(row['end_ns'] - row['start_ns']):,} ns",
+        f"start {fmt_duration(row['start_ns'] - t0)} · duration {fmt_duration(row['end_ns'] - row['start_ns'])}",
         f"uArch rate {row['uarch_rate'] * 100:.2f}%",
     ]
     page.check()
@@ -336,11 +342,11 @@ def test_filters_engines_and_function_types(page, report):
     assert p.evaluate("__report.views['core-2'].last.visible") == total - int((c["sheet"] == "TIU_2").sum())
     p.locator("#view-core-2 input[data-engine=TIU]").check()
     page.wait_idle("core-2")
-    # Function Types: hide the DMA 'sys' commands with the legend chip
-    p.locator("#view-core-2 .legend .chip", has_text=re.compile(r"^sys$")).click()
+    # Function Types: hide the system commands with their one legend chip, "waiting (system)"
+    p.locator("#view-core-2 .legend .chip.waiting").click()
     page.wait_idle("core-2")
     in_view = c["sheet"].astype(str).isin(sheets)
-    hidden = int((in_view & (c["func_type"] == "sys")).sum())
+    hidden = int((in_view & c["is_sys"]).sum())
     assert p.evaluate("__report.views['core-2'].last.visible") == total - hidden
     p.locator("#view-core-2 .legend .chip-all").click()
     page.wait_idle("core-2")
@@ -448,7 +454,7 @@ def test_host_lanes_sit_above_the_device_lanes(browser, tmp_path):
     labels = _lane_labels(p, "core-0")
     assert labels == ["pid 7 / tid 1", "pid 7 / tid 1 · d1", "TIU_0", "GDMA_0", "SDMA_0", "CDMA_0"]
     lines = _hover_lines(p, "core-0", 1000, 40000)
-    assert lines == ["<b>aten::mm</b>", "cpu_op · pid 7 / tid 1 · d1", "start 1.000 µs · duration 39,000 ns"]
+    assert lines == ["<b>aten::mm</b>", "cpu_op · pid 7 / tid 1 · d1", "start 1.000 µs · duration 39.000 µs"]
     shot(p, "html_host_lanes.png")
     watch.check()
     p.close()
@@ -529,7 +535,9 @@ def test_real_dump_page(browser, tmp_path):
     for core in range(profile.meta.num_cores):
         result = p.evaluate(f"__report.show('core-{core}')")[0]
         sheets = view_sheets(profile, core)
-        assert result["visible"] == int(profile.commands["sheet"].astype(str).isin(sheets).sum())
+        # system (waiting) commands are hidden by default
+        mine = profile.commands["sheet"].astype(str).isin(sheets) & ~profile.commands["is_sys"]
+        assert result["visible"] == int(mine.sum())
     dma = profile.commands[profile.commands["ddr_bw"].notna()]
     for row in dma.iloc[:: max(len(dma) // 25, 1)].itertuples():
         index = p.evaluate(f"__report.findItem('{row.sheet}', {row.global_idx})")
@@ -612,7 +620,9 @@ def test_tables_tab_renders_every_table(framework):
         tid = heads[name]["id"]
         shown = min(len(df), table_writer.TABLE_ROWS_SHOWN)
         assert p.locator(f"#table-{tid} tbody tr").count() == shown, name
-        assert p.locator(f"#table-{tid} thead th").all_inner_texts() == [str(c) for c in df.columns]
+        # a duration column is shown in one unit named in its header
+        assert p.locator(f"#table-{tid} thead th").all_inner_texts() == [
+            table_writer.column_format(str(c), df[c])["label"] for c in df.columns]
         assert f"Showing {shown:,} of {len(df):,} rows" in p.locator(f"#table-{tid} .table-status").inner_text()
         # every numeric column shows the table's value at the column's decimals
         for j, col in enumerate(df.columns):
@@ -623,7 +633,8 @@ def test_tables_tab_renders_every_table(framework):
                 assert cells == want, (name, col)
                 continue
             got = np.array([_number(c) for c in cells])
-            want = df[col].to_numpy(float, na_value=np.nan)[:shown] * (100 if fmt["kind"] == "frac" else 1)
+            want = df[col].to_numpy(float, na_value=np.nan)[:shown] * (
+                100 if fmt["kind"] == "frac" else fmt.get("factor", 1))
             np.testing.assert_allclose(got, want, atol=0.5 * 10 ** -fmt["decimals"] + 1e-9, rtol=0,
                                        equal_nan=True, err_msg=f"{name}.{col}")
     kernels = heads["Kernels"]["id"]
@@ -646,15 +657,16 @@ def test_sorting_covers_every_row_and_markup_stays_text(framework):
     header = p.locator(f"#table-{tid} thead th")
     assert _column(p, tid, 0)[3] == XSS_KERNEL                        # shown as typed, not run
     assert _column(p, tid, 0)[4] == "n/a"
-    header.nth(1).click()                                             # Value (us): largest first
+    header.nth(1).click()                              # Value (us), shown in ms: largest first
+    assert header.nth(1).inner_text().startswith("Value (ms)")
     assert header.nth(1).get_attribute("aria-sort") == "descending"
     values = [_number(c) for c in _column(p, tid, 1)]
-    want = np.sort(vendor["Value (us)"].to_numpy())[::-1][:table_writer.TABLE_ROWS_SHOWN]
+    want = np.sort(vendor["Value (us)"].to_numpy())[::-1][:table_writer.TABLE_ROWS_SHOWN] / 1e3
     np.testing.assert_allclose(values, want, atol=5e-4, rtol=0)
-    assert values[0] == 5000.125 and _column(p, tid, 0)[0] == "op0900"   # row 900: beyond the first 500
+    assert values[0] == 5.000 and _column(p, tid, 0)[0] == "op0900"      # row 900: beyond the first 500
     header.nth(1).click()                                             # again: smallest first
     assert header.nth(1).get_attribute("aria-sort") == "ascending"
-    assert _number(_column(p, tid, 1)[0]) == vendor["Value (us)"].min()
+    assert _number(_column(p, tid, 1)[0]) == round(vendor["Value (us)"].min() / 1e3, 3)
     header.nth(3).click()                                             # epoch ns: exact BigInt order
     assert _column(p, tid, 3)[:2] == ["1,700,000,000,123,456,789", "1,700,000,000,123,456,788"]
     header.nth(3).click()
@@ -688,8 +700,8 @@ def test_real_two_rank_trace_page(browser, tmp_path):
     p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
     p.evaluate("__report.ready")
     assert p.locator("#chart-ranks .main-svg").count() >= 1
-    busy = p.evaluate("document.getElementById('chart-ranks')._fullData.find(t => t.name === 'Device busy (us)').y")
-    np.testing.assert_array_equal(busy, profile.tables["Ranks"]["Device busy (us)"].to_numpy(float))
+    busy = p.evaluate("document.getElementById('chart-ranks')._fullData.find(t => t.name === 'Device busy (s)').y")
+    np.testing.assert_allclose(busy, profile.tables["Ranks"]["Device busy (us)"].to_numpy(float) / 1e6)
     shot(p, "html_framework_ranks.png")
     p.evaluate("__report.show('tables')")
     assert p.locator(".data-table tbody tr").count() == sum(min(len(df), table_writer.TABLE_ROWS_SHOWN)

@@ -84,13 +84,34 @@ def test_overall_row(profile):
     assert o["gdma_ddr_bytes"] == 1000 and o["sdma_ddr_bytes"] == 2000
 
 
+def test_overall_cdma_busy_is_the_sum_of_the_rows():
+    """Issue 15 item 8: two ports busy at the same time are 2 x 300 ns of CDMA work, not the
+    300 ns of one union across ports (the page says Overall is busy summed over cores)."""
+    rows = [cmd(0, "TIU", 0, 1000),
+            cmd(0, "CDMA", 100, 400, port=0, bytes=64, direction="DDR->DDR"),
+            cmd(1, "CDMA", 100, 400, port=1, bytes=64, direction="DDR->DDR")]
+    p = Profile(commands=finalize_commands(pd.DataFrame(rows)), meta=Meta(source="pmu", num_cores=2, chip="AKS"))
+    s = engine_summary(p).set_index("core")
+    assert (s.loc[0, "cdma_busy_ns"], s.loc[1, "cdma_busy_ns"]) == (300, 300)
+    o = s.loc["Overall"]
+    assert (o["cdma_busy_ns"], o["cdma_idle_ns"]) == (600, 2 * 1000 - 600)
+    assert o["cdma_util"] == pytest.approx(600 / 2000)
+
+
 def test_lane_summary(profile):
     t = lane_summary(profile)
     row = t[(t["core"] == 0) & (t["engine"] == "GDMA")].iloc[0]
     assert (row["commands"], row["busy_ns"], row["util"]) == (3, 160, pytest.approx(0.16))
     overall = t.iloc[-1]
     assert overall["core"] == "Overall" and overall["commands"] == 9
-    assert overall["busy_ns"] == 150 + 160 + 200 + 400 + 400
+    # issue 16: a device is busy while any of its lanes is: the union, never the sum
+    # core 0: [0,150] [200,250] [300,310] [400,600] (the sys command at 900 is no work)
+    # core 1: TIU [0,400] and CDMA [100,500] -> [0,500]
+    dev = t[t["engine"].astype(str).str.startswith("device:")].set_index("core")
+    assert dev.loc[0, "busy_ns"] == 150 + 50 + 10 + 200 and dev.loc[1, "busy_ns"] == 500
+    assert dev.loc[0, "idle_ns"] == 1000 - 410 and dev.loc[1, "util"] == pytest.approx(0.5)
+    assert overall["busy_ns"] == 410 + 500
+    assert overall["util"] == pytest.approx(910 / (1000 * 2))
 
 
 def test_pmu_kind_is_one_rule_everywhere():

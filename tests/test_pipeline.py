@@ -30,10 +30,10 @@ def test_options_reject_values_no_run_can_use(bad):
 
 
 @pytest.mark.parametrize("flags, labels", [
-    ({}, ["workbook", "RegInfo files", "perfetto trace", "web report", "summary"]),
+    ({}, ["workbook", "RegInfo files", "perfetto trace", "Instr World", "web report", "summary"]),
     ({"workbook": False}, ["perfetto trace", "web report", "summary"]),
     ({"workbook": False, "reginfo": "on"}, ["RegInfo files", "perfetto trace", "web report", "summary"]),
-    ({"web": False, "perfetto": False, "summary": False, "reginfo": "off"}, ["workbook"]),
+    ({"web": False, "perfetto": False, "summary": False, "reginfo": "off"}, ["workbook", "Instr World"]),
 ])
 def test_writer_jobs_follow_the_options(flags, labels, tmp_path):
     profile = make_profile(cores=1, per_engine=20)

@@ -30,13 +30,13 @@ from reportgen.writers.xlsx.columns import Column
 from shared_data import PMU, needs
 
 COMMON = ["Engine Id", "Core Id", "Global Idx", "Cmd Id", "Kernel", "Function Type",
-          "Function Name", "Cycles", "Start Time(ns)", "End Time(ns)", "Duration(ns)"]
+          "Function Name", "Asic Cycle", "Start Time(ns)", "End Time(ns)", "Duration(ns)"]
 TIU = COMMON + ["Alg Ops", "uArch Ops", "uArch Rate", "Alg Cycle", "Data Type", "Dep Cmd Id"]
 DMA = COMMON + ["DMA data size(B)", "Direction", "Data Type", "Stall Cycle", "DDR Bandwidth(GB/s)",
                 "L2M Bandwidth(GB/s)", "GMEM Xact", "Dep Cmd Id"]
 #: header -> model column, for the value comparison
 MODEL_OF = {"Core Id": "core", "Global Idx": "global_idx", "Cmd Id": "cmd_id", "Kernel": "kernel",
-            "Function Type": "func_type", "Function Name": "func_name", "Cycles": "cycles",
+            "Function Type": "func_type", "Function Name": "func_name", "Asic Cycle": "cycles",
             "Start Time(ns)": "start_ns", "End Time(ns)": "end_ns", "Alg Ops": "alg_ops",
             "uArch Ops": "uarch_ops", "uArch Rate": "uarch_rate", "Alg Cycle": "alg_cycle",
             "Data Type": "dtype", "Dep Cmd Id": "dep_cmd_id", "DMA data size(B)": "bytes",
@@ -293,7 +293,7 @@ def test_engine_summary_cells_equal_engine_summary(written):
     assert any(r[0] == "Definitions" for r in rows)
     acc = next(i for i, r in enumerate(rows) if r[0] == "Records per sheet")
     assert rows[acc + 1][:4] == ["Sheet", "read", "shown", "dropped_preamble"]
-    assert rows[acc + 2][:4] == ["TIU_0", 64, 60, 4] and rows[acc + 3][:4] == ["CDMA_2", 30, 30, None]
+    assert rows[acc + 2][:4] == ["TIU_0", 64, 60, 4] and rows[acc + 3][:4] == ["CDMA_2", 30, 30, 0]  # not counted = none
 
 
 def test_registers_auto_off_above_limit(tmp_path, monkeypatch):
@@ -515,8 +515,14 @@ def test_output_errors_and_empty_profile(tmp_path):
     wb.close()
 
 
-def test_progress_on_stderr_unless_quiet(tmp_path, capfd):
+def test_progress_on_stderr_unless_quiet(tmp_path, capfd, monkeypatch):
+    """Bars only on a terminal (stderr is a pipe here, then made to look like a terminal)."""
+    from reportgen import progress
+
     p = make_profile(cores=1, per_engine=50)
+    xlsx.write(p, engine_summary(p), tmp_path / "piped", quiet=False)
+    assert capfd.readouterr().err == ""
+    monkeypatch.setattr(progress, "interactive", lambda: True)
     xlsx.write(p, engine_summary(p), tmp_path / "a", quiet=True)
     assert capfd.readouterr().err == ""
     xlsx.write(p, engine_summary(p), tmp_path / "b", quiet=False)
@@ -552,7 +558,7 @@ def test_golden_dump_matches_the_reference_workbook(tmp_path):
     same = {"Engine Id": "Engine Id", "Core Id": "Core Id", "Global Idx": "Global Idx",
             "Cmd Id": "Cmd Id", "Function Type": "Function Type", "Function Name": "Function Name",
             "Start Time(ns)": "Start Time(ns)", "End Time(ns)": "End Time(ns)",
-            "Asic Cycle": "Cycles", "DMA data size(B)": "DMA data size(B)",
+            "Asic Cycle": "Asic Cycle", "DMA data size(B)": "DMA data size(B)",
             "Stall Cycle": "Stall Cycle", "Alg Ops": "Alg Ops", "uArch Ops": "uArch Ops",
             "des_cmd_id_dep": "Dep Cmd Id", "des_res0_n": "des_res0_n", "des_opd0_addr": "des_opd0_addr",
             "dst_start_addr": "dst_start_addr", "src_nsize": "src_nsize"}

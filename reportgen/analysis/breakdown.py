@@ -16,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.metrics import _direction_flags
-from reportgen.analysis.unions import grouped_union
+from reportgen.analysis.unions import disjoint_lanes, grouped_union
 from reportgen.model import BREAKDOWN_COLUMNS, ENGINES, FUNCTION_COLUMNS, Profile
 
 OVERALL = "Overall"
@@ -43,6 +43,17 @@ def command_arrays(c: pd.DataFrame) -> dict[str, np.ndarray]:
          "bytes": c["bytes"].to_numpy("float64", na_value=np.nan)}
     flags = _direction_flags(c["direction"])
     a["ddr"], a["l2m"] = flags["ddr"], flags["l2m"]
+    # the summed quantities, 0 where they do not apply (unmodelled ops, unknown bytes)
+    m = a["modelled"]
+    a["alg0"], a["uarch0"] = np.where(m, alg, 0.0), np.where(m, uarch, 0.0)
+    a["alg_cycle0"] = np.where(m, np.nan_to_num(a["alg_cycle"]), 0.0)
+    a["bytes0"] = np.nan_to_num(a["bytes"])
+    a["ddr_bytes0"] = np.where(a["ddr"], a["bytes0"], 0.0)
+    a["l2m_bytes0"] = np.where(a["l2m"], a["bytes0"], 0.0)
+    # rows whose sheet is one time-ordered queue (CDMA excluded: a core's CDMA rows span ports):
+    # a group of them inside one core and engine covers its summed duration
+    sheet = c["sheet"].cat.codes.to_numpy().astype(np.int64)
+    a["solo"] = disjoint_lanes(sheet, start, end) & (a["engine"] != ENGINES.index("CDMA"))
     return a
 
 
@@ -73,21 +84,19 @@ def _combine(parts: list[np.ndarray]) -> np.ndarray:
 
 
 def _sums(a: dict[str, np.ndarray], g: np.ndarray, ng: int) -> dict[str, np.ndarray]:
-    def total(weights, mask=None) -> np.ndarray:
-        w = weights if mask is None else np.where(mask, weights, 0)
-        return np.bincount(g, weights=w, minlength=ng)
+    def total(weights) -> np.ndarray:
+        return np.bincount(g, weights=weights, minlength=ng)
 
-    m = a["modelled"]
-    nbytes = np.nan_to_num(a["bytes"])
-    moved = nbytes > 0
+    m, moved = a["modelled"], a["bytes0"] > 0
     return {
         "count": np.bincount(g, minlength=ng).astype(float), "sum_ns": total(a["dur"]),
         "cycles": total(a["cycles"]), "modelled": total(m),
-        "alg_cycles": total(a["alg_cycle"], m), "alg_ops": total(a["alg"], m),
-        "uarch_ops": total(a["uarch"], m), "modelled_cycles": total(a["cycles"], m),
-        "bytes_known": total(~np.isnan(a["bytes"])), "bytes": total(nbytes),
-        "ddr_bytes": total(nbytes, a["ddr"]), "l2m_bytes": total(nbytes, a["l2m"]),
-        "ddr_ns": total(a["dur"], a["ddr"] & moved), "l2m_ns": total(a["dur"], a["l2m"] & moved),
+        "alg_cycles": total(a["alg_cycle0"]), "alg_ops": total(a["alg0"]),
+        "uarch_ops": total(a["uarch0"]), "modelled_cycles": total(np.where(m, a["cycles"], 0)),
+        "bytes_known": total(~np.isnan(a["bytes"])), "bytes": total(a["bytes0"]),
+        "ddr_bytes": total(a["ddr_bytes0"]), "l2m_bytes": total(a["l2m_bytes0"]),
+        "ddr_ns": total(np.where(a["ddr"] & moved, a["dur"], 0)),
+        "l2m_ns": total(np.where(a["l2m"] & moved, a["dur"], 0)),
     }
 
 
@@ -149,7 +158,7 @@ def _table(fine: _Fine, a, keys: tuple[str, ...]) -> tuple[pd.DataFrame, np.ndar
     frame = {k: (fine.labels[k][v] if k in fine.labels else v) for k, v in parts.items()}
     frame.update({k: s[k].astype(np.int64) for k in ("count", "sum_ns", "cycles")})
     if "core" in keys:
-        frame["busy_ns"] = grouped_union(g, a["start"], a["end"], ng)
+        frame["busy_ns"] = grouped_union(g, a["start"], a["end"], ng, a["solo"])
     frame.update(duration_stats(a["dur"], g, ng))
     frame["mean_ns"] = s["sum_ns"] / np.maximum(s["count"], 1)
     modelled = s["modelled"] > 0

@@ -9,6 +9,9 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
+from reportgen.intervals import enclosing, operator_parents
+from reportgen.model import operator_rows
+
 
 def first_category(cat: pd.Series) -> np.ndarray:
     """Lower-case first entry of each category list, computed once per distinct value."""
@@ -101,3 +104,67 @@ def subtree_sum(parent_of: np.ndarray, values: np.ndarray) -> np.ndarray:
         cur, v = nxt[ok], v[ok]
         live = live[ok]
     return total
+
+
+def function_rows(host: pd.DataFrame) -> np.ndarray:
+    """torch's FunctionEvents among the host slices (model.operator_rows): their ``parent`` is
+    the operator tree; the other slices' (python frames) ``parent`` is a tree of their own."""
+    if "role" not in host.columns:
+        return np.ones(len(host), bool)
+    return operator_rows(host["role"].to_numpy())
+
+
+class MonitoredTree:
+    """The tree of a monitored subset of host slices (the seed CSV's category) and the slice
+    of that subset holding any other slice.
+
+    When the subset lies within one family of ``host["parent"]`` (operators, or python frames)
+    its tree is that family's tree; a mixed subset gets a tree of its own under torch's rule.
+    A slice of the operator tree held by monitored operators is owned through the operator
+    tree (the one tree Self CPU comes from); any other pairing (a runtime call inside python
+    frames) is found by interval containment on the same thread, bounds inclusive, as the seed
+    tool matches them.
+    """
+
+    def __init__(self, host: pd.DataFrame, is_m: np.ndarray):
+        self.host, self.is_m = host, is_m
+        self.fn = function_rows(host)
+        parent = host["parent"].to_numpy(np.int64)
+        self.one_family = not (is_m & self.fn).any() or not (is_m & ~self.fn).any()
+        m = np.flatnonzero(is_m)
+        track = thread_codes(host)[m]
+        start = host["start_ns"].to_numpy(np.int64)[m]
+        end = host["end_ns"].to_numpy(np.int64)[m]
+        order = np.lexsort((m, -(end - start), start, track))
+        self.rows, self.track, self.start, self.end = m[order], track[order], start[order], end[order]
+        if self.one_family:
+            anc = nearest_ancestor(parent, is_m)
+            position = np.full(len(host), -1, np.int64)
+            position[self.rows] = np.arange(len(self.rows))
+            p = anc[self.rows]
+            self.parent = np.where(p >= 0, position[np.maximum(p, 0)], -1)
+            self.ancestor = np.where(is_m, anc, -1)
+            self._tree_anc = anc
+        else:
+            p, _ = operator_parents(self.track, self.start, self.end)
+            self.parent = p
+            self.ancestor = np.full(len(host), -1, np.int64)
+            self.ancestor[self.rows] = np.where(p >= 0, self.rows[np.maximum(p, 0)], -1)
+
+    def holder(self, rows: np.ndarray) -> np.ndarray:
+        """For each host row (not monitored), the innermost monitored slice holding it; -1."""
+        rows = np.asarray(rows, np.int64)
+        if self.one_family and self.fn[self.rows].all() and self.fn[rows].all():
+            return self._tree_anc[rows]
+        h = self.host
+        q_track = thread_codes(h)[rows]
+        pos = enclosing(self.track, self.start, self.end, self.parent, q_track,
+                        h["start_ns"].to_numpy(np.int64)[rows], h["end_ns"].to_numpy(np.int64)[rows])
+        return np.where(pos >= 0, self.rows[np.maximum(pos, 0)] if len(self.rows) else -1, -1)
+
+
+def thread_codes(host: pd.DataFrame) -> np.ndarray:
+    """One int per (rank, pid, tid): the thread a host slice ran on."""
+    key = [host[c].astype(str).to_numpy(object) for c in ("rank", "pid", "tid") if c in host.columns]
+    joined = pd.Series(key[0]).str.cat([pd.Series(k) for k in key[1:]], sep="\x1f")
+    return pd.factorize(joined, sort=True)[0].astype(np.int64)

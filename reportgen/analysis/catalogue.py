@@ -50,11 +50,11 @@ ENGINE = [
            "Commands shown, system commands included (CDMA per core: commands it submitted)."),
     Metric("busy_ns", "busy", "ns", "ns",
            "Union of the intervals of the engine's non-system commands; Overall adds the per-core "
-           "unions (CDMA: union over all ports)."),
+           "unions."),
     Metric("idle_ns", "idle", "ns", "ns",
-           "Span - busy (Overall: span x cores - busy; CDMA Overall: span - busy)."),
+           "Span - busy (Overall: span x cores - busy)."),
     Metric("util", "util", "%", "fraction",
-           "Busy / span (Overall: busy / (span x cores); CDMA Overall: busy / span)."),
+           "Busy / span (Overall: busy / (span x cores))."),
 ]
 
 TIU = [

@@ -13,21 +13,25 @@ from reportgen.analysis.diagnosis import diagnose
 from reportgen.analysis.digest import run_digest
 from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.host_align import align_host_trace
+from reportgen.analysis.layers import build_layer_view
 from reportgen.analysis.metrics import engine_summary, lane_summary
 from reportgen.model import Profile
 
 
-def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | None = None
-           ) -> pd.DataFrame:
+def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | None = None,
+           categories: dict | None = None) -> pd.DataFrame:
     """Attach every derived table to ``profile`` and return its engine summary.
 
-    ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables.
+    ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables;
+    ``categories`` are their ``-mc/-hc/-dc`` (monitor, launch, device) choices.
     """
     if not profile.meta.is_pmu:
-        attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth)
+        attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth,
+                                categories=categories)
     if profile.host_trace is not None:
         align_host_trace(profile, profile.host_trace)
     profile.summary = engine_summary(profile)
+    profile.layer_view = build_layer_view(profile)
     if profile.meta.is_pmu:
         profile.diagnosis = diagnose(profile)
     if not profile.meta.is_pmu:

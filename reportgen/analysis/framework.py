@@ -22,8 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reportgen.analysis.host_device import default_launch, default_monitor, host_device_summary, \
-    host_device_table
+from reportgen.analysis.host_device import host_device_summary, host_device_table, seed_categories
 from reportgen.analysis.kernels import kernel_table, op_statistic
 from reportgen.analysis.memory import memory_tables, vendor_memory_tables
 from reportgen.analysis.operators import key_averages, key_averages_from_calls
@@ -36,12 +35,14 @@ TABLE_ORDER = ("Operators", "Operators by Shape", "Kernels", "Op Statistic", "St
 
 #: one-line definition per table, for legends and tooltips (framework-traces.md §6)
 TABLE_DEFINITIONS = {
-    "Operators": "torch key_averages semantics: Self CPU = duration minus direct child calls; "
+    "Operators": "torch key_averages semantics (torch's operator tree; ProfilerStep#N counted as "
+                 "ProfilerStep*): Self CPU = duration minus direct child calls; "
                  "CPU total % divides by the sum of Self CPU (as torch does); Self Device = device "
                  "slices launched by the op itself; Device total adds its sub-calls. Times in us.",
     "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ',').",
-    "Kernels": "Device slices grouped by name and launch geometry: calls, total/avg/min/max (us), "
-               "share of all device time; occupancy columns are duration-weighted means.",
+    "Kernels": "Device work (no waits, syncs or markers) grouped by name and launch geometry: "
+               "calls, total/avg/min/max (us), share of all device work time; occupancy columns "
+               "are duration-weighted means.",
     "Op Statistic": "Device tasks per (OP Type, Core Type): count, total/min/avg/max (us), "
                     "Ratio = share of the device's total task time.",
     "Steps": "ProfilerStep#N host ranges; device step = first start to last end of the device "
@@ -68,14 +69,15 @@ VENDOR_TABLE_ORDER = ("Op Statistic", "Steps", "API Statistic", "AI CPU", "Memor
 
 
 def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
-                            max_depth: int | None = None) -> None:
+                            max_depth: int | None = None, categories: dict | None = None) -> None:
     """Compute every applicable framework table into ``profile.tables`` (see module doc).
-    ``min_depth``/``max_depth``: call depths kept in the Host-Device tables."""
+    ``min_depth``/``max_depth``: call depths kept in the Host-Device tables; ``categories``:
+    the ``-mc/-hc/-dc`` values (monitor, launch, device; None: fitting the trace)."""
     tables = profile.tables
     tables.update(profile.source_tables)
     host = profile.host
     if not host.empty:
-        args = dict(monitor=default_monitor(profile), launch=default_launch(profile), device=None,
+        args = dict(**seed_categories(profile, **(categories or {})),
                     min_depth=min_depth, max_depth=max_depth)
         # per path; one row per call would swamp the workbook (the seed CSV keeps them)
         tables["Host-Device"] = host_device_summary(host_device_table(profile, **args))

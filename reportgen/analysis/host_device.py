@@ -9,8 +9,8 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.calltree import (ancestor_pairs, call_paths, category_mask, first_category,
-                                         nearest_ancestor, subtree_sum)
+from reportgen.analysis.calltree import (MonitoredTree, ancestor_pairs, call_paths, category_mask,
+                                         first_category, subtree_sum)
 from reportgen.model import Profile
 
 
@@ -35,18 +35,18 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
         return pd.DataFrame(columns=cols)
     cats = first_category(host["category"])
     names = host["name"].to_numpy(object)
-    parent = host["parent"].to_numpy(np.int64)
     is_m = category_mask(cats, monitor)
     is_l = category_mask(cats, launch) & ~is_m if launch is not None else np.zeros(len(host), bool)
-    m_anc = nearest_ancestor(parent, is_m)
+    tree = MonitoredTree(host, is_m)
+    m_anc = tree.ancestor
     path, depth = call_paths(names, m_anc, is_m)
     dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
 
     n = len(host)
     cdur = (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64) if len(cmds) else np.zeros(0, np.int64)
-    # self attribution: each launch to its nearest monitored ancestor
+    # self attribution: each launch to the innermost monitored slice holding it
     lrows = np.flatnonzero(is_l)
-    l_owner = m_anc[lrows]
+    l_owner = tree.holder(lrows)
     ok = l_owner >= 0
     lrows, l_owner = lrows[ok], l_owner[ok]
     # each device slice to the monitored slice that issued it, or that holds its issuing launch
@@ -55,13 +55,15 @@ def host_device_table(profile: Profile, monitor: str | Iterable[str] = "python_f
     if len(cmds) and "launch_row" in cmds.columns:
         dcat = first_category(cmds["func_type"].astype(object).fillna(""))
         dmask = category_mask(dcat, device) & (cmds["launch_row"].to_numpy(np.int64) >= 0)
-        if device is None:  # "all device work": waits/syncs are not work
-            dmask &= ~cmds["is_sys"].to_numpy(bool)
+        # waits, syncs and markers are no work, whatever category was asked for
+        dmask &= ~cmds["is_sys"].to_numpy(bool)
         crow = np.flatnonzero(dmask)
         r = cmds["launch_row"].to_numpy(np.int64)[crow]
         keep = is_l[r] | is_m[r]
         crow, r = crow[keep], r[keep]
-        c_owner = np.where(is_m[r], r, m_anc[r])
+        c_owner = r.copy()
+        held = ~is_m[r]
+        c_owner[held] = tree.holder(r[held])
         keep = c_owner >= 0
         crow, c_owner = crow[keep], c_owner[keep]
     sums = {
@@ -148,13 +150,19 @@ def _attach_lists(out, launch_pairs, dev_pairs, names, dur, cmds, cdur):
     return out
 
 
-def default_monitor(profile: Profile) -> str | None:
-    """The seed table's monitored category for this profile: framework ops if there are any,
-    else python frames, else the most common host category."""
+#: monitored category by preference: the seed CSV follows the seed tool (python frames first,
+#: else the trace's aten ops); the Host-Device tables sum per path, where op paths read best
+MONITOR_PREFERENCE = {"seed": ("python_function", "cpu_op", "operator", "user_annotation"),
+                      "tables": ("cpu_op", "operator", "python_function", "user_annotation")}
+
+
+def default_monitor(profile: Profile, use: str = "tables") -> str | None:
+    """The monitored category fitting the trace's era (:data:`MONITOR_PREFERENCE`), else the most
+    common host category; so a trace with host slices always gives rows."""
     if profile.host.empty:
         return None
     cats = pd.Series(first_category(profile.host["category"]))
-    for c in ("cpu_op", "operator", "python_function", "user_annotation"):
+    for c in MONITOR_PREFERENCE[use]:
         if (cats == c).any():
             return c
     return cats.value_counts().index[0]
@@ -166,3 +174,30 @@ def default_launch(profile: Profile) -> list[str] | None:
         return None
     cats = first_category(profile.host["category"][profile.host["role"] == "runtime"])
     return sorted(set(cats)) or None
+
+
+#: ``-dc`` values meaning every device slice that is work
+ALL_DEVICE = ("all", "any", "*")
+
+
+def default_device(profile: Profile, use: str = "tables") -> str | None:
+    """The seed CSV: ``kernel`` when the trace has kernel slices (the seed tool's default), else
+    all work; the Host-Device tables: all work (None)."""
+    cmds = profile.commands
+    if use == "seed" and len(cmds) and \
+            (first_category(cmds["func_type"].astype(object).fillna("")) == "kernel").any():
+        return "kernel"
+    return None
+
+
+def seed_categories(profile: Profile, monitor: str | None = None, launch: str | None = None,
+                    device: str | None = None, use: str = "tables") -> dict:
+    """The categories of the seed table (``-mc``, ``-hc``, ``-dc``; None: the defaults above for
+    ``use`` "seed" (the CSV) or "tables"; ``-dc all``: every device slice that is work) as
+    :func:`host_device_table` arguments."""
+    if device is not None and device.strip().lower() in ALL_DEVICE:
+        dev = None
+    else:
+        dev = device or default_device(profile, use)
+    return {"monitor": monitor or default_monitor(profile, use),
+            "launch": launch or default_launch(profile), "device": dev}

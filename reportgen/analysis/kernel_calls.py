@@ -34,16 +34,10 @@ def _lane_engine(a) -> np.ndarray:
     return table[a["engine"]]
 
 
-def _weights(a, lane: np.ndarray) -> dict[str, np.ndarray]:
-    """Per-command contributions to a call's TIU ops and DMA bytes (0 where they do not apply)."""
-    work = ~a["is_sys"]
-    tiu = work & (lane == 0) & a["modelled"]
-    dma = work & (lane > 0)
-    nbytes = np.where(dma, np.nan_to_num(a["bytes"]), 0.0)
-    return {"alg": np.where(tiu, np.nan_to_num(a["alg"]), 0.0),
-            "uarch": np.where(tiu, np.nan_to_num(a["uarch"]), 0.0),
-            "bytes": nbytes, "ddr_bytes": np.where(a["ddr"], nbytes, 0.0),
-            "l2m_bytes": np.where(a["l2m"], nbytes, 0.0)}
+#: per-command contributions to a call's TIU ops and DMA bytes (analysis.breakdown.command_arrays
+#: has them 0 where they do not apply: unmodelled ops, unknown bytes)
+WEIGHTS = {"alg": "alg0", "uarch": "uarch0", "bytes": "bytes0", "ddr_bytes": "ddr_bytes0",
+           "l2m_bytes": "l2m_bytes0"}
 
 
 def _finish(calls: dict, ncores_in_window) -> pd.DataFrame:
@@ -75,36 +69,35 @@ def _call_keys(c: pd.DataFrame, a, idx: np.ndarray) -> tuple[np.ndarray, np.ndar
 def device_calls(profile: Profile, a: dict[str, np.ndarray]) -> pd.DataFrame:
     c = profile.commands
     lane = _lane_engine(a)
-    named = c["kernel"].notna().to_numpy(bool) | c["func_scope"].notna().to_numpy(bool)
-    inside = named & (lane >= 0)
+    inside = (c["kernel"].notna().to_numpy(bool) | c["func_scope"].notna().to_numpy(bool)) & (lane >= 0)
     if not inside.any():
         return pd.DataFrame(columns=list(KERNEL_CALL_COLUMNS))
-    every = bool(inside.all())
-    idx = np.arange(len(inside)) if every else np.flatnonzero(inside)
-    rows = a if every else {k: v[idx] for k, v in a.items()}       # no copies in the usual case
-    lane = lane if every else lane[idx]
+    idx = np.flatnonzero(inside)
     key, scope = _call_keys(c, a, idx)
-    # one integer per (core, call key)
-    call, _ = pd.factorize((rows["core"] << 40) + key, sort=True)
-    n = int(call.max()) + 1
-    order = group_order(call, n)
+    # one code per (core, call key); every row outside a call gets the last code, n
+    code, _ = pd.factorize((a["core"][idx] << 40) + key, sort=True)
+    n = int(code.max()) + 1
+    call = np.full(len(inside), n, np.int64)
+    call[idx] = code
+    order = group_order(call, n + 1)[:len(idx)]                  # rows of calls, call by call
     bounds = np.searchsorted(call[order], np.arange(n))
-    first = np.minimum.reduceat(order, bounds)                  # a row of each call
-    start = np.minimum.reduceat(rows["start"][order], bounds)
-    end = np.maximum.reduceat(rows["end"][order], bounds)
+    first = np.minimum.reduceat(order, bounds)                  # the first row of each call
+    start = np.minimum.reduceat(a["start"][order], bounds)
+    end = np.maximum.reduceat(a["end"][order], bounds)
     kernel = c["kernel"].astype("category")
     labels = np.array([str(x) for x in kernel.cat.categories] + [""], object)
-    names = labels[kernel.cat.codes.to_numpy()[idx[first]]]
-    scopes = scope[first]
+    names = labels[kernel.cat.codes.to_numpy()[first]]
+    scopes = c["func_scope"].to_numpy("float64", na_value=np.nan)[first]
     names = np.where(names == "", np.array([f"scope {int(s)}" if s == s else "" for s in scopes],
                                            object), names)
-    work = ~rows["is_sys"]
-    busy = grouped_union(np.where(work, call * 3 + lane, 3 * n), rows["start"], rows["end"],
-                         3 * n + 1)[:-1].reshape(n, 3)
-    calls = {"source": "device", "name": names, "core": rows["core"][first], "scope": scopes,
-             "start_ns": start, "end_ns": end, "commands": np.bincount(call, minlength=n),
+    work_call = np.where(a["is_sys"], n, call)                   # system commands: no work
+    # a call's rows of one engine lie in one sheet (a call is on one core)
+    busy = grouped_union(work_call * 3 + np.maximum(lane, 0), a["start"], a["end"], 3 * n + 3,
+                         a["solo"])[:3 * n].reshape(n, 3)
+    calls = {"source": "device", "name": names, "core": a["core"][first], "scope": scopes,
+             "start_ns": start, "end_ns": end, "commands": np.bincount(call, minlength=n + 1)[:n],
              **{f"{e.lower()}_busy_ns": busy[:, i] for i, e in enumerate(LANE_ENGINES)},
-             **{k: np.bincount(call, weights=v, minlength=n) for k, v in _weights(rows, lane).items()}}
+             **{k: np.bincount(work_call, weights=a[w], minlength=n + 1)[:n] for k, w in WEIGHTS.items()}}
     return _finish(calls, 1)
 
 
@@ -144,7 +137,8 @@ def host_calls(profile: Profile, a: dict[str, np.ndarray], ncores: int) -> pd.Da
     inside = lane[order] >= 0
     starts = a["start"][order]
     first, stop = np.searchsorted(starts, lo, "left"), np.searchsorted(starts, hi, "left")
-    w = _weights({k: v[order] for k, v in a.items()}, lane[order])
+    work = ~a["is_sys"][order] & inside
+    w = {k: np.where(work, a[v][order], 0.0) for k, v in WEIGHTS.items()}
     w["commands"] = inside.astype(float)
     sums = {k: (np.concatenate([[0.0], np.cumsum(v)])[stop] - np.concatenate([[0.0], np.cumsum(v)])[first])
             for k, v in w.items()}

@@ -9,9 +9,12 @@ from reportgen.model import Profile
 
 
 def kernel_table(profile: Profile) -> pd.DataFrame:
-    """Device slices grouped by name and launch geometry (grid/block, or Ascend core type and
-    block dim): calls, total/avg/min/max duration (µs) and share of all device time."""
+    """Device work grouped by name and launch geometry (grid/block, or Ascend core type and
+    block dim): calls, total/avg/min/max duration (µs) and share of all device work time.
+    Waits, syncs and markers (``is_sys``) are no work and not listed."""
     cmds = profile.commands
+    if len(cmds):
+        cmds = cmds[~cmds["is_sys"].to_numpy(bool)]
     if cmds.empty:
         return pd.DataFrame(columns=["Name", "Type", "Calls", "Total (us)", "Avg (us)",
                                      "Min (us)", "Max (us)", "Share %"])

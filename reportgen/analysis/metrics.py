@@ -166,12 +166,11 @@ def engine_summary(profile: Profile) -> pd.DataFrame:
     overall: dict[str, float] = {"core": "Overall", "span_ns": span}
     for e, key in enumerate(ENGINE_KEYS):
         stats = _engine_stats(_rows(a, np.flatnonzero(engine == e)), key, span)
-        # busy time of an engine over all cores: the per-core unions added up (cores run in
-        # parallel, so a union across cores would hide work)
-        if key != "cdma":
-            stats[f"{key}_busy_ns"] = int(sum(r[f"{key}_busy_ns"] for r in rows))
-            stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
-            stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
+        # busy time of an engine over all cores: the per-core unions added up (cores, and the
+        # CDMA ports they submit to, run in parallel, so a union across them would hide work)
+        stats[f"{key}_busy_ns"] = int(sum(r[f"{key}_busy_ns"] for r in rows))
+        stats[f"{key}_idle_ns"] = span * ncores - stats[f"{key}_busy_ns"]
+        stats[f"{key}_util"] = _div(stats[f"{key}_busy_ns"], span * ncores)
         overall.update(stats)
     _derived(overall, span, max(ncores, 1))
     rows.append(overall)
@@ -179,29 +178,39 @@ def engine_summary(profile: Profile) -> pd.DataFrame:
 
 
 def lane_summary(profile: Profile) -> pd.DataFrame:
-    """One row per (core, engine) lane of any source: commands, busy time, utilisation.
+    """Per device (core): one row per lane, then the device itself; the last row is Overall.
 
     For framework traces a "core" is a device or rank and an "engine" a stream or hardware lane,
     so the PMU columns of :func:`engine_summary` (TIU, GDMA, ...) do not apply; this table does.
-    Busy = union of the lane's non-system command intervals; util = busy / span_ns (the whole
-    profile's wall window). The last row, core "Overall", sums every lane.
+    A lane's busy = union of its work (non-system) intervals; the device row's busy = union of
+    the work of all its lanes (streams run concurrently: their sum could exceed the span), so
+    busy <= span_ns always; idle = span_ns - busy; util = busy / span_ns, with span_ns the whole
+    profile's wall window. Overall adds the devices' busy times (devices run in parallel) over
+    span_ns x devices.
     """
     c = profile.commands
-    cols = ["core", "engine", "commands", "busy_ns", "util", "span_ns"]
+    cols = ["core", "engine", "commands", "busy_ns", "idle_ns", "util", "span_ns"]
     if c.empty:
         return pd.DataFrame(columns=cols)
     span = int(c["end_ns"].max() - c["start_ns"].min())
     a = _arrays(c)
     engine = c["engine"].astype(str).to_numpy()
-    rows = []
+    work_all = ~a["is_sys"]
+
+    def row(core, label, sel) -> dict:
+        busy = union_length(a["start"][sel & work_all], a["end"][sel & work_all])
+        return {"core": core, "engine": label, "commands": int(sel.sum()), "busy_ns": busy,
+                "idle_ns": span - busy, "util": _div(busy, span), "span_ns": span}
+
+    rows, devices = [], []
     keys = pd.DataFrame({"core": a["core"], "engine": engine}).drop_duplicates()
-    for core, eng in keys.sort_values(["core", "engine"]).itertuples(index=False):
-        sel = (a["core"] == core) & (engine == eng)
-        work = sel & ~a["is_sys"]
-        busy = union_length(a["start"][work], a["end"][work])
-        rows.append({"core": int(core), "engine": eng, "commands": int(sel.sum()), "busy_ns": busy,
-                     "util": _div(busy, span), "span_ns": span})
-    total = sum(r["busy_ns"] for r in rows)
-    rows.append({"core": "Overall", "engine": f"{len(rows)} lanes", "commands": len(c),
-                 "busy_ns": total, "util": _div(total, span * len(rows)), "span_ns": span})
+    for core, lanes in keys.sort_values(["core", "engine"]).groupby("core", sort=True)["engine"]:
+        on_core = a["core"] == core
+        rows += [row(int(core), eng, on_core & (engine == eng)) for eng in lanes]
+        devices.append(row(int(core), f"device: {len(lanes)} lanes (union)", on_core))
+        rows.append(devices[-1])
+    total = sum(d["busy_ns"] for d in devices)
+    rows.append({"core": "Overall", "engine": f"{len(devices)} devices", "commands": len(c),
+                 "busy_ns": total, "idle_ns": span * len(devices) - total,
+                 "util": _div(total, span * len(devices)), "span_ns": span})
     return pd.DataFrame(rows, columns=cols)

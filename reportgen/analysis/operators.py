@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.calltree import nearest_ancestor, subtree_sum
+from reportgen.analysis.calltree import function_rows, subtree_sum
 from reportgen.model import Profile
 
 
@@ -28,14 +28,37 @@ def input_shapes(args: pd.Series) -> pd.Series:
     return pd.Series([one(a) for a in args.to_numpy()], index=args.index, dtype=object)
 
 
+#: torch names every profiler step ProfilerStep#N and aggregates them as one key
+#: (profiler_util._rewrite_name with the wildcard)
+STEP_NAME = r"^ProfilerStep#\d+$"
+
+
+def key_names(names: pd.Series) -> np.ndarray:
+    """Operator names as torch keys them: ``ProfilerStep#N`` -> ``ProfilerStep*``."""
+    return names.astype(str).str.replace(STEP_NAME, "ProfilerStep*", regex=True).to_numpy(object)
+
+
+def self_cpu_ns(host: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(mask of operator rows, Self CPU per row in ns): duration minus the durations of the
+    direct children in the operator tree (``parent`` holds torch's rule), not clipped at 0
+    (torch does not clip either), so the Self CPU of a thread adds up to its roots' durations."""
+    inc = function_rows(host)
+    parent = host["parent"].to_numpy(np.int64)
+    dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64)
+    child = np.flatnonzero(inc & (parent >= 0))
+    self_cpu = dur - np.bincount(parent[child], dur[child], minlength=len(host)).astype(np.int64)
+    return inc, np.where(inc, self_cpu, 0)
+
+
 def key_averages(profile: Profile, group_by_input_shape: bool = False) -> pd.DataFrame:
     """torch ``key_averages`` semantics (framework-traces.md §6.4), times in µs.
 
-    Rows are framework ops, user annotations and runtime calls (torch's FunctionEvents; python
-    frames are not).  Self CPU = duration - durations of the direct children among those rows;
-    Self Device = device slices attributed to the op (``op_row``); Device total adds the
-    subtree.  Both percentages divide by the sum of Self CPU (torch uses the same denominator
-    for CPU total %), Self Device % by the sum of Self Device.
+    Rows are torch's FunctionEvents (:func:`function_rows`) over the operator tree built with
+    torch's rule (reportgen.intervals.operator_parents); ``ProfilerStep#N`` are keyed as
+    ``ProfilerStep*``.  Self CPU = duration - durations of the direct children; Self Device =
+    device slices attributed to the op (``op_row``); Device total adds the subtree.  Both CPU
+    percentages divide by the sum of Self CPU (torch uses the same denominator for CPU total %),
+    Self Device % by the sum of Self Device.
     """
     host, cmds = profile.host, profile.commands
     cols = ["Name", "Self CPU %", "Self CPU (us)", "CPU total %", "CPU total (us)",
@@ -43,25 +66,17 @@ def key_averages(profile: Profile, group_by_input_shape: bool = False) -> pd.Dat
             "Device time avg (us)", "# of Calls"]
     if host.empty:
         return pd.DataFrame(columns=cols)
-    role = host["role"].to_numpy() if "role" in host.columns else np.full(len(host), "host")
-    inc = np.isin(role, ["op", "annotation", "runtime"])
-    if not np.isin(role, ["op", "annotation"]).any():
-        inc = np.ones(len(host), bool)  # generic trace: every host slice is a function
-    parent = host["parent"].to_numpy(np.int64)
-    p_inc = nearest_ancestor(parent, inc)
+    inc, self_cpu = self_cpu_ns(host)
+    self_cpu = self_cpu.astype(float)
     dur = (host["end_ns"] - host["start_ns"]).to_numpy(np.int64).astype(float)
-    child_sum = np.zeros(len(host))
-    rows = np.flatnonzero(inc & (p_inc >= 0))
-    np.add.at(child_sum, p_inc[rows], dur[rows])
-    self_cpu = np.maximum(dur - child_sum, 0)
     self_dev = np.zeros(len(host))
     if len(cmds) and "op_row" in cmds.columns:
         op = cmds["op_row"].to_numpy(np.int64)
         ok = (op >= 0) & ~cmds["is_sys"].to_numpy(bool)
         np.add.at(self_dev, op[ok], (cmds["end_ns"] - cmds["start_ns"]).to_numpy(np.int64)[ok])
-    tree_parent = np.where(inc, p_inc, -1)
+    tree_parent = np.where(inc, host["parent"].to_numpy(np.int64), -1)
     dev_total = subtree_sum(tree_parent, np.where(inc, self_dev, 0))
-    t = pd.DataFrame({"Name": host["name"].to_numpy(), "self_cpu": self_cpu, "cpu": dur,
+    t = pd.DataFrame({"Name": key_names(host["name"]), "self_cpu": self_cpu, "cpu": dur,
                       "self_dev": self_dev, "dev": dev_total})[inc]
     keys = ["Name"]
     if group_by_input_shape:

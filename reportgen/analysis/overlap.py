@@ -1,10 +1,14 @@
 """Per core: how TIU and DMA time overlap, what the idle time waits on, and data-bound stretches.
 
-The profile's wall window (the engine summary's span) is cut at every edge of three unions per
-core: TIU work, DMA work (GDMA ∪ SDMA; CDMA belongs to ports) and system commands of those
-engines. Each elementary segment is then both / TIU only / DMA only / neither, and "neither" is
-"waiting" where a system command runs. The four parts add up to the span, so unlike the
-vendor's Concurrency nothing here can be negative (docs/metrics.md "Diagnosis").
+Three unions per core inside the profile's wall window (the engine summary's span): T = TIU
+work, D = DMA work (GDMA ∪ SDMA; CDMA belongs to ports) and S = system commands of those
+engines. Every figure is a union length: both = |T| + |D| − |T ∪ D|, TIU only = |T| − both,
+DMA only = |D| − both, idle = span − |T ∪ D|, waiting = |S ∪ T ∪ D| − |T ∪ D| (system commands
+while neither works). The four parts add up to the span, so unlike the vendor's Concurrency
+nothing here can be negative (docs/metrics.md "Diagnosis").
+
+A data-bound stretch lies in a gap of T, so only the gaps of T at least the rule's length are
+searched for the D pieces inside them.
 """
 from __future__ import annotations
 
@@ -12,7 +16,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.rules import RULES
-from reportgen.analysis.unions import covered, merged, sorted_unique
+from reportgen.analysis.unions import merged
 from reportgen.model import ENGINES, OVERLAP_COLUMNS, STRETCH_COLUMNS
 
 TIU, GDMA, SDMA = (ENGINES.index(e) for e in ("TIU", "GDMA", "SDMA"))
@@ -20,61 +24,57 @@ TIU, GDMA, SDMA = (ENGINES.index(e) for e in ("TIU", "GDMA", "SDMA"))
 BOUND_LABELS = {"tiu_only_ns": "compute-bound", "dma_only_ns": "data-bound", "waiting_ns": "waiting"}
 
 
-def _div(a: float, b: float) -> float:
-    return float(a) / float(b) if b else float("nan")
+def _length(pieces: tuple[np.ndarray, np.ndarray]) -> int:
+    return int((pieces[1] - pieces[0]).sum())
 
 
-def _segments(a, rows: np.ndarray, t0: int, t1: int):
-    """Elementary segments of [t0, t1) of one core and the TIU / DMA / system flag of each."""
-    eng, work = a["engine"][rows], ~a["is_sys"][rows]
-    s, e = a["start"][rows], a["end"][rows]
-    sets = {"tiu": work & (eng == TIU), "dma": work & ((eng == GDMA) | (eng == SDMA)),
-            "sys": ~work & (eng != -1) & (eng <= SDMA)}
-    pieces = {k: merged(s[m], e[m]) for k, m in sets.items()}
-    edges = sorted_unique(np.concatenate([[t0, t1]] + [np.concatenate(p) for p in pieces.values()]))
-    edges = edges[(edges >= t0) & (edges <= t1)]
-    left, length = edges[:-1], np.diff(edges)
-    return left, length, {k: covered(left, *p) for k, p in pieces.items()}
+def _union(*sets: tuple[np.ndarray, np.ndarray]) -> tuple[np.ndarray, np.ndarray]:
+    return merged(np.concatenate([p[0] for p in sets]), np.concatenate([p[1] for p in sets]))
 
 
-def _stretches(core: int, left, length, dma_only: np.ndarray, span: int) -> list[dict]:
-    """Maximal runs of data-bound segments at least the rule's share of the span long."""
-    if not dma_only.any():
-        return []
-    edge = np.diff(np.concatenate([[0], dma_only.astype(np.int8), [0]]))
-    first, stop = np.flatnonzero(edge == 1), np.flatnonzero(edge == -1)
-    start = left[first]
-    end = left[stop - 1] + length[stop - 1]
-    keep = (end - start) >= RULES["dma_bound_stretch"].threshold * span
-    return [{"core": core, "start_ns": int(s), "end_ns": int(e), "length_ns": int(e - s),
-             "share_span": _div(e - s, span)} for s, e in zip(start[keep], end[keep])]
+def _stretches(core: int, t: tuple, d: tuple, t0: int, t1: int, span: int) -> list[dict]:
+    """Maximal data-bound intervals (D pieces inside gaps of T) at least the rule's share of
+    the span long."""
+    least = RULES["dma_bound_stretch"].threshold * span
+    gap_start = np.concatenate([[t0], t[1]])
+    gap_end = np.concatenate([t[0], [t1]])
+    out = []
+    for g0, g1 in zip(gap_start[gap_end - gap_start >= least], gap_end[gap_end - gap_start >= least]):
+        lo, hi = np.searchsorted(d[1], g0, "right"), np.searchsorted(d[0], g1, "left")
+        s, e = np.maximum(d[0][lo:hi], g0), np.minimum(d[1][lo:hi], g1)
+        for a, b in zip(s[e - s >= least], e[e - s >= least]):
+            out.append({"core": core, "start_ns": int(a), "end_ns": int(b), "length_ns": int(b - a),
+                        "share_span": (b - a) / span})
+    return out
 
 
 def overlap(a: dict[str, np.ndarray], ncores: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """(overlap per core + Overall, data-bound stretches) of the command arrays ``a``."""
-    t0 = int(a["start"].min()) if len(a["start"]) else 0
-    t1 = int(a["end"].max()) if len(a["start"]) else 0
+    if not len(a["start"]) or not ncores:
+        return pd.DataFrame(columns=list(OVERLAP_COLUMNS)), pd.DataFrame(columns=list(STRETCH_COLUMNS))
+    t0, t1 = int(a["start"].min()), int(a["end"].max())
     span = t1 - t0
     by_core = np.argsort(a["core"], kind="stable")
     bounds = np.searchsorted(a["core"][by_core], np.arange(ncores + 1))
-    tiu_modelled = (a["engine"] == TIU) & ~a["is_sys"] & a["modelled"]
+    work, eng = ~a["is_sys"], a["engine"]
+    sets = {"tiu": work & (eng == TIU), "dma": work & ((eng == GDMA) | (eng == SDMA)),
+            "sys": ~work & (eng >= TIU) & (eng <= SDMA)}
+    tiu_modelled = sets["tiu"] & a["modelled"]
     rows, stretches = [], []
     for core in range(ncores):
         idx = by_core[bounds[core]:bounds[core + 1]]
-        left, length, f = _segments(a, idx, t0, t1)
-        both, tiu_only, dma_only = f["tiu"] & f["dma"], f["tiu"] & ~f["dma"], f["dma"] & ~f["tiu"]
-        neither = ~f["tiu"] & ~f["dma"]
+        t, d, s = (merged(a["start"][idx[m[idx]]], a["end"][idx[m[idx]]])
+                   for m in (sets["tiu"], sets["dma"], sets["sys"]))
+        tiu_ns, dma_ns = _length(t), _length(d)
+        either = _length(_union(t, d))
+        both = tiu_ns + dma_ns - either
         m = idx[tiu_modelled[idx]]
-        rows.append({"core": core, "span_ns": span,
-                     "tiu_busy_ns": int(length[f["tiu"]].sum()), "dma_busy_ns": int(length[f["dma"]].sum()),
-                     "both_ns": int(length[both].sum()), "tiu_only_ns": int(length[tiu_only].sum()),
-                     "dma_only_ns": int(length[dma_only].sum()), "idle_ns": int(length[neither].sum()),
-                     "waiting_ns": int(length[neither & f["sys"]].sum()),
+        rows.append({"core": core, "span_ns": span, "tiu_busy_ns": tiu_ns, "dma_busy_ns": dma_ns,
+                     "both_ns": both, "tiu_only_ns": tiu_ns - both, "dma_only_ns": dma_ns - both,
+                     "idle_ns": span - either, "waiting_ns": _length(_union(t, d, s)) - either,
                      "tiu_alg_cycles": float(a["alg_cycle"][m].sum()) if len(m) else float("nan"),
                      "tiu_asic_cycles": int(a["cycles"][m].sum())})
-        stretches += _stretches(core, left, length, dma_only, span)
-    if not rows:
-        return pd.DataFrame(columns=list(OVERLAP_COLUMNS)), pd.DataFrame(columns=list(STRETCH_COLUMNS))
+        stretches += _stretches(core, t, d, t0, t1, span)
     out = pd.DataFrame(rows).astype({"core": object})
     # Overall: every core's parts added up, against span x cores (so the parts still add up)
     total = out.drop(columns="core").sum(min_count=1)

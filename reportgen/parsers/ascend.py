@@ -370,9 +370,32 @@ def _communication_tables(apo: Path) -> dict[str, pd.DataFrame]:
 # ============================================================================================
 # legacy MindSpore and CANN PROF_ folders
 # ============================================================================================
+#: legacy MindSpore timeline processes (profiler integrator): pid -> (lane prefix, task kind);
+#: any other pid of an Ascend timeline is an AI CPU / host queue lane
+MS_ASCEND_PIDS = {"1": ("Stream", "AI_CORE"), "10000": ("Step trace", "STEP_TRACE")}
+MS_STEP_TRACE_NAME = r"^stream_\d+_parallel_\d+"
+
+
+def _mindspore_lanes(ev: pd.DataFrame, gpu: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Lane and task kind of each slice of a legacy MindSpore timeline: AI Core streams (pid 1),
+    step-trace intervals (pid 10000, named stream_<id>_parallel_<n>: iteration markers), AI
+    CPU lanes; in a GPU timeline (gpu_timeline_display_*.json), GPU kernels on stream lanes."""
+    pid = ev["pid"].astype(str).to_numpy()
+    tid = ev["tid"].astype(str).to_numpy()
+    if gpu:
+        return "GPU stream " + tid.astype(object), np.full(len(ev), "GPU_KERNEL", object)
+    prefix = np.full(len(ev), "AI_CPU", object)
+    kind = np.full(len(ev), "AI_CPU", object)
+    for p, (lane, k) in MS_ASCEND_PIDS.items():
+        prefix[pid == p], kind[pid == p] = lane, k
+    steps = ev["name"].astype(str).str.match(MS_STEP_TRACE_NAME).to_numpy()
+    prefix[steps], kind[steps] = "Step trace", "STEP_TRACE"
+    return prefix + " " + tid, kind
+
+
 def _mindspore_rank(folder: Path, r: int, rank: int, meta: Meta) -> tuple[pd.DataFrame, dict]:
     """Legacy MindSpore profiler folder, files suffixed ``_{r}``: every timeline slice is a
-    device task (pid 1 = AI Core streams with tid = stream id, others = AI CPU / host queue)."""
+    device lane's slice, labelled by :func:`_mindspore_lanes`."""
     tl = [p for p in folder.iterdir() if MS_TIMELINE.match(p.name) and int(MS_TIMELINE.match(p.name).group(1)) == r]
     rows = []
     for p in tl:
@@ -383,15 +406,17 @@ def _mindspore_rank(folder: Path, r: int, rank: int, meta: Meta) -> tuple[pd.Dat
         ev = ev[ev["ph"] == "X"]
         args = ev["args"]
         op_type = [a.get("type") if isinstance(a, dict) else None for a in args]
-        lane = np.where(ev["pid"].astype(str) == "1", "Stream " + ev["tid"].astype(str),
-                        "AI_CPU " + ev["tid"].astype(str))
+        lane, kind = _mindspore_lanes(ev, gpu=p.name.startswith("gpu_"))
+        step_trace = kind == "STEP_TRACE"
+        if step_trace.any():
+            meta.warn("non-work-device", f"{int(step_trace.sum())} step-trace intervals "
+                      "(pid 10000, stream_*_parallel_*) are iteration markers, not work; kept "
+                      "out of kernel time, busy time and utilisation", str(p))
         rows.append(pd.DataFrame({
             "core": rank, "engine": lane, "start_ns": ev["ts_ns"].to_numpy(np.int64),
             "end_ns": (ev["ts_ns"] + ev["dur_ns"]).to_numpy(np.int64),
-            "func_type": np.where(ev["pid"].astype(str) == "1", "AI_CORE", "AI_CPU"),
-            "func_name": ev["name"].astype(str).to_numpy(), "op_type": op_type,
-            "core_type": np.where(ev["pid"].astype(str) == "1", "AI_CORE", "AI_CPU"),
-            "is_sys": False, "sys_wait": False,
+            "func_type": kind, "func_name": ev["name"].astype(str).to_numpy(), "op_type": op_type,
+            "core_type": kind, "is_sys": step_trace, "sys_wait": False,
         }))
     tables: dict[str, pd.DataFrame] = {}
     for pattern, tname in ((f"aicore_intermediate_{r}_type.csv", "Op Statistic"),

@@ -95,9 +95,15 @@ def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = 
     ``max_input_mb`` bounds what is read (:mod:`reportgen.parsers.limits`)."""
     kind = detect_kind(path)
     if kind == "pmu":
+        from reportgen.parsers.layers import read_layer_files
         from reportgen.parsers.pmu import load_dump  # written in parallel; import lazily
+        from reportgen.parsers.pmu.container import core_files, core_number
 
-        return load_dump(path, tiu_freq=tiu_freq, quiet=quiet, max_input_mb=max_input_mb)
+        profile = load_dump(path, tiu_freq=tiu_freq, quiet=quiet, max_input_mb=max_input_mb)
+        folder = Path(path) if Path(path).is_dir() else Path(path).parent
+        profile.layers = read_layer_files(folder, profile.meta, max_input_mb,
+                                          [core_number(f) for f in core_files(folder)])
+        return profile
     if kind == "ascend":
         from reportgen.parsers.ascend import load_ascend
 

@@ -58,8 +58,10 @@ ENGINE_CODES = {
 
 #: Chip constants used by writer and reader (§1).
 CHIPS = {
-    "AKS": {"arch": 8800, "core_num": 8, "cdma_num": 11, "tiu_mhz": 1000, "dma_mhz": 1000},
-    "AKSV": {"arch": 140814, "core_num": 4, "cdma_num": 10, "tiu_mhz": 1000, "dma_mhz": 1000},
+    "AKS": {"arch": 8800, "bmodel_arch": 5, "core_num": 8, "cdma_num": 11, "tiu_mhz": 1000,
+            "dma_mhz": 1000},
+    "AKSV": {"arch": 140814, "bmodel_arch": 6, "core_num": 4, "cdma_num": 10, "tiu_mhz": 1000,
+             "dma_mhz": 1000},
 }
 
 #: Memory codes in DMA extra_info (bits 5..4 src, 7..6 dst); 3 is invalid.

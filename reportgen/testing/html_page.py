@@ -67,10 +67,13 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         bw = np.where(has_bw, nbytes / (dur + header["bw_pad_ns"]), np.nan)
     pos = np.cumsum(cols["bwx_pos"].astype(np.int64))
     bw[pos] = cols["bwx_val"]
-    return {"lane": lane, "start": start, "end": end, "op": op,
-            "kernel": cols["kernel"].astype(np.int64),
-            "gidx": _lane_undelta(cols["gidx"], lane_off), "cmd": _lane_undelta(cols["cmd"], lane_off),
-            "bytes": nbytes, "bw": bw, "urate": urate}
+    out = {"lane": lane, "start": start, "end": end, "op": op,
+           "kernel": cols["kernel"].astype(np.int64),
+           "gidx": _lane_undelta(cols["gidx"], lane_off), "cmd": _lane_undelta(cols["cmd"], lane_off),
+           "bytes": nbytes, "bw": bw, "urate": urate}
+    if "layer" in cols:          # pages with a layer view: layer + 1 per item, 0 = none
+        out["layer"] = cols["layer"].astype(np.int64) - 1
+    return out
 
 
 def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
@@ -79,7 +82,7 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
     Columns: ``sheet`` (lane name), ``host``, ``global_idx`` (host: row of profile.host),
     ``cmd_id``, ``start_ns``/``end_ns`` (absolute), ``func_type`` (host: category),
     ``func_name`` (host: event name), ``direction``, ``bw_kind``, ``kernel``, ``bytes``, ``bw``,
-    ``uarch_rate``.
+    ``uarch_rate``; with a layer view also ``layer`` (row of its layer table, -1 = none).
     """
     def block(ident: str) -> str:
         found = _script(text, ident)
@@ -109,6 +112,8 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
         "kernel": kernels[arr["kernel"]], "bytes": arr["bytes"], "bw": arr["bw"],
         "uarch_rate": arr["urate"],
     })
+    if "layer" in arr:
+        frame["layer"] = arr["layer"]
     return data, frame
 
 
@@ -121,8 +126,9 @@ def read_tables(text: str) -> dict[str, pd.DataFrame]:
     bodies = json.loads(gzip.decompress(base64.b64decode(block)))
     out = {}
     for head, body in zip(data["tables"], bodies):
+        # a time column is shown in its own unit under another header; its values stay stored
         out[head["name"]] = pd.DataFrame({
-            c["name"]: pd.array([None if x is None else int(x) for x in v], dtype="Int64")
+            c.get("stored_name", c["name"]): pd.array([None if x is None else int(x) for x in v], dtype="Int64")
             if c["kind"] in ("int", "bigint") else v
             for c, v in zip(head["columns"], body["columns"])})
     return out

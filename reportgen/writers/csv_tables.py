@@ -22,13 +22,15 @@ Numbers come from :mod:`reportgen.analysis.host_device` unchanged; this module o
 """
 from __future__ import annotations
 
+import gzip
+import io
 import re
 from pathlib import Path
 
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.host_device import host_device_table
+from reportgen.analysis.host_device import host_device_table, seed_categories
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
@@ -43,11 +45,12 @@ SEED_COLUMNS = ["name", "host duration(ms)", "device duration(ms)", "cuda launch
                 "cuda_runtime", "kernels", "kernel infos", "depth"]
 
 
-def seed_frame(profile: Profile, monitor: str = "python_function", launch: str = "cuda_runtime",
-               device: str | None = "kernel", min_depth: int | None = None,
+def seed_frame(profile: Profile, monitor: str | None = None, launch: str | None = None,
+               device: str | None = None, min_depth: int | None = None,
                max_depth: int | None = None, self_only: bool = False) -> pd.DataFrame:
-    """The seed CSV's rows, in host time order (as the seed walked the trace)."""
-    t = host_device_table(profile, monitor=monitor, launch=launch, device=device,
+    """The seed CSV's rows, in host time order (as the seed walked the trace); categories as
+    ``-mc/-hc/-dc`` (None: fitting the trace, :func:`reportgen.analysis.host_device.seed_categories`)."""
+    t = host_device_table(profile, **seed_categories(profile, monitor, launch, device, use="seed"),
                           min_depth=min_depth, max_depth=max_depth, self_only=self_only,
                           with_lists=True)
     t = t.sort_values(["rank", "pid", "tid", "start_ns"], kind="stable")
@@ -130,16 +133,41 @@ def inert_frame(frame: pd.DataFrame) -> pd.DataFrame:
 
 def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     try:
-        with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
-            inert_frame(frame).to_csv(fh, index=False)
+        if path.suffix == ".gz":
+            with atomic_open(path, "wb") as raw, \
+                    gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as packed, \
+                    io.TextIOWrapper(packed, encoding="utf-8", newline="") as fh:
+                inert_frame(frame).to_csv(fh, index=False)
+        else:
+            with atomic_open(path, "w", newline="", encoding="utf-8") as fh:
+                inert_frame(frame).to_csv(fh, index=False)
     except OSError as exc:
         raise OutputError(f"{path}: cannot write the CSV ({exc.strerror or exc})") from None
 
 
-def write_seed_csv(profile: Profile, path: str | Path, **kwargs) -> Path:
-    """Write :func:`seed_frame` to ``path`` atomically; returns the path."""
+#: bigTpuProfile writes host_device.csv gzip-compressed (host_device.csv.gz) above this size:
+#: python-frame call paths list every kernel under every frame (a 62 MB trace gave 373 MB)
+SEED_CSV_GZIP_BYTES = 64 << 20
+
+
+def text_bytes(frame: pd.DataFrame) -> int:
+    """About how many bytes ``frame`` takes as CSV (text cells counted, numbers ~20 each)."""
+    size = 0
+    for col in frame.columns:
+        s = frame[col]
+        size += 20 * len(s) if pd.api.types.is_numeric_dtype(s) else int(s.astype(str).str.len().sum())
+    return size + 8 * len(frame) * len(frame.columns)
+
+
+def write_seed_csv(profile: Profile, path: str | Path, gzip_above: int | None = None,
+                   **kwargs) -> Path:
+    """Write :func:`seed_frame` to ``path`` atomically; returns the path written: ``path`` +
+    ``.gz``, gzip-compressed, when the CSV would take more than ``gzip_above`` bytes."""
     path = Path(path)
-    _write_csv(seed_frame(profile, **kwargs), path)
+    frame = seed_frame(profile, **kwargs)
+    if gzip_above is not None and text_bytes(frame) > gzip_above:
+        path = path.with_name(path.name + ".gz")
+    _write_csv(frame, path)
     return path
 
 

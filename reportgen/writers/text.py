@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import textwrap
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +19,7 @@ import pandas as pd
 from reportgen.analysis import catalogue
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
+from reportgen.writers.layers_text import layers_document, top_layers_text
 from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
@@ -31,10 +33,50 @@ def _header(entry: catalogue.SummaryMetric) -> str:
     return f"{entry.label}({unit})" if unit else entry.label
 
 
-def summary_table(summary: pd.DataFrame) -> str:
+#: the widest line of summary.txt and of the printed summary (a terminal, a mail, a log viewer)
+TEXT_WIDTH = 120
+
+
+def _table_width(widths: list[int]) -> int:
+    return sum(widths) + 3 * (len(widths) - 1)
+
+
+def _parts(units: list[list[int]], widths: list[int], key: int, limit: int) -> list[list[int]]:
+    """Column indices of each part of a table too wide for ``limit``: every part starts with the
+    ``key`` column and takes whole ``units`` (an engine's columns) while it fits; a unit wider
+    than a part on its own is cut between its columns."""
+    fits = lambda cols: _table_width([widths[key]] + [widths[c] for c in cols]) <= limit  # noqa: E731
+    pieces = []
+    for unit in units:
+        pieces += [unit] if fits(unit) else [[c] for c in unit]
+    parts: list[list[int]] = []
+    for piece in pieces:
+        if parts and fits(parts[-1] + piece):
+            parts[-1] += piece
+        else:
+            parts.append(list(piece))
+    return [[key] + part for part in parts]
+
+
+def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
+    """The engine summary as fixed-width tables no wider than ``limit``: the Core column, then
+    as many engines' columns as fit; the next engines in a table below, Core repeated."""
     entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
+    headers = [_header(e) for e in entries]
     rows = [[fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
-    return fixed_width("Summary", [_header(e) for e in entries], rows[:-1], rows[-1])
+    widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
+    units: dict[str, list[int]] = {}
+    for i, e in enumerate(entries[1:], 1):
+        units.setdefault(e.group, []).append(i)
+    parts = _parts(list(units.values()), widths, 0, limit)
+    tables = []
+    for n, part in enumerate(parts, 1):
+        groups = ", ".join(dict.fromkeys(entries[i].group for i in part if entries[i].group))
+        title = "Summary" if len(parts) == 1 else f"Summary ({n} of {len(parts)})" + \
+            (f": {groups}" if groups else "")
+        pick = lambda r: [r[i] for i in part]  # noqa: E731
+        tables.append(fixed_width(title, pick(headers), [pick(r) for r in rows[:-1]], pick(rows[-1])))
+    return "\n\n".join(tables)
 
 
 def lanes_table(profile: Profile) -> str:
@@ -46,25 +88,62 @@ def lanes_table(profile: Profile) -> str:
     return fixed_width("Device lanes", headers, rows)
 
 
+#: the input kinds as the summary names them
+SOURCE_NAMES = {"chrome": "chrome trace", "ascend": "Ascend profiler output",
+                "mindspore": "MindSpore profiler output"}
+
+#: the notes under the table, one short line each
+PMU_NOTES = ["Definitions: docs/metrics.md.",
+             "Busy = union of non-system command intervals; util = busy / span.",
+             "BW = bytes / busy time of the commands that moved them.",
+             "uArch rate n/a = no command with a modelled op (modes 0/1)."]
+FRAMEWORK_NOTES = ["Definitions: docs/metrics.md.",
+                   "Busy = union of a lane's work intervals (a device row: of all its lanes); util = busy / span.",
+                   "Operator and kernel tables: tables/*.csv and the workbook."]
+
+
+def _facts(profile: Profile) -> list[str]:
+    """The capture facts that apply to the input: chip, clocks and capture mode for a PMU dump,
+    the source (and rank) for a framework trace; a fact without a value is left out."""
+    m = profile.meta
+    n = len(profile.commands)
+    if m.is_pmu:
+        chip = m.chip + (f" ({m.chip_alias})" if m.chip_alias else "")
+        lines = [[("Chip", chip), ("cores", m.num_cores), ("capture mode", m.mode),
+                  ("TIU clock", f"{m.tiu_freq_mhz:g} MHz"), ("DMA clock", f"{m.dma_freq_mhz:g} MHz")],
+                 [("Commands", n), ("CDMA ports", ", ".join(map(str, m.cdma_ports)) or "none")]]
+    else:
+        lines = [[("Source", SOURCE_NAMES.get(m.source, m.source)), ("rank", m.rank),
+                  ("device commands", n)]]
+    return ["  ".join(f"{k}: {v}" for k, v in line if v not in (None, "")) for line in lines]
+
+
+def _wrapped(text: str, indent: str = "  ") -> list[str]:
+    return textwrap.wrap(text, TEXT_WIDTH, subsequent_indent=indent, break_long_words=False,
+                         break_on_hyphens=False) or [""]
+
+
+def warnings_text(meta) -> str:
+    """The warnings block: a line per warning (the first 50), wrapped to the text width."""
+    lines = [f"Warnings ({len(meta.warnings)}):"]
+    for w in meta.warnings[:50]:
+        lines += _wrapped(f"  - {w}", "    ")
+    if len(meta.warnings) > 50:
+        lines.append(f"  ... and {len(meta.warnings) - 50} more (summary.json lists all)")
+    return "\n".join(lines)
+
+
 def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     m = profile.meta
-    head = [f"Input: {m.input_path}",
-            f"Chip: {m.chip} ({m.chip_alias})  cores: {m.num_cores}  capture mode: {m.mode}  "
-            f"TIU clock: {m.tiu_freq_mhz:g} MHz  DMA clock: {m.dma_freq_mhz:g} MHz",
-            f"Commands: {len(profile.commands)}  CDMA ports: {m.cdma_ports or 'none'}"]
+    head = [f"Input: {m.input_path}"] + _facts(profile)
+    head += _wrapped(records_line(m.accounting)) if m.accounting else []
     body = summary_table(summary) if m.is_pmu else lanes_table(profile)
-    acct = records_line(m.accounting)
-    notes = ["", "Definitions: docs/metrics.md. Busy = union of non-system command intervals; "
-             "util = busy / span; BW = bytes / busy time of the commands that moved them; "
-             "uArch rate n/a = no command with a modelled op (modes 0/1)." if m.is_pmu else
-             "Definitions: docs/metrics.md. Busy = union of a lane's command intervals; util = busy "
-             "/ span of all device commands; operator and kernel tables: tables/*.csv and the workbook."]
-    warn = [f"Warnings ({len(m.warnings)}):"] + [f"  - {w}" for w in m.warnings[:50]] if m.warnings else []
-    if len(m.warnings) > 50:
-        warn.append(f"  ... and {len(m.warnings) - 50} more (summary.json lists all)")
+    if profile.layer_view is not None:
+        body += "\n\n" + top_layers_text(profile.layer_view)
+    notes = PMU_NOTES if m.is_pmu else FRAMEWORK_NOTES
+    warn = ["", warnings_text(m)] if m.warnings else []
     diagnosis = ["", diagnosis_text(profile.diagnosis)] if profile.diagnosis is not None else []
-    return "\n".join(head + ([acct] if acct else []) + [""] + [body] + notes + diagnosis
-                     + ([""] + warn if warn else [])) + "\n"
+    return "\n".join(head + ["", body, ""] + notes + diagnosis + warn) + "\n"
 
 
 def records_line(accounting: dict[str, dict[str, int]]) -> str:
@@ -93,6 +172,7 @@ def _jsonable(v):
 def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
     """summary.json's content: the run's facts and the engine summary, unformatted."""
     m = profile.meta
+    layers = layers_document(profile.layer_view) if profile.layer_view is not None else {}
     return {
         "input": m.input_path, "chip": m.chip, "cores": m.num_cores, "mode": m.mode,
         "tiu_freq_mhz": m.tiu_freq_mhz, "dma_freq_mhz": m.dma_freq_mhz, "cdma_ports": m.cdma_ports,
@@ -102,6 +182,7 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         "summary": [{k: _jsonable(v) for k, v in r.items()} for r in summary.to_dict("records")],
         "metrics": {c: {"label": e.label, "unit": e.metric.unit, "definition": e.metric.definition}
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
+        **layers,
         **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
         **_comparable(profile),
     }

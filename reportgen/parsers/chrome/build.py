@@ -8,9 +8,9 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 
-from reportgen.intervals import enclosing
 from reportgen.model import Meta, Profile, empty_commands, finalize_commands
-from reportgen.parsers.chrome.classify import (ASCEND_SYNC_TASKS, DEVICE_PROCESSES, DEVICE_WAIT_CATS,
+from reportgen.parsers.chrome.classify import (ASCEND_SYNC_TASKS, DEVICE_MARKER_CATS,
+                                               DEVICE_PROCESSES, DEVICE_WAIT_CATS,
                                                HOST_ROLES, DEVICE_PROCESS_NAME_NUM, PID_DEVICE_LABEL,
                                                classify, per_unique, role_category)
 from reportgen.parsers.chrome.events import TraceData
@@ -141,9 +141,18 @@ def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
     cat = pd.Series(per_unique(d["cat"], role_category), index=d.index)
     task = arg_column(da, "Task Type", "task type").astype(object)
     d["func_type"] = task.where(task.notna() & cat.isin(["", "none"]), d["cat"].where(d["cat"] != "", pname))
-    d["is_sys"] = cat.isin(DEVICE_WAIT_CATS).to_numpy() | task.isin(ASCEND_SYNC_TASKS).to_numpy()
-    d["sys_wait"] = cat.isin(DEVICE_WAIT_CATS).to_numpy() | \
-        task.astype(str).str.contains("WAIT").to_numpy()
+    task_upper = task.astype(str).str.upper()
+    # CANN's HCCL process repeats, per plane, the tasks its Ascend Hardware streams run (and one
+    # "Communication Kernel" slice spanning them): a view, counted once on the streams
+    hccl_view = hccl.to_numpy() & (pname.str.lower() == "ascend hardware").any()
+    kind = pd.Series(np.select([cat.isin(DEVICE_WAIT_CATS).to_numpy(), cat.isin(DEVICE_MARKER_CATS).to_numpy(),
+                                hccl_view, task_upper.isin(ASCEND_SYNC_TASKS).to_numpy()],
+                               [cat.to_numpy(object), cat.to_numpy(object),
+                                np.full(len(d), "HCCL plane view", object), task_upper.to_numpy(object)], ""),
+                     index=d.index)
+    d["is_sys"] = (kind != "").to_numpy()
+    _count_non_work(kind[kind != ""], meta, data.path)
+    d["sys_wait"] = cat.isin(DEVICE_WAIT_CATS).to_numpy() | task_upper.str.contains("WAIT").to_numpy()
     nbytes = pd.to_numeric(arg_column(da, "bytes", "size"), errors="coerce")
     d["bytes"] = nbytes.where(cat.isin(["gpu_memcpy", "memcpy", "gpu_memset", "memset"]))
     d["grid"] = _dims(arg_column(da, "grid"))
@@ -163,6 +172,16 @@ def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
         if vc.get(r, 0):
             counts[f"dropped: {label}"] = int(vc[r])
     return h, d, m, counts
+
+
+def _count_non_work(kinds: pd.Series, meta: Meta, where: str) -> None:
+    """One warning naming the device slices that are no work (syncs, waits, profiler ranges):
+    shown on the timeline, kept out of kernel time, busy time and utilisation."""
+    if len(kinds):
+        counts = ", ".join(f"{k}: {n}" for k, n in kinds.astype(str).value_counts().items())
+        meta.warn("non-work-device", f"{len(kinds)} device slices are waits, syncs or markers, "
+                                     f"not work ({counts}); kept out of kernel time, busy time and "
+                                     "utilisation", where)
 
 
 def _step_trace(traces: list[TraceData]) -> pd.DataFrame:
@@ -254,8 +273,7 @@ def _memory(mem: pd.DataFrame, host: pd.DataFrame, forest: Forest) -> pd.DataFra
         "total_reserved": pd.to_numeric(arg_column(a, "Total Reserved"), errors="coerce").to_numpy(),
     })
     qt = track_of(mem, forest.track_codes)
-    row = enclosing(forest.track, forest.start, forest.end, forest.parent, qt,
-                          out["ts_ns"].to_numpy(np.int64))
+    row = forest.enclosing_row(qt, out["ts_ns"].to_numpy(np.int64))
     op = np.where(row >= 0, host["op_row"].to_numpy()[np.maximum(row, 0)] if len(host) else -1, -1)
     out["op_row"] = op
     return out.sort_values("ts_ns", kind="stable").reset_index(drop=True)

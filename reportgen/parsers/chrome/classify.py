@@ -18,10 +18,14 @@ PYTHON_CATS = {"python_function"}
 RUNTIME_CATS = {"cuda_runtime", "runtime", "cuda_driver", "mtia_runtime", "xpu_runtime",
                 "privateuse1_runtime", "hip_runtime"}
 QUEUE_CATS = {"enqueue", "dequeue"}
-DEVICE_CATS = {"kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "cuda_sync"}
+DEVICE_CATS = {"kernel", "gpu_memcpy", "memcpy", "gpu_memset", "memset", "cuda_sync",
+               "cuda_profiler_range"}
 DEVICE_ANNOTATION_CATS = {"gpu_user_annotation"}
 #: device categories that are waits rather than work (model: is_sys / sys_wait)
 DEVICE_WAIT_CATS = {"cuda_sync"}
+#: device categories that mark a range without timing work: CUPTI range-profiler replays
+#: ("cuda_profiler_range", named after the kernel, its length a placeholder); no work (is_sys)
+DEVICE_MARKER_CATS = {"cuda_profiler_range"}
 #: Ascend task types that only synchronise streams
 ASCEND_SYNC_TASKS = {"EVENT_RECORD", "EVENT_WAIT", "NOTIFY_RECORD", "NOTIFY_WAIT",
                      "STREAM_WAIT", "WRITE_VALUE", "CAPTURE_RECORD", "CAPTURE_WAIT"}
@@ -59,6 +63,10 @@ def event_role(ph: str, cat: str, pname: str, dev_label: bool, tname: str, name:
         return "memory" if name == "[memory]" or cat == "cpu_instant_event" else "instant"
     if ph != "X":
         return "other"
+    if pname == "ascend hardware":
+        # the process says device whatever the category (msinsight writes cpu_op there too);
+        # Ascend Hardware also carries "Step Trace" lanes; only "Stream n" lanes are tasks
+        return "device" if tname.startswith("stream") or tname == "" else "derived"
     if cat in OP_CATS:
         return "op"
     if cat in ANNOTATION_CATS:
@@ -77,9 +85,6 @@ def event_role(ph: str, cat: str, pname: str, dev_label: bool, tname: str, name:
         return "derived"
     if pname in DERIVED_PROCESSES:
         return "derived"
-    if pname == "ascend hardware":
-        # Ascend Hardware also carries "Step Trace" lanes; only "Stream n" lanes are tasks
-        return "device" if tname.startswith("stream") or tname == "" else "derived"
     if pname in DEVICE_PROCESSES or dev_label or _DEVICE_PROCESS_NAME.match(pname):
         return "device"
     if pname == "cann":

@@ -8,20 +8,43 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.intervals import call_forest, enclosing
-from reportgen.model import HOST_COLUMNS, Meta
+from reportgen.intervals import call_forest, enclosing, operator_parents
+from reportgen.model import HOST_COLUMNS, Meta, operator_rows
 
 
 @dataclass
 class Forest:
-    """The host call forest in forest order (as :func:`reportgen.intervals.call_forest` sorts
-    it), for point queries: ``track_codes`` maps "file, pid, tid" keys to track numbers."""
+    """The operator tree (model.OPERATOR_ROLES) in forest order, for point
+    queries: ``track_codes`` maps "file, pid, tid" keys to track numbers, ``rows`` gives the
+    host row of each position (``parent`` holds positions)."""
 
     track_codes: dict
     track: np.ndarray
     start: np.ndarray
     end: np.ndarray
     parent: np.ndarray
+    rows: np.ndarray
+
+    def enclosing_row(self, q_track: np.ndarray, q_ts: np.ndarray) -> np.ndarray:
+        """Host row of the innermost operator-tree slice holding each point, -1."""
+        pos = enclosing(self.track, self.start, self.end, self.parent, q_track, q_ts)
+        return np.where(pos >= 0, self.rows[np.maximum(pos, 0)] if len(self.rows) else -1, -1)
+
+
+def family_parents(track: np.ndarray, start: np.ndarray, end: np.ndarray, operator: np.ndarray
+                   ) -> tuple[np.ndarray, int]:
+    """Parents of slices in forest order under torch's rule, computed separately for the
+    operator tree (torch's FunctionEvents, model.operator_rows) and for the other slices
+    (python frames: they give the seed CSV its call paths but are not operators).  Returns
+    host positions and the number of partial overlaps torch pops."""
+    parent = np.full(len(start), -1, np.int64)
+    overlaps = 0
+    for family in (operator, ~operator):
+        idx = np.flatnonzero(family)
+        p, k = operator_parents(track[idx], start[idx], end[idx])
+        parent[idx] = np.where(p >= 0, idx[np.maximum(p, 0)], -1)
+        overlaps += k
+    return parent, overlaps
 
 
 def track_of(host_like: pd.DataFrame, codes: dict) -> np.ndarray:
@@ -32,27 +55,32 @@ def track_of(host_like: pd.DataFrame, codes: dict) -> np.ndarray:
 
 
 def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
-    """Host slices in forest order with ``depth``/``parent`` (their call tree per trace file and
-    thread), ``op_row`` (the framework op each belongs to) and the forest for point queries."""
+    """Host slices in forest order with ``depth`` (nesting of all slices of the thread, as drawn),
+    ``parent`` (torch's operator tree, other slices in a tree of their own: see
+    :func:`family_parents`), ``op_row`` (the framework op each belongs to) and the operator
+    forest for point queries."""
     if host.empty:
         host = pd.DataFrame({c: pd.Series(dtype=t) for c, t in HOST_COLUMNS.items()})
         for c, t in (("role", object), ("_file", int), ("correlation", "Int64"),
                      ("external_id", "Int64"), ("rank", int), ("_track", int)):
             host[c] = pd.Series(dtype=t)
         host["op_row"] = pd.Series(dtype=np.int64)
-        return host, Forest({}, np.zeros(0, np.int64), np.zeros(0, np.int64),
-                             np.zeros(0, np.int64), np.zeros(0, np.int64))
+        empty = np.zeros(0, np.int64)
+        return host, Forest({}, empty, empty, empty, empty, empty)
     keys = host["_file"].astype(str) + "\x1f" + host["pid"].astype(str) + "\x1f" + host["tid"].astype(str)
     uniq = sorted(keys.unique())
     codes = {k: i for i, k in enumerate(uniq)}
     track = keys.map(codes).to_numpy(np.int64)
     start = host["ts_ns"].to_numpy(np.int64)
     end = start + host["dur_ns"].to_numpy(np.int64)
-    order, depth, parent, clipped = call_forest(track, start, end)
+    order, depth, _, _ = call_forest(track, start, end)
     host = host.iloc[order].reset_index(drop=True)
-    if clipped:
-        meta.warn("improper-nesting", f"{clipped} host slices start inside another slice of their "
-                                      "thread but end after it; nested under it (clipped) for call trees")
+    operator = operator_rows(host["role"].to_numpy())
+    parent, overlaps = family_parents(track[order], start[order], end[order], operator)
+    if overlaps:
+        meta.warn("improper-nesting", f"{overlaps} host slices start inside another slice of their "
+                                      "thread but end after it; as torch does, that slice is then "
+                                      "no parent (call trees, Self CPU)")
     out = pd.DataFrame({
         "name": host["name"].astype(str).to_numpy(),
         "category": host["cat"].astype(str).to_numpy(),
@@ -72,7 +100,12 @@ def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
     out["external_id"] = host["external_id"].to_numpy()
     out["_file"] = host["_file"].to_numpy()
     out["_track"] = track[order]
-    forest = Forest(codes, track[order], start[order], end[order], parent)
+    ops = np.flatnonzero(operator)
+    position = np.full(len(out), -1, np.int64)
+    position[ops] = np.arange(len(ops))
+    op_parent = parent[ops]
+    forest = Forest(codes, track[order][ops], start[order][ops], end[order][ops],
+                    np.where(op_parent >= 0, position[np.maximum(op_parent, 0)], -1), ops)
     out["op_row"] = _op_rows(out)
     return out, forest
 
@@ -147,8 +180,7 @@ def link_devices(host: pd.DataFrame, dev: pd.DataFrame, flows: pd.DataFrame, for
         ends = flows[flows["ph"] == "f"]
         if len(starts) and len(ends):
             qt = track_of(starts, forest.track_codes)
-            bound = enclosing(forest.track, forest.start, forest.end, forest.parent,
-                                    qt, starts["ts_ns"].to_numpy(np.int64))
+            bound = forest.enclosing_row(qt, starts["ts_ns"].to_numpy(np.int64))
             starts = starts.assign(_host=bound)
             starts = starts[starts["_host"] >= 0].drop_duplicates(["_file", "cat", "flow_id"])
             # device side: a flow end binds to the device slice starting at its ts on that lane

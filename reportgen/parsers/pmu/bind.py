@@ -141,7 +141,10 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
                           "stream edges match no command (pause markers) and were dropped", str(core.path))
                 s = s.take(keep)
         secs = _node_sections(cl, core, engine, chip)
-    rec = _bind(s, secs, cl, core, engine, chip, meta)
+    second_pass = bmodel and core.bmodel_des.get(engine) and cl is not None and (len(cl) or cl.des)
+    rec = _bind(s, secs, cl, core, engine, chip, meta, warn_unpaired=not second_pass)
+    if second_pass:
+        _bind_still_unbound(rec, s, cl, core, engine, chip, meta)
     if secs is not None and engine == "TIU" and len(s):
         # unbound records at both ends of a TIU stream are dropped (nothing explains them)
         bound = rec["source"] != UNBOUND
@@ -159,7 +162,28 @@ def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Bind
     return describe_records(s, rec, engine, core.index, chip, meta, core.file)
 
 
-def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> dict[str, np.ndarray]:
+def _bind_still_unbound(rec: dict, s: Stream, cl: CommandList, core, engine: str, chip: Chip,
+                        meta: Meta) -> None:
+    """bmodel second pairing pass (spec §10): the records the descriptor blocks left unbound
+    are paired with the DYN_DATA commands. They are cut into id runs of their own, also where
+    a bound record lies between two of them, so a run never spans a descriptor block's
+    records; a record already bound is never rebound."""
+    rest = np.flatnonzero(rec["source"] == UNBOUND)
+    if not len(rest):
+        return
+    gaps = np.flatnonzero(np.diff(rest) > 1) + 1
+    sub = _bind(s.take(rest), _node_sections(cl, core, engine, chip), cl, core, engine, chip,
+                meta, cuts=gaps)
+    paired = rest[sub["source"] != UNBOUND]
+    hit = sub["source"] != UNBOUND
+    for key, values in sub.items():
+        rec[key][paired] = values[hit]
+
+
+def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta, *,
+          warn_unpaired: bool = True, cuts: np.ndarray | None = None) -> dict[str, np.ndarray]:
+    """What explains each record of ``s``: its PMU id runs (also cut at positions ``cuts``)
+    aligned with the command sections ``secs``."""
     n = len(s)
     rec = {
         "source": np.full(n, UNBOUND, np.int8),  # UNBOUND, NODE or DESC
@@ -171,9 +195,9 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta) -> di
     }
     if secs is None or n == 0:
         return rec
-    m_start, m_span = match.id_runs(s["id"])
+    m_start, m_span = match.id_runs(s["id"], cuts)
     pairs = match.align_sections(m_span, secs.spans)
-    if len(pairs) < min(len(m_span), len(secs.spans)):
+    if warn_unpaired and len(pairs) < min(len(m_span), len(secs.spans)):
         meta.warn("unpaired-sections", f"{engine} core {core.index}: {len(m_span) - len(pairs)} of "
                   f"{len(m_span)} PMU id runs found no command section of the same length",
                   str(core.path))

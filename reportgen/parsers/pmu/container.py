@@ -178,6 +178,14 @@ def core_files(directory: Path) -> list[Path]:
     return sorted(files, key=lambda p: [int(n) for n in _NUMBERS.findall(p.name)])
 
 
+def core_number(path: Path) -> int | None:
+    """The core a core file names (the last number in ``cdmlib<N>.profile``), None without one.
+    The decoder numbers cores by position in :func:`core_files`; this is the number the runtime
+    (and the compiler's ``core_id``) gave the core."""
+    numbers = _NUMBERS.findall(path.name)
+    return int(numbers[-1]) if numbers else None
+
+
 def cdma_files(directory: Path, chip: Chip) -> dict[int, Path]:
     ports: dict[int, Path] = {}
     for p in sorted(directory.glob("cdma*.profile")):

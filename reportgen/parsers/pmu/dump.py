@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import struct
-import sys
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -22,8 +21,8 @@ from pathlib import Path
 from typing import Callable, TypeVar
 
 import numpy as np
-from tqdm import tqdm
 
+from reportgen import progress as progress_bars
 from reportgen.errors import InputError
 from reportgen.model import Meta, Profile
 from reportgen.options import MAX_INPUT_MB
@@ -146,8 +145,7 @@ def _num(x: float):
 
 
 def _check_names(files: list[Path], meta: Meta) -> None:
-    import re
-    numbers = [int(m[-1]) if (m := re.findall(r"\d+", f.name)) else None for f in files]
+    numbers = [container.core_number(f) for f in files]
     if numbers != list(range(len(files))) and None not in numbers:
         meta.warn("core-numbering", f"core files are numbered {numbers}: cores are taken in that "
                   "order as 0..N-1 (a missing file renumbers the following cores)", str(files[0].parent))
@@ -168,8 +166,11 @@ def _in_threads(work: Callable[[T, Meta], R], items: list[T], meta: Meta, progre
         jobs = range(len(items))
         call = lambda i: work(items[i], local[i])  # noqa: E731
         done = pool.map(call, jobs) if THREADS > 1 else map(call, jobs)
-        out = list(tqdm(done, total=len(items), desc=progress, unit="core", disable=quiet or not progress,
-                        leave=False, file=sys.stderr))
+        out = []
+        with progress_bars.bar(len(items), progress, "core", quiet or not progress) as bar:
+            for result in done:
+                out.append(result)
+                bar.update()
     for m in local:
         meta.merge(m)
     return out

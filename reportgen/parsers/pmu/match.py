@@ -126,11 +126,14 @@ def sdma_order_fix(ids: np.ndarray) -> np.ndarray:
 
 # -- sections --------------------------------------------------------------------------------
 
-def id_runs(ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """Start index of each run of strictly increasing ids, and each run's span."""
+def id_runs(ids: np.ndarray, cuts: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
+    """Start index of each run of strictly increasing ids, and each run's span; a run also
+    starts at every position in ``cuts``."""
     if len(ids) == 0:
         return np.zeros(0, np.int64), np.zeros(0, np.int64)
     brk = np.flatnonzero(ids[1:] <= ids[:-1]) + 1
+    if cuts is not None and len(cuts):
+        brk = np.union1d(brk, cuts[(cuts > 0) & (cuts < len(ids))])
     starts = np.concatenate([[0], brk])
     ends = np.concatenate([brk, [len(ids)]]) - 1
     span = ids[ends] - ids[starts] + 1

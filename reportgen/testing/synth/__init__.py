@@ -36,15 +36,18 @@ records only); ``time_wrap`` (core 0's faster counter wraps u32 in its first ker
 ``ring_core`` (that core's GDMA ring is lapped: rotated records, no ``*_record`` lines, the
 decoder drops the 2 oldest survivors as "init", Q12); ``rvt_ratio`` (AKSV RVT_NODE_SET kernels,
 no descriptors); ``des_ratio`` (kernels dispatched as DES chains in BLOCK_DES_KV);
-``batch_idx`` (BATCH_IDX nodes); ``slow_kernel``/``slow_factor`` (that kernel kind's TIU
-commands take slow_factor times longer, every random draw unchanged) and ``extra_kernel`` (one
-more kernel of that kind at the end of every busy core, drawn after all others): pairs of runs
-with known differences. Same seed and options -> byte-identical files.
+``batch_idx`` (BATCH_IDX nodes); ``bmodel`` (a bmodel capture, spec §10: `bmodel` line, arch
+5/6, each kernel's commands as BLOCK_DES_BDC/GDMA/SDMA descriptor blocks) with ``dyn_ratio``
+(that share of kernels recorded as DYN_DATA nodes instead, for the second pairing pass; truth
+kernel names only for those); ``slow_kernel``/``slow_factor`` (that kernel kind's TIU commands
+take slow_factor times longer, every random draw unchanged) and ``extra_kernel`` (one more
+kernel of that kind at the end of every busy core, drawn after all others): pairs of runs with
+known differences. Same seed and options -> byte-identical files.
 
 Modules: ``catalogue`` (operations and kernels), ``config`` (SynthConfig), ``schedule`` (step 1:
 physical timeline), ``rows`` (step 3: program order, ids, raw counters), ``records`` (PMU
 records), ``descriptors`` (step 4: register tables and packer), ``dyn`` (DYN_DATA / DYN_EXTRA /
-BLOCK_DES_KV), ``truth`` (step 5), ``writer`` (step 2 and the files), ``cli`` (``main``).
+BLOCK_DES_KV), ``bmodel`` (dynamic kernels, descriptor blocks), ``truth`` (step 5), ``writer`` (step 2 and the files), ``cli`` (``main``).
 """
 from reportgen.testing.synth.cli import main
 from reportgen.testing.synth.config import SynthConfig

@@ -24,7 +24,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--arch", default="AKS", choices=sorted(df.CHIPS))
     ap.add_argument("--cores", type=int, default=None)
     ap.add_argument("--cmds-per-core", type=int, default=1000)
-    ap.add_argument("--mode", type=int, default=2, choices=(0, 1, 2))
+    ap.add_argument("--mode", type=int, default=None, choices=(0, 1, 2),
+                    help="capture mode (default 2; a bmodel capture's DYN_DATA is mode 1)")
     ap.add_argument("--seed", type=int, default=1)
     ap.add_argument("--tiu-freq", type=int, default=1000)
     ap.add_argument("--ports", default=None, help="CDMA ports, e.g. 0,1 ('' for none)")
@@ -40,17 +41,30 @@ def main(argv: list[str] | None = None) -> int:
                     "--slow-factor times longer (e.g. conv, matmul, norm, quant)")
     ap.add_argument("--slow-factor", type=int, default=2)
     ap.add_argument("--extra-kernel", default=None, help="one more kernel of this kind at the end")
+    ap.add_argument("--bmodel", action="store_true",
+                    help="bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA descriptor blocks")
+    ap.add_argument("--dyn-ratio", type=float, default=0.0,
+                    help="bmodel: share of kernels recorded in DYN_DATA instead of blocks")
+    ap.add_argument("--layers", type=int, default=0,
+                    help="a compiled model of N ops: tensor_location.json + final.mlir in the "
+                         "dump, expected_layers.csv beside it")
+    ap.add_argument("--layer-format", default="new", choices=("new", "old"))
+    ap.add_argument("--layer-tail", type=int, default=3,
+                    help="TIU and GDMA commands per core owned by no layer")
     ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
     ap.add_argument("--no-truth", action="store_true",
                     help="skip expected_commands.csv (faster for big benchmark dumps)")
     a = ap.parse_args(argv)
-    cfg = SynthConfig(arch=a.arch, cores=a.cores, cmds_per_core=a.cmds_per_core, mode=a.mode,
+    cfg = SynthConfig(arch=a.arch, cores=a.cores, cmds_per_core=a.cmds_per_core,
+                      mode=a.mode if a.mode is not None else 1 if a.bmodel else 2,
                       seed=a.seed, tiu_freq=a.tiu_freq,
                       cdma_ports=None if a.ports is None else _parse_ints(a.ports),
                       idle_cores=_parse_ints(a.idle_cores), id_wrap=a.id_wrap,
                       time_wrap=a.time_wrap, ring_core=a.ring_core, rvt_ratio=a.rvt_ratio,
-                      des_ratio=a.des_ratio, batch_idx=a.batch_idx, slow_kernel=a.slow_kernel,
-                      slow_factor=a.slow_factor, extra_kernel=a.extra_kernel,
+                      des_ratio=a.des_ratio, batch_idx=a.batch_idx,
+                      bmodel=a.bmodel, dyn_ratio=a.dyn_ratio, layers=a.layers,
+                      layer_format=a.layer_format, layer_tail=a.layer_tail,
+                      slow_kernel=a.slow_kernel, slow_factor=a.slow_factor, extra_kernel=a.extra_kernel,
                       dump_name=a.dump_name, write_truth=not a.no_truth)
     t0 = time.perf_counter()
     try:

@@ -26,6 +26,12 @@ class SynthConfig:
     slow_kernel: str | None = None      # this kernel kind's TIU commands take slow_factor x longer
     slow_factor: int = 2
     extra_kernel: str | None = None     # one more kernel of this kind at the end of every busy core
+    bmodel: bool = False                # bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA (§10)
+    dyn_ratio: float = 0.0              # bmodel: share of kernels recorded in DYN_DATA instead
+    layers: int = 0                     # > 0: a compiled model of that many ops, with
+    #                                     tensor_location.json + final.mlir (layer-info.md)
+    layer_format: str = "new"           # "old": bdc_gdma_id keys, no core_id / is_local (§2)
+    layer_tail: int = 3                 # TIU and GDMA commands per core after the last op
     max_record_num: int = 131072
     tail_offset_ns: int = 850000
     dump_name: str = "cdm_profile_data_dev0-0"
@@ -44,7 +50,19 @@ class SynthConfig:
         anchor_present = cores == chip["core_num"]
         ports = self.cdma_ports
         if ports is None:
-            ports = (0, 1) if anchor_present else ()
+            ports = (0, 1) if anchor_present and not (self.bmodel or self.layers) else ()
+        if self.bmodel and (ports or self.mode != 1 or self.rvt_ratio or self.des_ratio
+                            or self.batch_idx or self.ring_core is not None or self.id_wrap):
+            raise ValueError("a bmodel capture has no CDMA ports, RVT/DES kernels, BATCH_IDX, "
+                             "lapped ring or id wrap, and its DYN_DATA is condensed (mode 1)")
+        if self.layers and (self.cdma_ports or self.rvt_ratio or self.des_ratio or self.id_wrap
+                            or self.ring_core is not None):
+            raise ValueError("a layer capture is one compiled subnet per core: no CDMA ports, "
+                             "RVT/DES kernels, id wrap or lapped ring")
+        if self.layers < 0 or self.layer_tail < 0 or self.layer_format not in ("new", "old"):
+            raise ValueError("layers and layer_tail are counts >= 0; layer_format is new or old")
+        if self.dyn_ratio and not self.bmodel:
+            raise ValueError("dyn_ratio applies to bmodel captures (--bmodel)")
         ports = tuple(sorted(set(int(p) for p in ports)))
         if ports and not anchor_present:
             raise ValueError("CDMA ports need the anchor core CORE_NUM-1 in the dump "
@@ -73,8 +91,8 @@ class SynthConfig:
             raise ValueError("RVT nodes need DYN_DATA (mode 1 or 2)")
         if (self.des_ratio or self.batch_idx) and self.mode == 0:
             raise ValueError("DES dispatch and BATCH_IDX need DYN_DATA (mode 1 or 2)")
-        if not (0 <= self.rvt_ratio <= 1 and 0 <= self.des_ratio <= 1):
-            raise ValueError("rvt_ratio and des_ratio are shares between 0 and 1")
+        if not all(0 <= x <= 1 for x in (self.rvt_ratio, self.des_ratio, self.dyn_ratio)):
+            raise ValueError("rvt_ratio, des_ratio and dyn_ratio are shares between 0 and 1")
         for kind in (self.slow_kernel, self.extra_kernel):
             if kind is not None and kind not in KINDS:
                 raise ValueError(f"unknown kernel kind {kind!r}; expected one of {sorted(KINDS)}")

@@ -35,7 +35,8 @@ def _extra_block(blobs: dict[int, np.ndarray], order_pos: dict[int, np.ndarray],
 
 
 def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes: dict[str, int],
-               layouts: dict[str, Layout]) -> tuple[np.ndarray, bytes, list[bytes]]:
+               layouts: dict[str, Layout], id_resets: bool = True
+               ) -> tuple[np.ndarray, bytes, list[bytes]]:
     """DYN_DATA words, the DYN_EXTRA payload (mode 2, else empty) and the BLOCK_DES_KV payloads
     of a core's rows (program order, as :func:`~reportgen.testing.synth.rows.core_rows`)."""
     eng = rows["engine"]
@@ -67,6 +68,8 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
     des_types = (("TIU", df.DynType.DES_TIU), ("GDMA", df.DynType.DES_GDMA),
                  ("SDMA", df.DynType.DES_SDMA))
     for ki, run in enumerate(prog.kernels):
+        if run.in_blocks:                  # bmodel: its commands are in descriptor blocks
+            continue
         end = kb[ki + 1] if ki + 1 < len(kb) else n
         hdr = [df.func_name_words(run.func)]
         if run.batch is not None:
@@ -81,8 +84,9 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
                             np.array([len(idx)], "<u4")]
             pieces += hdr + [df.pack_dyn_words([int(df.DynType.FUNC_END)])]
             continue
-        hdr.append(df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
-                                     [codes["TIU"], codes["GDMA"], codes["SDMA"]]))
+        if id_resets:
+            hdr.append(df.pack_dyn_words(np.full(3, int(df.DynType.ID_RESET)),
+                                         [codes["TIU"], codes["GDMA"], codes["SDMA"]]))
         for p in run.ports:
             hdr.append(df.pack_dyn_words([int(df.DynType.ID_RESET)], [codes["CDMA"]], 0, 0,
                                          [p << 8]))
@@ -92,7 +96,7 @@ def dyn_blocks(rows: dict[str, np.ndarray], prog: CoreProgram, mode: int, codes:
     kv_blocks = []
     if chains:
         order = np.concatenate([idx for _, idx in chains])
-        buf, offs, lens = _pack_rows(rows, order, layouts)
+        buf, offs, lens = pack_rows(rows, order, layouts)
         at = 0
         for key, idx in chains:
             k = len(idx)
@@ -118,7 +122,7 @@ def _pack_layout(rows, idx: np.ndarray, layout: Layout) -> np.ndarray:
     return pack_descriptors(layout, len(idx), descriptor_values(layout.op, sub))
 
 
-def _pack_rows(rows, idx: np.ndarray, layouts: dict[str, Layout]):
+def pack_rows(rows, idx: np.ndarray, layouts: dict[str, Layout]):
     """Descriptors of rows ``idx`` back to back (ragged): bytes, offsets, lengths."""
     lay = OP_LAYOUT[rows["op"][idx]]
     lens = np.zeros(len(idx), np.int64)

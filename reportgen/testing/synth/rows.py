@@ -32,9 +32,11 @@ def _group_rank(keys: np.ndarray) -> np.ndarray:
     return rank
 
 
-def core_rows(prog: CoreProgram, base: int, tiu_freq: int) -> dict[str, np.ndarray]:
+def core_rows(prog: CoreProgram, base: int, tiu_freq: int, id_resets: bool = True
+              ) -> dict[str, np.ndarray]:
     """All commands of a core in program order (column arrays), with ids, dependency ids and raw
-    counters; ``base`` is the core's counter value at t = 0 ns."""
+    counters; ``base`` is the core's counter value at t = 0 ns. Ids restart at every kernel,
+    or (``id_resets`` False: one compiled subnet) count on from the profile-init commands."""
     f = tiu_freq
     n_init = len(prog.init)
     parts = [prog.init]                     # already in dispatch order
@@ -49,7 +51,8 @@ def core_rows(prog: CoreProgram, base: int, tiu_freq: int) -> dict[str, np.ndarr
     port = allc["port"]
     # id counters: per (kernel, engine[, port]); SDMA init+VSDMA share the init group
     ekey = engine_order(eng)
-    key = (allc["kernel"] + 1) * 64 + ekey * 16 + np.where(eng == "CDMA", port + 1, 0)
+    key = ((allc["kernel"] + 1) * 64 if id_resets else 0) + ekey * 16 + np.where(
+        eng == "CDMA", port + 1, 0)
     ids = _group_rank(key)
     allc["id"] = ids
     # dependency ids: first compute of an iteration waits for the last load of it, first

@@ -198,6 +198,7 @@ class KernelRun:
     ports: tuple[int, ...]
     des: bool = False   # dispatched as DES chains: no NODE_SETs, descriptors in BLOCK_DES_KV
     batch: int | None = None  # BATCH_IDX value written after the FUNC record
+    in_blocks: bool = False   # bmodel: in BLOCK_DES_* descriptor blocks, not in DYN_DATA
 
 
 @dataclass

@@ -38,8 +38,10 @@ def truth_table(cfg: SynthConfig, core_rows: dict[int, dict], programs: dict[int
         e_ns = np.round(rows["end_raw"] / fr * 1000).astype(np.int64)
         delta = sync_ns[core] - ref
         idx = np.flatnonzero(keep)
-        kern_names = np.array([r.func if cfg.mode else r.kind for r in programs[core].kernels]
-                              + [""], object)
+        # a bmodel decoder learns a kernel's name from DYN_DATA only
+        kern_names = np.array([("" if r.in_blocks else r.func) if cfg.bmodel
+                               else r.func if cfg.mode else r.kind
+                               for r in programs[core].kernels] + [""], object)
         op = rows["op"][idx]
         parts.append(pd.DataFrame({
             "core": core, "engine": eng[idx], "port": pd.array([pd.NA] * len(idx), "Int64"),

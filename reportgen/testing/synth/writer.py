@@ -13,9 +13,11 @@ import numpy as np
 import pandas as pd
 
 from reportgen.testing import dumpformat as df
+from reportgen.testing.synth.bmodel import descriptor_blocks, pick_dynamic
 from reportgen.testing.synth.catalogue import OP_INDEX
 from reportgen.testing.synth.config import SynthConfig
 from reportgen.testing.synth.descriptors import register_layouts
+from reportgen.testing.synth.layers import write_layer_files
 from reportgen.testing.synth.dyn import dyn_blocks
 from reportgen.testing.synth.records import U32, cdma_records, dma_records, tiu_records
 from reportgen.testing.synth.rows import core_rows
@@ -32,6 +34,7 @@ class SynthResult:
     truth: pd.DataFrame
     meta: dict
     files: dict[str, int]          # file name -> size in bytes
+    layers: pd.DataFrame | None = None   # expected_layers.csv (layer captures)
 
 
 class DumpWriter:
@@ -68,7 +71,13 @@ class DumpWriter:
     def _write(self, outdir: Path, dump: Path) -> SynthResult:
         cfg, rng = self.cfg, self.rng
         programs, seq, rvt_kernels, des_kernels, submitter = plan(cfg, rng)
-        self._check_runs(programs)
+        if not cfg.layers:              # a layer capture has no id resets
+            self._check_runs(programs)
+        dyn_kernels = pick_dynamic(programs, cfg.dyn_ratio, rng) if cfg.dyn_ratio else []
+        if cfg.bmodel and not cfg.dyn_ratio:
+            for p in programs.values():
+                for run in p.kernels:
+                    run.in_blocks = True
         files: dict[str, int] = {}
         counts: dict[str, int] = {}
         sync_ns = {}
@@ -94,7 +103,8 @@ class DumpWriter:
                 hi = max(top - span_guess - 10_000_000, 200_000_000)
                 base = int(rng.integers(100_000_000, hi))
             bases[core] = base
-            rows_by_core[core] = core_rows(programs[core], base, cfg.tiu_freq)
+            rows_by_core[core] = core_rows(programs[core], base, cfg.tiu_freq,
+                                           id_resets=not cfg.layers)
         # ring buffer: the lapped core keeps its last `cap` GDMA records (rotated)
         ring = self._ring_plan(rows_by_core) if cfg.ring_core is not None else None
         max_rec = cfg.max_record_num
@@ -122,7 +132,10 @@ class DumpWriter:
             files[name] = len(blob)
             counts[f"cdma_port{p}_record"] = len(prow["start_raw"])
             port_rows[p] = prow
-        lines = [f"arch={self.chip['arch']}", f"tpu_freq={cfg.tiu_freq}",
+        # the bmodel runtime marks its captures with a bare `bmodel` line and writes arch 5/6
+        lines = ["bmodel", f"arch={self.chip['bmodel_arch']}"] if cfg.bmodel else \
+            [f"arch={self.chip['arch']}"]
+        lines += [f"tpu_freq={cfg.tiu_freq}",
                  f"max_record_num={max_rec}", f"core_num={cfg.cores}"]
         if ring is None:
             lines += [f"{k}={v}" for k, v in counts.items()]
@@ -131,6 +144,10 @@ class DumpWriter:
         (dump / "global.profile").write_text(gp)
         files["global.profile"] = len(gp)
         truth = truth_table(cfg, rows_by_core, programs, port_rows, sync_ns, anchor, ring)
+        layers = (write_layer_files(dump, outdir, cfg, rows_by_core, rng, cfg.write_truth)
+                  if cfg.layers else None)
+        for name in ("tensor_location.json", "final.mlir") if cfg.layers else ():
+            files[name] = (dump / name).stat().st_size
         meta = {
             "arch": cfg.arch, "cores": cfg.cores, "mode": cfg.mode, "seed": cfg.seed,
             "tiu_freq": cfg.tiu_freq, "cmds_per_core": cfg.cmds_per_core,
@@ -148,17 +165,20 @@ class DumpWriter:
             "id_wrap": cfg.id_wrap, "time_wrap": cfg.time_wrap, "ring_core": cfg.ring_core,
             "ring_capacity": ring["cap"] if ring else None, "max_record_num": max_rec,
             "counter_base": {str(c): b for c, b in bases.items()},
-            "tail_offset_ns": cfg.tail_offset_ns, "bmodel": False, "compat": "0.3.7",
+            "tail_offset_ns": cfg.tail_offset_ns, "bmodel": cfg.bmodel,
+            "dyn_kernels": dyn_kernels, "compat": "0.3.7",
             "edge_markers": False, "trace": None,
             "generator": "reportgen.testing.synth", "dump_dir": cfg.dump_name,
             "commands": int(len(truth)),
+            "layers": cfg.layers, "layer_format": cfg.layer_format if cfg.layers else None,
+            "layer_records": None if layers is None else int(len(layers)),
         }
         if cfg.write_truth:
             with atomic_open(outdir / "expected_commands.csv", newline="") as fh:
                 truth.to_csv(fh, index=False)
         with atomic_open(outdir / "generator_meta.json") as fh:
             fh.write(json.dumps(meta, indent=1) + "\n")
-        return SynthResult(dump, truth, meta, files)
+        return SynthResult(dump, truth, meta, files, layers)
 
     # -- decoder-constraint checks --------------------------------------------------------
     def _check_runs(self, programs):
@@ -217,8 +237,14 @@ class DumpWriter:
                 tsync = int(np.round(rows["end_raw"][m[1]] / cfg.tiu_freq * 1000))
             n_by[e] = len(rec)
             blocks.append(df.block_bytes(bt, rec.tobytes()))
-        if cfg.mode >= 1:
-            words, extra, kv_blocks = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
+        if cfg.bmodel:
+            blocks += descriptor_blocks(rows, prog, self.layouts)
+            if any(not run.in_blocks for run in prog.kernels):
+                words, _, _ = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts)
+                blocks.append(df.block_bytes(df.BlockType.DYN_DATA, words.tobytes()))
+        elif cfg.mode >= 1:
+            words, extra, kv_blocks = dyn_blocks(rows, prog, cfg.mode, self.codes, self.layouts,
+                                                 id_resets=not cfg.layers)
             for kv in kv_blocks:       # writers emit 3, 4, 11, 17..., 6, 5 (§4)
                 blocks.append(df.block_bytes(df.BlockType.BLOCK_DES_KV, kv))
             if cfg.mode == 2:
@@ -256,7 +282,8 @@ class DumpWriter:
         return df.block_bytes(df.BlockType.MONITOR_CDMA, rec.tobytes()), rows
 
 
-DUMP_FILE_PATTERNS = ("global.profile", "cdmlib*.profile", "cdma*.profile")
+DUMP_FILE_PATTERNS = ("global.profile", "cdmlib*.profile", "cdma*.profile",
+                      "tensor_location.json", "final.mlir")
 
 
 def _dump_files(d: Path) -> set[Path]:

@@ -17,16 +17,17 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
 
 Modules: palette (colours), payload (timeline codec), summary (engine summary table), charts,
-tables, jsonsafe (strict JSON in <script>), page (templates, assembly).
+tables, jsonsafe (strict JSON in <script>), diagnosis (the Diagnosis tab and the per-core uArch
+rate charts, drawn by templates/diagnosis.js), page (templates, assembly).
 """
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 
 import pandas as pd
 
 from reportgen.errors import OutputError
+from reportgen.progress import bar as progress_bar
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.html.page import render
@@ -34,12 +35,10 @@ from reportgen.writers.html.page import render
 
 def write(profile: Profile, summary: pd.DataFrame, out_dir, *, quiet: bool = False) -> Path:
     """Write ``out_dir/PerfWeb/result.html`` atomically and return its path."""
-    from tqdm import tqdm
-
     target = Path(out_dir) / "PerfWeb" / "result.html"
-    with tqdm(total=4, desc="html", unit="stage", file=sys.stderr, disable=quiet, leave=False) as bar:
+    with progress_bar(4, "html", "stage", quiet) as bar:
         def progress(stage: str) -> None:      # called as each of the 4 stages starts
-            bar.set_postfix_str(stage, refresh=False)
+            bar.describe(stage)
             bar.update(1)
 
         text = render(profile, summary, progress)

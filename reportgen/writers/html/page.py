@@ -20,12 +20,15 @@ import pandas as pd
 
 from reportgen.version import __version__
 from reportgen.analysis import timeline
+from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
-from reportgen.writers.html import charts, tables
+from reportgen.writers.html import charts, diagnosis, tables
 from reportgen.writers.html.jsonsafe import clean, json_for_script
+from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
 from reportgen.writers.html.payload import URATE_SCALE, collect_items, encode_items
 from reportgen.writers.html.summary import summary_table
+from reportgen.writers.html.units import fmt_duration
 
 #: Commands visible at once below which the timeline draws real bars with hover.
 BAR_LIMIT = 3000
@@ -59,21 +62,43 @@ def plotly_bundle_b64() -> str:
 
 
 def meta_rows(profile: Profile, span_ns: int) -> list[tuple[str, str]]:
-    """The capture facts at the top of the page."""
+    """The capture facts of the page. Clocks, CDMA ports and the capture mode describe a PMU
+    dump only; a framework trace shows its source, devices and counts."""
     m = profile.meta
     c = profile.commands
     chip = m.chip + (f" ({m.chip_alias})" if m.chip_alias else "")
-    rows = [("Chip", chip or "unknown"), ("Source", m.source), ("Input", m.input_path or "-"),
-            ("Cores", str(m.num_cores)),
-            ("CDMA ports", ", ".join(str(p) for p in m.cdma_ports) or "none"),
-            ("TIU clock", f"{m.tiu_freq_mhz:g} MHz"), ("DMA clock", f"{m.dma_freq_mhz:g} MHz"),
-            ("Capture mode", m.mode or "unknown"),
-            ("Commands", f"{len(c):,}"),
-            ("Span", f"{span_ns / 1e3:,.3f} µs")]
+    if m.is_pmu:
+        rows = [("Chip", chip or "unknown"), ("Source", m.source), ("Input", m.input_path or "-"),
+                ("Cores", str(m.num_cores)),
+                ("CDMA ports", ", ".join(str(p) for p in m.cdma_ports) or "none"),
+                ("TIU clock", f"{m.tiu_freq_mhz:g} MHz"), ("DMA clock", f"{m.dma_freq_mhz:g} MHz"),
+                ("Capture mode", m.mode or "unknown"),
+                ("Commands", f"{len(c):,}")]
+    else:
+        devices = int(c["core"].nunique()) if len(c) else 0
+        rows = [("Source", m.source), ("Input", m.input_path or "-"),
+                *([("Device", chip)] if chip else []),
+                ("Devices", str(devices)), ("Device slices", f"{len(c):,}")]
+    rows.append(("Span", fmt_duration(span_ns)))
     if len(profile.host):
-        rows[-1] = ("Timeline span", f"{span_ns / 1e3:,.3f} µs (commands and host events)")
+        rows[-1] = ("Timeline span", f"{fmt_duration(span_ns)} (commands and host events)")
         rows.append(("Host events", f"{len(profile.host):,}"))
     return rows
+
+
+#: findings shown on the first screen; the others are one click away
+FINDINGS_SHOWN = 5
+
+
+def findings_list(profile: Profile) -> list[dict[str, str]]:
+    """The diagnosis findings, ranked (analysis.findings), as the overview lists them."""
+    diagnosis = getattr(profile, "diagnosis", None)
+    table = getattr(diagnosis, "findings", None)
+    if table is None or table.empty:
+        return []
+    ranked = table.sort_values("rank", kind="stable") if "rank" in table else table
+    return [{"severity": str(r.get("severity") or ""), "text": str(r.get("text") or "")}
+            for r in ranked.to_dict("records") if r.get("text")]
 
 
 def accounting_table(profile: Profile) -> dict[str, Any] | None:
@@ -122,9 +147,10 @@ def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]], overview
         tabs.append({"id": f"core-{k}", "title": f"{unit} {k}", "charts": [], "views": [f"core-{k}"],
                      "heading": f"{unit} {k}: one lane per " + ("engine" if pmu else "stream") +
                                 (" (plus the CDMA ports it submitted commands to)" if ports else "")})
-    views.append({"id": "all", "lanes": host + device})
-    tabs.append({"id": "compare", "title": "All cores" if pmu else "All devices",
-                 "charts": ["bandwidth", "busyidle"] if pmu else [], "views": ["all"]})
+    if pmu or len(cores) != 1:       # one device: its tab already shows every lane
+        views.append({"id": "all", "lanes": host + device})
+        tabs.append({"id": "compare", "title": "All cores" if pmu else "All devices",
+                     "charts": ["bandwidth", "busyidle"] if pmu else [], "views": ["all"]})
     return views, tabs
 
 
@@ -141,14 +167,18 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     hlanes = timeline.host_lanes(profile)
     n_lanes = len(lanes.names) + len(hlanes.names)
     items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
+    layer_part = layer_lanes(profile, items, t0, types, ops, n_lanes)   # None without layer files
+    if layer_part is not None:
+        items, n_lanes = layer_part.items, n_lanes + len(layer_part.lanes)
     # bandwidth predictors: bytes / duration, or bytes / (duration + one DMA clock period)
     dma_period = 1e3 / profile.meta.dma_freq_mhz if profile.meta.dma_freq_mhz else 0.0
-    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period))
+    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period),
+                                extra=layer_part.columns if layer_part else None)
     span = int(items.end.max()) if len(items.end) else 0
     overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
                                   OVERVIEW_BUCKETS)
     overview_u1 = np.round(overview * 255).astype(np.uint8)
-    lane_specs = _lane_specs(profile, lanes, hlanes)
+    lane_specs = _lane_specs(profile, lanes, hlanes) + (layer_part.lanes if layer_part else [])
     pmu = profile.meta.is_pmu
     step("charts")
     if pmu:
@@ -158,21 +188,32 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         figures = charts.framework_charts(profile, t0)
         overview_charts = list(figures)
     views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    if layer_part is not None:
+        layer_part.add_views(views, tabs, lane_specs)
+    diag = diagnosis.parts(profile, t0, types, lanes) if pmu else None
+    if diag:
+        tabs.insert(1, diag.tab)
+        figures.update(diag.charts)
     compare_html = None
     if profile.comparison is not None:            # --baseline: the Compare tab (writers/html/compare.py)
         from reportgen.writers.html.compare import TAB, compare_panel
-        tabs.insert(1, dict(TAB))
+        tabs.insert(2 if diag else 1, dict(TAB))      # after the Diagnosis tab
         compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     data = {
-        "version": __version__, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
+        "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
         "lanes": lane_specs, "views": views, "tabs": tabs, "charts": figures,
         "payload": header,
         "overview": {"buckets": OVERVIEW_BUCKETS, "b64": base64.b64encode(overview_u1.tobytes()).decode("ascii")},
     }
+    if diag:
+        data["diagnosis"] = diag.data
     if table_heads:
         data["tables"] = table_heads
+        data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
+    if layer_part is not None:
+        data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
     step("page")
     m = profile.meta
@@ -182,10 +223,14 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     return environment().get_template("result.html.j2").render(
         title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
         meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
-        summary=summary_table(summary), tabs=tabs, input_name=m.input_path or "memory",
+        summary=summary_table(summary, peaks_for(m)), tabs=tabs, findings=findings_list(profile),
+        findings_shown=FINDINGS_SHOWN, has_compare=any(t["id"] == "compare" for t in tabs), input_name=m.input_path or "memory",
         pmu=pmu, lanes_table=None if pmu else tables.static_table(profile, "Device lanes"),
         chart_titles={k: charts.FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
-        plotly_b64=plotly_bundle_b64(), compare_html=compare_html)
+        plotly_b64=plotly_bundle_b64(), layers=layer_part,
+        diagnosis=diag.template if diag else None,
+        diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None,
+        compare_html=compare_html)

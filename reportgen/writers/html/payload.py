@@ -164,7 +164,8 @@ def collect_items(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.Host
 
 
 
-def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)) -> tuple[dict[str, Any], bytes]:
+def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,),
+                 extra: dict[str, np.ndarray] | None = None) -> tuple[dict[str, Any], bytes]:
     """Sort items by (lane, start) and pack them; returns the header and the gzip stream.
 
     Columns (per lane, in start order): ``gap`` start minus the previous item's end, ``dur``,
@@ -173,6 +174,7 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
     not bytes / (duration + pad) within BW_TOLERANCE. ``pad`` is the one of ``pads_ns`` that
     predicts most commands (a parser may count the last clock cycle, as the vendor does); it is
     written to the header as ``bw_pad_ns``. Each column has the smallest dtype that holds it.
+    ``extra`` columns (one value per item, e.g. the layer view's ``layer``) follow, in the same order.
     """
     order = np.lexsort((items.end, items.start, items.lane))
     lane = items.lane[order]
@@ -209,6 +211,7 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
         "urate": items.urate[order],
         "bwx_pos": np.diff(explicit, prepend=0) if len(explicit) else explicit,
         "bwx_val": bw[explicit].astype("<f8"),
+        **{name: values[order] for name, values in (extra or {}).items()},
     }
     specs, chunks, offset = [], [], 0
     for name, values in columns.items():

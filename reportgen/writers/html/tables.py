@@ -16,6 +16,7 @@ import pandas as pd
 
 from reportgen.analysis.framework import TABLE_DEFINITIONS
 from reportgen.model import Profile
+from reportgen.writers.html.units import column_time_unit, time_unit
 
 #: Rows drawn per table at once (the page says how many rows exist).
 TABLE_ROWS_SHOWN = 500
@@ -24,9 +25,10 @@ TABLE_ROWS_SHOWN = 500
 TABLE_ROWS_EMBEDDED = 20_000
 #: Definitions of tables that are not framework analyses (analysis.framework has the others).
 EXTRA_DEFINITIONS = {
-    "Device lanes": "One row per (device, stream/lane): commands, busy = union of the lane's "
-                    "slice intervals (ns), util = busy / span of the whole profile; Overall sums "
-                    "every lane.",
+    "Device lanes": "Per device, one row per stream/lane: commands, busy = union of the lane's "
+                    "work intervals (ns), idle = span - busy, util = busy / span of the whole "
+                    "profile; then the device row, busy = union over all its lanes (never above "
+                    "the span); Overall adds the devices.",
 }
 
 
@@ -41,12 +43,28 @@ def table_order(profile: Profile) -> list[str]:
 
 
 def column_format(name: str, values: pd.Series) -> dict[str, Any]:
-    """How the page shows a column: ``kind`` int | bigint | float | frac | text, ``decimals``.
+    """How the page shows a column: ``kind`` int | bigint | float | frac | time | text,
+    ``decimals``, and the header ``label``.
 
-    Numbers are shown as the analysis stored them (same unit as the column name says); only the
-    number of decimals is chosen here: none for whole numbers, 2 for percentages, 3 otherwise
-    (µs to the ns). A 0..1 utilisation column (``util``) is shown as a percentage.
+    A duration column (its name ends in ``_ns``, ``(ns)``, ``(us)``, ``(ms)``...) is shown in
+    one unit chosen from its values (:func:`units.time_unit`) and named in its header
+    (``busy_ns`` -> ``busy (ms)``): ``kind`` time, ``factor`` = stored value -> shown unit.
+    Other numbers are shown as the analysis stored them; only the number of decimals is chosen
+    here: none for whole numbers, 2 for percentages, 3 otherwise. A 0..1 utilisation column
+    (``util``) is shown as a percentage. Sorting always uses the stored values.
     """
+    fmt = _value_format(name, values)
+    stored = column_time_unit(name)
+    if stored is not None and fmt["kind"] in ("int", "float"):
+        stem, ns_per_stored = stored
+        arr = values.to_numpy(np.float64, na_value=np.nan) * ns_per_stored
+        unit, scale = time_unit(arr)
+        return {"kind": "time", "decimals": 0 if scale == 1.0 else 3, "factor": ns_per_stored / scale,
+                "label": f"{stem} ({unit})"}
+    return {**fmt, "label": name}
+
+
+def _value_format(name: str, values: pd.Series) -> dict[str, Any]:
     dtype = values.dtype
     if pd.api.types.is_bool_dtype(dtype) or not pd.api.types.is_numeric_dtype(dtype):
         return {"kind": "text", "decimals": 0}
@@ -74,6 +92,8 @@ def format_cell(value: Any, fmt: dict[str, Any]) -> str:
         return str(value)
     if kind == "frac":
         return f"{float(value) * 100:,.{d}f}%"
+    if kind == "time":
+        return f"{float(value) * fmt['factor']:,.{d}f}"
     return f"{float(value):,.{d}f}" if kind == "float" else f"{int(value):,}"   # int, bigint
 
 
@@ -105,7 +125,7 @@ def table_payload(profile: Profile) -> tuple[list[dict[str, Any]], bytes]:
         cols, values = [], []
         for j, col in enumerate(df.columns):
             fmt = column_format(str(col), df.iloc[:, j])
-            cols.append({"name": str(col), **fmt})
+            cols.append({"name": fmt.pop("label"), "stored_name": str(col), **fmt})
             values.append(_column_values(part.iloc[:, j], fmt["kind"]))
         heads.append({"id": f"t{i}", "name": name, "definition": table_definition(name),
                       "rows": int(len(df)), "embedded": int(len(part)), "columns": cols})
@@ -125,6 +145,6 @@ def static_table(profile: Profile, name: str) -> dict[str, Any] | None:
         rows.append({"overall": str(rec[0]) == "Overall",
                      "cells": [format_cell(v, f) for v, f in zip(rec, fmts)]})
     return {"name": name, "definition": table_definition(name),
-            "columns": [{"name": str(c), "text": f["kind"] == "text"} for c, f in zip(df.columns, fmts)],
+            "columns": [{"name": f["label"], "text": f["kind"] == "text"} for f in fmts],
             "rows": rows}
 

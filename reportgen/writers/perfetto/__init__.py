@@ -5,7 +5,7 @@ two runs write identical bytes)::
 
     <chip> TPU                                   device root
       Core N                                     explicit order by core number
-        Kernel Function                          one slice per func_scope (or kernel run)
+        Kernel Function                          one slice per kernel call (diagnosis), its figures as args
         TIU, TIU #2...                           commands; "#k" lanes only when commands overlap
         TIU uArch Rate (%)          [counter]    uArch rate of the running modelled TIU command
         GDMA, GDMA Bandwidth (GB/s) [counter]    summed DDR/L2M bandwidth of the running commands
@@ -20,7 +20,10 @@ double / interned string; an unknown value is left out, never written as text or
 ``Global Idx``, ``Sheet``, ``Cmd Id``, ``Cycles``, ``DMA data size(B)``, ``DDR Bandwidth(GB/s)``,
 ``L2M Bandwidth(GB/s)``, ``uArch Rate`` (a number in %), ``Direction``, ``Data Type``,
 ``Kernel Function``, ``Mode``, ``Stall Cycles``, ``Dep Cmd Id``, ``Batch``, ``Port`` and ``Core`` (CDMA:
-the submitting core).  So SQL such as
+the submitting core).  Kernel Function slices carry the call's figures of the diagnosis
+(``kernels.CALL_ARGS``: ``Wall (ns)``, ``TIU/GDMA/SDMA Busy (ns)``, ``TIU Util (%)``, ``uArch Rate``,
+``DMA data size(B)``, ``DDR/L2M Bandwidth(GB/s)``) besides ``Kernel Function``, ``Func Scope Id``
+and ``Commands``.  So SQL such as
 ``EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50`` works without CAST.
 
 Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits

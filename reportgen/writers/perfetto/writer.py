@@ -7,16 +7,17 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
-from tqdm import tqdm
 
 from reportgen.errors import OutputError
 from reportgen.model import Profile
+from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
 from reportgen.writers.perfetto.counters import counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
-from reportgen.writers.perfetto.kernels import kernels_plan
+from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
+from reportgen.writers.perfetto.layers import layers_plan
 from reportgen.writers.perfetto.trace import Plan, Trace, pairs
 
 FILE_NAME = "perfetto.pftrace"
@@ -41,8 +42,10 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     plans: list[Plan | None] = []
     if len(c):
         plans.append(commands_plan(device, c))
-        plans.append(kernels_plan(device, c))
+        plans.append(kernels_plan(device, kernel_calls(profile)))
         plans.extend(counters_plan(device, c))
+        if profile.layer_view is not None:
+            plans.append(layers_plan(device, profile.layer_view))
     if len(profile.host):
         plans.append(host_plan(device, profile.host))
     plan = [x for x in plans if x is not None and x.n]
@@ -59,7 +62,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
                        np.concatenate([p[1] for p in used_pairs] or [np.zeros(0, np.int64)]))
     trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used)
     chunks = sum(math.ceil(x.n / CHUNK) for x in plan)
-    with tqdm(total=chunks, desc="perfetto", unit="chunk", disable=quiet, leave=False) as bar:
+    with progress_bar(chunks, "perfetto", "chunk", quiet) as bar:
         for x in plan:
             for lo in range(0, x.n, CHUNK):
                 trace.write(x.encode(lo, min(lo + CHUNK, x.n)))

@@ -10,6 +10,9 @@ Layout
   its columns chosen by :mod:`.sheet_columns`: header in row 1 (frozen together with columns
   A:C), autofilter over the whole table, **Global Idx** in column C.
 * One sheet per ``profile.tables`` entry, written generically (framework analyses).
+* Print setup (``workbook.print_setup``): landscape, header rows on every page, sheet name and
+  page number in the footer; the Engine Summary one page wide; a command sheet prints its
+  command columns one page wide, its register fields are left out of the print area.
 
 Cell conventions (:mod:`.columns`): numbers are numeric cells with a number format (ratios
 are fractions shown with a ``0.0%`` format); missing values (NaN, ``<NA>``, None, "") are
@@ -53,6 +56,7 @@ from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_path
 from reportgen.writers.xlsx import summary_sheet, workbook
+from reportgen.writers.xlsx.layer_sheets import write_layer_sheets
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import cut_count
 from reportgen.writers.xlsx.diagnosis_sheets import write_diagnosis_sheets
@@ -120,6 +124,8 @@ def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame
     if profile.comparison is not None:      # --baseline: second sheet, beside the summary
         from reportgen.writers.xlsx.compare_sheet import write_compare_sheet
         write_compare_sheet(book, profile.comparison)
+    if profile.layer_view is not None:
+        write_layer_sheets(book, profile.layer_view, quiet)
     if profile.diagnosis is not None:
         write_diagnosis_sheets(book, profile.diagnosis, quiet)
     commands = profile.commands

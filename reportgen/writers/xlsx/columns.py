@@ -35,6 +35,7 @@ class Column:
     num_format: str | None = None
     note: str = ""          # shown as a comment on the header cell
     cut: int = 0            # texts cut to Excel's cell limit
+    printed: bool = True    # in the print area (register fields are not: see workbook.print_setup)
     # per distinct text, prepared once (not per chunk: a column can have a million of them):
     # its cell value, and per cell style its XML cell (filled by ``sheet_xml.cell_parts``)
     _lookup: np.ndarray | None = field(default=None, repr=False)

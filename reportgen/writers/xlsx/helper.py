@@ -120,4 +120,4 @@ def build_rows_file(cols: list[Column], styles: dict[str | None, int],
     with open(path, "w", encoding="utf-8") as fh:
         for _, _, xml in sheet_xml.row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols]):
             fh.write(xml)
-    return [(c.header, c.note, c.width()) for c in cols], n, cut_count(cols)
+    return workbook.heads_of(cols), n, cut_count(cols)

@@ -2,8 +2,10 @@
 
 A command sheet (``TIU_0``, ``GDMA_0``, ``SDMA_0``, ``CDMA_1`` ...) shows Engine Id, Core Id,
 **Global Idx** (column C, the ``global_idx`` every output shows), Cmd Id, Kernel, Function
-Type/Name, Cycles, Start/End/Duration (ns), the engine's own columns, then the register fields
-of ``profile.registers[engine]`` when they are written.
+Type/Name, Asic Cycle, Start/End/Duration (ns), the engine's own columns, then the register
+fields of ``profile.registers[engine]`` when they are written, a DMA's full source and
+destination addresses (``src_start_addr``, ``dst_start_addr``, as the vendor shows them) just
+before the ``_l32``/``_h13`` fields they are composed of.
 """
 from __future__ import annotations
 
@@ -14,6 +16,7 @@ import pandas as pd
 
 from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
 from reportgen.writers.xlsx.columns import Column, column_from_series
+from reportgen.writers.xlsx.layer_sheets import layer_columns
 
 TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
 FREEZE_COLS = 3  # Engine Id, Core Id, Global Idx stay visible while scrolling right
@@ -28,7 +31,8 @@ COMMON_SPEC = [
     ("Kernel", "kernel", None, "Kernel / layer function the command belongs to; empty if unknown."),
     ("Function Type", "func_type", None, ""),
     ("Function Name", "func_name", None, ""),
-    ("Cycles", "cycles", "#,##0", "end - start + 1 in the engine's own clock cycles."),
+    ("Asic Cycle", "cycles", "#,##0", "end - start + 1 in the engine's own clock cycles "
+     "(the vendor's name for it)."),
     ("Start Time(ns)", "start_ns", "#,##0", "Aligned across cores; 0 = earliest record."),
     ("End Time(ns)", "end_ns", "#,##0", ""),
 ]
@@ -93,14 +97,46 @@ def command_columns(frame: pd.DataFrame, engine: str, registers: pd.DataFrame | 
     if registers is not None and len(registers.columns):
         regs = registers.reindex(frame.index)
         taken = {c.header for c in cols}
-        for name in regs.columns:
+        for name in register_order(list(regs.columns)):
             s = regs[name]
             if not s.notna().any():
                 continue  # this engine's table covers other cores too
             header = str(name) if str(name) not in taken else f"{name} (reg)"
-            note = "decimal address; =DEC2HEX(cell) shows hex" if "addr" in str(name) else ""
-            cols.append(column_from_series(header, s, None, note))
+            col = column_from_series(header, s, None, _register_note(str(name), regs.columns))
+            col.printed = False
+            cols.append(col)
     return cols
+
+
+#: the split fields a full address is composed of: (low 32 bits, high bits)
+ADDRESS_PARTS = ("_l32", "_h13")
+
+
+def _is_full_address(name, names) -> bool:
+    return f"{name}{ADDRESS_PARTS[0]}" in names and f"{name}{ADDRESS_PARTS[1]}" in names
+
+
+def register_order(names: list) -> list:
+    """Register fields in table order, except that a full address the decoder composed
+    (``src_start_addr`` = ``src_start_addr_h13`` << 32 | ``src_start_addr_l32``) comes just
+    before its low part instead of at the end."""
+    full = {n for n in names if _is_full_address(n, names)}
+    out = []
+    for name in names:
+        base = str(name)[:-len(ADDRESS_PARTS[0])] if str(name).endswith(ADDRESS_PARTS[0]) else None
+        if base in full:
+            out.append(base)
+        if name not in full:
+            out.append(name)
+    return out
+
+
+def _register_note(name: str, names) -> str:
+    if _is_full_address(name, names):
+        low, high = (name + part for part in ADDRESS_PARTS)
+        return (f"Full address, as the vendor shows it: ({high} << 32) + {low}; bits 44..40 are "
+                "the memory tag (below 30 DDR, 30 L2M, 31 LMEM). Decimal; =DEC2HEX(cell) shows hex.")
+    return "decimal address; =DEC2HEX(cell) shows hex" if "addr" in name else ""
 
 
 def table_columns(table: pd.DataFrame) -> list[Column]:
@@ -119,7 +155,11 @@ COMMAND_FORMATS = sorted({fmt for spec in (COMMON_SPEC, TIU_SPEC, DMA_SPEC, OPTI
 def command_sheet_columns(profile: Profile, pos: np.ndarray, with_registers: bool) -> list[Column]:
     """The columns of the command sheet holding the commands at rows ``pos``."""
     frame = profile.commands.iloc[pos]
-    frame = frame.iloc[np.argsort(frame["global_idx"].to_numpy(), kind="stable")]
+    order = np.argsort(frame["global_idx"].to_numpy(), kind="stable")
+    frame = frame.iloc[order]
     engine = str(frame["engine"].iloc[0])
     regs = profile.registers.get(engine) if with_registers else None
-    return command_columns(frame, engine, regs)
+    columns = command_columns(frame, engine, regs)
+    if profile.layer_view is not None and engine in ("TIU", "GDMA"):
+        columns[FREEZE_COLS + 2:FREEZE_COLS + 2] = layer_columns(profile, pos[order])  # beside Kernel
+    return columns

@@ -15,6 +15,7 @@ import pandas as pd
 
 from reportgen.analysis import catalogue
 from reportgen.model import Profile
+from reportgen.writers.xlsx import workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import CELL_MAX_CHARS, Column, column_from_series
 from reportgen.writers.xlsx.workbook import Book
@@ -135,6 +136,8 @@ def write_summary_sheet(book: Book, profile: Profile, summary: pd.DataFrame,
     private.write_rows(ws, "Engine Summary", cols, 0, n, row, book.num)
     ws.autofilter(header_row, 0, header_row + n, len(cols) - 1)
     ws.freeze_panes(header_row + 1, 1)
+    # one page wide whatever the number of metrics; the engine band and header on every page
+    workbook.print_setup(ws, (header_row - 1, header_row), True, 1)
     row += n + 1
 
     ws.write_string(row, 0, "Definitions", book.key)
@@ -150,7 +153,9 @@ def write_summary_sheet(book: Book, profile: Profile, summary: pd.DataFrame,
     ws.write_string(row, 0, "Command sheets", book.key)
     ws.write_string(row, 1, "One sheet per engine and core (CDMA: per port), one row per command; "
                             "column C Global Idx is the id the HTML report and perfetto show. "
-                            "Integer register fields (addresses too) are decimal numbers.")
+                            "Integer register fields (addresses too) are decimal numbers. Printing "
+                            "shows the command columns one page wide; register fields stay on "
+                            "screen (select them and print the selection).")
     row += 2
     row = _write_accounting(book, ws, row, meta.accounting)
     return ws, row
@@ -171,8 +176,8 @@ def _write_accounting(book: Book, ws, row: int, accounting: dict[str, dict[str, 
     for sheet, counts in accounting.items():
         ws.write_string(row, 0, str(sheet))
         for c, key in enumerate(keys, 1):
-            if counts.get(key) is not None:
-                ws.write_number(row, c, counts[key], book.num("#,##0"))
+            # the parser counts only what happened: a key missing for a sheet is a zero
+            ws.write_number(row, c, counts.get(key, 0), book.num("#,##0"))
         row += 1
     return row + 1
 

@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import math
 import re
-import sys
 from pathlib import Path
 from typing import Any
 
 import xlsxwriter
-from tqdm import tqdm
 
+from reportgen.progress import bar as progress_bar
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import Column
 
@@ -21,8 +20,42 @@ SHEET_NAME_MAX = 31
 #: Only then: Excel may offer to "repair" a zip64 file written by Python's zipfile.
 _ZIP64_CELLS = (4 * 2**30 - 2**28) // 64
 
-#: (header, note, width) of each column of a sheet
-Heads = list[tuple[str, str, float]]
+#: (header, note, width, printed) of each column of a sheet
+Heads = list[tuple[str, str, float, bool]]
+
+#: a table sheet printing at most this many columns prints one page wide; a wider one prints
+#: in page-wide strips, each repeating the header row and the frozen columns
+PRINT_FIT_COLUMNS = 24
+
+
+def heads_of(columns: list[Column]) -> Heads:
+    return [(c.header, c.note, c.width(), c.printed) for c in columns]
+#: every printed page: the sheet's name on the left, "Page n of N" on the right
+PRINT_FOOTER = "&L&A&RPage &P of &N"
+
+
+def print_setup(ws, header_rows: tuple[int, int], fit_width: bool, key_columns: int) -> None:
+    """Print setup of a sheet holding a table: landscape, its ``header_rows`` (first, last) on
+    every page, one page wide if ``fit_width`` (else the ``key_columns`` on every page),
+    gridlines printed, the sheet name and page number in the footer."""
+    ws.set_landscape()
+    ws.repeat_rows(*header_rows)
+    if fit_width:
+        ws.fit_to_pages(1, 0)
+    elif key_columns:
+        ws.repeat_columns(0, key_columns - 1)
+    ws.hide_gridlines(0)
+    ws.set_footer(PRINT_FOOTER)
+
+
+def _print_table(ws, heads: Heads, rows: int, freeze_cols: int) -> None:
+    """A table sheet's print setup. Only its leading printed columns are in the print area:
+    a command sheet prints its command columns one page wide, its register fields (dozens of
+    columns, hundreds of pages) stay on screen."""
+    printed = sum(1 for h in heads if h[3])
+    if printed < len(heads):
+        ws.print_area(0, 0, max(rows, 1), max(printed, 1) - 1)
+    print_setup(ws, (0, 0), printed <= PRINT_FIT_COLUMNS, min(freeze_cols, printed))
 
 
 class Book:
@@ -79,7 +112,7 @@ class Book:
         ws = self.sheet(name, tab)
         if rows * len(heads) > _ZIP64_CELLS:
             self.wb.use_zip64()
-        for c, (header, note, width) in enumerate(heads):
+        for c, (header, note, width, _) in enumerate(heads):
             ws.set_column(c, c, width)
             private.check(ws.write_string(0, c, header, self.header), name, 0)
             if note:
@@ -87,6 +120,7 @@ class Book:
         ws.freeze_panes(1, min(freeze_cols, len(heads)))
         if heads:
             ws.autofilter(0, 0, max(rows, 0), len(heads) - 1)
+        _print_table(ws, heads, rows, freeze_cols)
         return ws, name
 
     def table_sheets(self, base: str, columns: list[Column], n: int, tab: str | None,
@@ -96,9 +130,8 @@ class Book:
         per_sheet = SHEET_MAX_ROWS - 1
         parts = max(1, math.ceil(n / per_sheet))
         names = []
-        heads = [(c.header, c.note, c.width()) for c in columns]
-        with tqdm(total=n, desc=f"xlsx {base}", unit="row", file=sys.stderr, disable=quiet,
-                  leave=False, dynamic_ncols=True) as bar:
+        heads = heads_of(columns)
+        with progress_bar(n, f"xlsx {base}", "row", quiet) as bar:
             for part in range(parts):
                 suffix = "" if part == 0 else f" ({part + 1})"
                 lo, hi = part * per_sheet, min((part + 1) * per_sheet, n)
