@@ -240,7 +240,8 @@ def test_framework_trace_compares_its_lanes_kernels_and_operators(tmp_path):
     kernels = pd.read_csv(report / "tables" / "Kernels.csv")
     for doc in docs:
         busy = {(str(r["core"]), r["engine"]): r["new_busy_ns"] for r in doc["engines"]}
-        assert busy[("0", "stream 7")] == lanes.loc[lanes["core"] == "0", "busy_ns"].item()
+        stream = (lanes["core"].astype(str) == "0") & (lanes["engine"] == "stream 7")
+        assert busy[("0", "stream 7")] == lanes.loc[stream, "busy_ns"].item()
         assert all(r["delta_busy_ns"] == 0 and r["noise_busy_ns"] for r in doc["engines"])
         got = {k["name"]: (k["status"], k["new_total_ns"], k["new_count"]) for k in doc["kernels"]}
         assert got == {n: ("both", round(t * 1000), c) for n, t, c in
