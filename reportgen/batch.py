@@ -1,85 +1,229 @@
-"""Several dumps at once: ``bigTpuProfile RUN_DIR OUT`` where RUN_DIR holds one dump directory
-per device (``cdm_profile_data_dev0-0``, ``cdm_profile_data_dev1-0``, ...).
+"""Many dumps at once (batch / cluster mode): ``bigTpuProfile RUN_DIR OUT`` where RUN_DIR holds two
+or more dump folders at any depth (``node3/cdm_profile_data_dev5-1``: device 5, call 1).
 
-Each dump gets its own complete report in ``OUT/<dump name>/`` from the same pipeline as a single
-dump; the dumps are processed in parallel processes (each writing its outputs one after another),
-and ``OUT/index.html`` compares them (one row per dump: the Overall row of its engine summary) and
-links to each report.
+Each dump is one task on Dask distributed: the task runs the same pipeline as a single dump and
+writes that dump's complete report into ``OUT/<its path below RUN_DIR>/`` (atomically, as every
+report), and sends back only a few kB (status, engine summary rows, kernel breakdown rows: a
+:class:`~reportgen.analysis.cluster.DeviceRun`). The client then writes the cluster report:
+``OUT/index.html``, ``OUT/cluster.xlsx``, ``OUT/cluster.json`` (writers/cluster.py).
+
+Where the tasks run: a ``LocalCluster`` of one single-threaded worker process per CPU we may use
+(``--jobs``), or the running scheduler given by ``--scheduler ADDRESS`` (the workers must see
+RUN_DIR and OUT at the same paths: shared storage). A dump that fails is listed with its one-line
+error; the others still report; the exit code is 1 when any failed.
 """
 from __future__ import annotations
 
-import multiprocessing as mp
+import logging
 import os
 import re
-from concurrent.futures import ProcessPoolExecutor
+import sys
+import time
+from contextlib import contextmanager
 from pathlib import Path
 
+import pandas as pd
+
 from reportgen import parallel, pipeline
-from reportgen.errors import OutputError, ReportgenError
+from reportgen.analysis.cluster import DeviceRun
+from reportgen.errors import InputError, OutputError, ReportgenError
 from reportgen.options import Options
 
 _NUMBERS = re.compile(r"\d+")
-INDEX = "index.html"
+#: what the cluster report writes at the top of OUT: no dump may be named like them
+RESERVED = ("index.html", "cluster.xlsx", "cluster.json")
+#: how deep below RUN_DIR dump folders are looked for (device / call / host folders)
+MAX_DEPTH = 4
 
 
-def dump_dirs(path: Path) -> list[Path]:
-    """Dump directories directly inside ``path`` (only when ``path`` is not itself a dump)."""
+def _natural(p: Path):
+    return [(int(n) if n.isdigit() else n) for n in re.split(r"(\d+)", str(p))]
+
+
+def find_dumps(path: Path) -> list[Path]:
+    """Dump folders (holding ``global.profile``) below ``path`` up to :data:`MAX_DEPTH` levels,
+    in natural order; none when ``path`` is itself a dump. Hidden folders are skipped; a link is
+    taken when it is a dump, never descended into (links could loop)."""
     if not path.is_dir() or (path / "global.profile").exists():
         return []
-    found = [p for p in path.iterdir() if p.is_dir() and (p / "global.profile").is_file()]
-    return sorted(found, key=lambda p: ([int(n) for n in _NUMBERS.findall(p.name)], p.name))
+    found, level = [], [path]
+    for _ in range(MAX_DEPTH):
+        below = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            for p in entries:
+                if p.name.startswith(".") or not p.is_dir():
+                    continue
+                if (p / "global.profile").is_file():
+                    found.append(p)              # a dump, also through a link (runs assembled so)
+                elif not p.is_symlink():         # never descend a link: it could loop
+                    below.append(p)
+        level = below
+    return sorted(found, key=lambda p: _natural(p.relative_to(path)))
 
 
-def _one(options: Options) -> dict:
-    """Child process: one dump's full report; returns what the index page shows."""
-    from reportgen.writers.text import summary_document
-
+def report_one(options: Options, name: str) -> DeviceRun:
+    """One dump's full report (runs in a worker); returns only its small summary tables."""
     try:
         done = pipeline.report(options)
     except ReportgenError as exc:
-        return {"input": options.input, "output": options.output, "error": str(exc)}
-    return {"input": options.input, "output": options.output, "seconds": done.seconds,
-            "files": [str(p) for p in done.files],
-            "summary": summary_document(done.profile, done.summary)}
+        return DeviceRun(name, options.input, options.output, _one_line(str(exc)))
+    except Exception as exc:  # noqa: BLE001 - one dump's bug must not sink the other dumps
+        return DeviceRun(name, options.input, options.output,
+                         _one_line(f"{options.input}: failed: {type(exc).__name__}: {exc}"))
+    m, summary = done.profile.meta, done.summary
+    digest = done.profile.digest              # attached by analysis.derive
+    return DeviceRun(
+        name, options.input, options.output, "ok", done.seconds, len(done.files),
+        {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
+         "warnings": len(m.warnings)},
+        [{k: _plain(v) for k, v in r.items()} for r in summary.to_dict("records")],
+        [{k: _plain(v) for k, v in r.items()} for r in digest.kernels.to_dict("records")])
 
 
-def _check_out(out: Path, dumps: list[Path]) -> None:
+def _one_line(text: str) -> str:
+    """A status is one line (the index, the JSON and the terminal show it as one)."""
+    return " ".join(text.split())
+
+
+def _plain(v):
+    """numpy scalars as Python values, NaN / NA as None (the rows travel and become JSON)."""
+    if v is None or v is pd.NA:
+        return None
+    if hasattr(v, "item"):
+        v = v.item()
+    return None if isinstance(v, float) and v != v else v
+
+
+def _check_out(out: Path, root: Path, dumps: list[Path]) -> None:
     """Refuse, before anything is written, an OUT that cannot hold one folder per dump and
-    the index beside them."""
+    the cluster report beside them."""
     if out.exists() and not out.is_dir():
         raise OutputError(f"{out}: exists and is not a folder (several dumps need a folder)")
     for d in dumps:
-        if d.name == INDEX:
-            raise OutputError(f"{d}: a dump folder named {INDEX} would take the place of "
-                              f"{out / INDEX} (rename the dump folder)")
-        if (out / d.name).is_symlink():
-            raise OutputError(f"{out / d.name} is a symbolic link: not writing through it "
-                              "(remove or rename it)")
+        parts = d.relative_to(root).parts
+        if parts[0] in RESERVED:
+            raise OutputError(f"{d}: a dump folder named {parts[0]} would take the place of "
+                              f"{out / parts[0]} (rename the dump folder)")
+        for depth in range(1, len(parts) + 1):       # every folder between OUT and the report
+            if out.joinpath(*parts[:depth]).is_symlink():
+                raise OutputError(f"{out.joinpath(*parts[:depth])} is a symbolic link: not writing "
+                                  "through it (remove or rename it)")
 
 
-def run_many(dumps: list[Path], options: Options) -> int:
-    from reportgen.writers.index import write_index
+@contextmanager
+def _client(options: Options, n_dumps: int):
+    """A Dask client: on ``options.scheduler``, else on a LocalCluster sized to the machine."""
+    import dask
+    from distributed import Client, LocalCluster
 
-    out = options.out_path
-    _check_out(out, dumps)
-    # one process per dump, its writers one after another (jobs=1); a worker dies with us
-    runs = [options.replace(input=str(d), output=str(out / d.name), quiet=True, jobs=1) for d in dumps]
-    with ProcessPoolExecutor(max_workers=min(parallel.workers(options.jobs), len(runs)),
-                             initializer=parallel.die_with_parent, initargs=(os.getpid(),)) as pool:
+    # dask's own log lines (worker start/stop, lost workers) would interleave with ours
+    for name in ("distributed", "dask"):
+        logging.getLogger(name).setLevel(logging.ERROR)
+    if options.scheduler:
         try:
-            results = list(pool.map(_one, runs))
-        except BaseException:
-            # a signal or a lost worker: leaving the pool would wait for every running dump
-            for proc in mp.active_children():
-                proc.kill()
-            raise
+            client = Client(options.scheduler, timeout="20s")
+        except (OSError, TimeoutError) as exc:
+            raise InputError(f"--scheduler {options.scheduler}",
+                             f"cannot reach the Dask scheduler ({exc})") from None
+        with client:
+            yield client, f"the Dask scheduler at {options.scheduler}"
+        return
+    n = min(parallel.workers(options.jobs), n_dumps)
+    # workers may fork (the workbook's helper); reports are bounded by --max_input_mb, not by a
+    # worker memory limit that would restart a worker in the middle of a report
+    with dask.config.set({"distributed.worker.daemon": False}), \
+            LocalCluster(n_workers=n, threads_per_worker=1, processes=True, memory_limit=0,
+                         dashboard_address=None, silence_logs=logging.ERROR) as cluster, \
+            Client(cluster) as client:
+        yield client, f"a local Dask cluster of {n} worker process{'es' if n > 1 else ''}"
+
+
+class _Progress:
+    """One bar over dumps on a terminal; otherwise one line per finished dump (stderr)."""
+
+    def __init__(self, total: int, quiet: bool):
+        from tqdm import tqdm
+
+        self.total, self.done, self.quiet = total, 0, quiet
+        self.bar = tqdm(total=total, desc="dumps", unit="dump", file=sys.stderr) \
+            if not quiet and sys.stderr.isatty() else None
+
+    def finished(self, run: DeviceRun) -> None:
+        self.done += 1
+        if self.bar is not None:
+            self.bar.update(1)
+        elif not self.quiet:
+            state = "ok" if run.ok else f"error: {run.status}"
+            print(f"[{self.done}/{self.total}] {run.name}: {state}", file=sys.stderr, flush=True)
+
+    def close(self) -> None:
+        if self.bar is not None:
+            self.bar.close()
+
+
+def run_tasks(runs: list[tuple[Options, str]], options: Options) -> tuple[list[DeviceRun], str]:
+    """Every dump's report as a Dask task; the DeviceRuns in input order and where they ran."""
+    from distributed import as_completed
+
+    results: dict[str, DeviceRun] = {}
+    with _client(options, len(runs)) as (client, where):
+        # said even with --quiet (it silences progress only): which mode this run is in
+        print(f"bigTpuProfile: batch mode, {len(runs)} dumps on {where}", file=sys.stderr, flush=True)
+        progress = _Progress(len(runs), options.quiet)
+        futures = {client.submit(report_one, o, name, key=f"report-{i}-{name}", pure=False): (o, name)
+                   for i, (o, name) in enumerate(runs)}
+        try:
+            for future in as_completed(futures):
+                o, name = futures[future]
+                try:
+                    run = future.result()
+                except Exception as exc:  # noqa: BLE001 - a worker lost while running this dump
+                    run = DeviceRun(name, o.input, o.output,
+                                    _one_line(f"{o.input}: worker failed: {type(exc).__name__}: {exc}"))
+                future.release()
+                results[name] = run
+                progress.finished(run)
+        finally:
+            progress.close()
+            client.cancel(list(futures))
+    return [results[name] for _, name in runs], where
+
+
+def run_many(root: Path, dumps: list[Path], options: Options) -> int:
+    from reportgen.analysis.cluster import cluster_analysis
+    from reportgen.writers.cluster import write_cluster
+
+    t0 = time.perf_counter()
+    out = options.out_path
+    _check_out(out, root, dumps)
+    out_abs, root_abs = out.resolve(), root.resolve()
+    # absolute paths: the workers' working folder is not ours (and not on our machine with
+    # --scheduler); their writers run one after another (jobs=1): one process per dump
+    runs = [(options.replace(input=str(root_abs / d.relative_to(root)),
+                             output=str(out_abs / d.relative_to(root)), quiet=True, jobs=1),
+             d.relative_to(root).as_posix()) for d in dumps]
+    results, where = run_tasks(runs, options)
+    cluster = cluster_analysis(results)
     try:
-        index = write_index(out, results)
+        files = write_cluster(out, cluster, results)
     except OSError as exc:
-        raise OutputError(f"{out / INDEX}: cannot write the index: {exc.strerror or exc}") from None
-    if not options.quiet:
-        for r in results:
-            state = f"error: {r['error']}" if "error" in r else f"{len(r['files'])} files, {r['seconds']:.1f} s"
-            print(f"{r['input']} -> {r['output']}: {state}")
-        print(f"Index of {len(results)} dump(s): {index}")
-    return 1 if any("error" in r for r in results) else 0
+        raise OutputError(f"{out}: cannot write the cluster report: {exc.strerror or exc}") from None
+    # results are printed even with --quiet (it silences progress only)
+    for r in results:
+        if not r.ok:
+            print(f"{r.name}: error: {r.status}")
+    print(f"Cluster report of {len(results)} dumps ({cluster.failed} failed) in "
+          f"{time.perf_counter() - t0:.1f} s: {files[0]}")
+    for s in cluster.stragglers.itertuples():
+        print(f"  straggler: {s.name}: span {s.excess_pct:+.1f}% against the median")
+    return 1 if cluster.failed else 0
+
+
+def announce_single(root: Path, dump: Path) -> None:
+    """Said even with --quiet: the run is not in batch mode although INPUT is a folder."""
+    print(f"bigTpuProfile: {root} holds one dump ({dump.relative_to(root)}): a single report "
+          "(batch mode needs two or more)", file=sys.stderr, flush=True)

@@ -37,7 +37,14 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(
         prog="bigTpuProfile",
         description="Profile reports (xlsx, html, perfetto, summary) from a TPU PMU dump "
-                    "directory or a framework trace.")
+                    "directory or a framework trace.",
+        epilog="Batch (cluster) mode: when INPUT is a folder holding two or more dump folders "
+               "(at any depth, e.g. node0/cdm_profile_data_dev3-1), each dump gets its own report "
+               "in OUT/<its path>/ and OUT/index.html, cluster.xlsx and cluster.json compare the "
+               "devices (stragglers, utilisation heat map, kernel spread, calls of one device). "
+               "The dumps run as Dask tasks on a local cluster (one worker per CPU) or on "
+               "--scheduler. A folder holding one dump runs as that dump's single report. The "
+               "exit code is 1 when any dump failed.")
     p.add_argument("input", help="PMU dump directory (cdm_profile_data_devX-Y/), chrome trace JSON, "
                    "Ascend ASCEND_PROFILER_OUTPUT or MindSpore profiler folder")
     p.add_argument("output", nargs="?", default="profile_out", help="output folder (default: profile_out)")
@@ -76,6 +83,12 @@ def build_parser() -> argparse.ArgumentParser:
                    help="read at most N MB of input (default %(default)s): a larger file, a "
                         "compressed trace expanding beyond it (or beyond 100 times its own size "
                         "past N/16 MB), or PMU core files larger in total are refused with one line")
+    p.add_argument("--baseline", metavar="BASE", help="compare with an earlier run: a dump, a "
+                   "framework trace or an earlier report folder (its summary.json); adds the "
+                   "Compare tab, sheet and summary.json 'compare' key")
+    p.add_argument("--scheduler", metavar="ADDRESS", help="batch mode: submit the dumps to this "
+                   "running Dask scheduler (tcp://host:8786; the workers must see INPUT and OUT "
+                   "at the same paths) instead of a local cluster")
     p.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     return p
 
@@ -90,7 +103,8 @@ def options_from_args(args: argparse.Namespace) -> Options:
         registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
         tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
         monitor_cat=args.monitor_cat, host_cat=args.host_cat, device_cat=args.device_cat,
-        quiet=args.quiet, max_input_mb=args.max_input_mb)
+        quiet=args.quiet, max_input_mb=args.max_input_mb, scheduler=args.scheduler,
+        baseline=args.baseline)
 
 
 def run(options: Options) -> int:
@@ -98,9 +112,13 @@ def run(options: Options) -> int:
     from reportgen import batch, pipeline
     from reportgen.writers.text import summary_text, warnings_text
 
-    dumps = batch.dump_dirs(Path(options.input))
+    root = Path(options.input)
+    dumps = batch.find_dumps(root)
+    if len(dumps) > 1:
+        return batch.run_many(root, dumps, options)
     if dumps:
-        return batch.run_many(dumps, options)
+        batch.announce_single(root, dumps[0])
+        options = options.replace(input=str(dumps[0]))
     done = pipeline.report(options)
     if options.summary:
         print(summary_text(done.profile, done.summary))

@@ -333,6 +333,10 @@ class Profile:
     source_tables: dict[str, pd.DataFrame] = field(default_factory=dict)
     #: vendor summary files per rank, as read (Ascend / MindSpore folders)
     vendor_outputs: dict[int, VendorOutput] = field(default_factory=dict)
+    #: the run's comparable tables (analysis.digest.Digest), attached by analysis.derive
+    digest: Any = None
+    #: ``--baseline``: this run against the baseline (analysis.compare.Comparison)
+    comparison: Any = None
     #: bmodel captures: the compiler's layer files as read (parsers.layers), None without them
     layers: "LayerFiles | None" = None
     #: the commands mapped onto those layers (analysis.layers), attached by analysis.derive

@@ -43,6 +43,8 @@ class Options:
     quiet: bool = False             # no progress (bars, stage lines); results still printed
     jobs: int | None = None         # writer processes at once; None: one per CPU we may use
     max_input_mb: int = MAX_INPUT_MB  # input read (or expanded) at most; beyond: one line, exit 1
+    scheduler: str | None = None    # several dumps: a running Dask scheduler (host:port), else local
+    baseline: str | None = None     # compare with this run: a dump, a trace or an earlier report folder
 
     def __post_init__(self) -> None:
         if not self.input:
@@ -64,6 +66,10 @@ class Options:
                 raise OptionError(f"--{name} must name a category, not an empty string")
         if type(self.max_input_mb) is not int or self.max_input_mb < 1:
             raise OptionError(f"--max_input_mb must be a whole number of MB above 0, not {self.max_input_mb!r}")
+        if self.scheduler is not None and not self.scheduler.strip():
+            raise OptionError("--scheduler needs an address (tcp://host:8786)")
+        if self.baseline is not None and not self.baseline:
+            raise OptionError("--baseline needs a path (a dump, a trace or a report folder)")
 
     def replace(self, **changes) -> "Options":
         return dataclasses.replace(self, **changes)

@@ -52,6 +52,43 @@ def seed_options(options: Options) -> dict:
     return {"monitor": options.monitor_cat, "launch": options.host_cat, "device": options.device_cat}
 
 
+def load_baseline(options: Options):
+    """The ``--baseline`` run's digest: an earlier report folder's summary.json (its ``summary``
+    and ``breakdown``: nothing else is needed, so old reports stay comparable), or any input a
+    report can be made of (parsed and analysed like the run itself)."""
+    import json
+
+    from reportgen.analysis.digest import digest_from_document
+    from reportgen.errors import InputError
+
+    base = Path(options.baseline)
+    doc = base / "summary.json" if base.is_dir() and not (base / "global.profile").exists() else base
+    if doc.name == "summary.json" and doc.is_file():
+        try:
+            with open(doc, encoding="utf-8") as fh:
+                content = json.load(fh)
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+            raise InputError(doc, f"not a readable summary.json ({exc})") from None
+        if not isinstance(content, dict) or not isinstance(content.get("summary"), list):
+            raise InputError(doc, "no 'summary' list: not a reportgen summary.json")
+        return digest_from_document(content, str(base))
+    if base.is_dir() and not (base / "global.profile").exists() and (base / "PerfWeb").is_dir():
+        raise InputError(base, "a report folder without summary.json (made with "
+                         "--disable_summary?): nothing to compare with")
+    run = options.replace(input=str(base), trace_file=None, baseline=None, quiet=True)
+    profile = load(run)
+    analyse(profile, run)
+    profile.digest.source = str(base)
+    return profile.digest
+
+
+def attach_comparison(profile: Profile, options: Options) -> None:
+    """``--baseline``: this run compared with the baseline, for every writer to show."""
+    from reportgen.analysis.compare import compare
+
+    profile.comparison = compare(load_baseline(options), profile.digest)
+
+
 # -- the outputs -----------------------------------------------------------------------------
 
 def _want_reginfo(options: Options, profile: Profile) -> bool:
@@ -178,6 +215,8 @@ def report(options: Options) -> Report:
                   f"{progress.seconds(t1 - t0)}", options.quiet)
     summary = analyse(profile, options)
     progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
+    if options.baseline:
+        attach_comparison(profile, options)
     with outdir.staged(final) as out:
         try:
             written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs,

@@ -108,7 +108,9 @@ def test_several_dumps_get_one_report_each_and_an_index(tmp_path):
     for i in (0, 1):
         assert (out / f"cdm_profile_data_dev{i}-0" / "PerfWeb" / "result.html").is_file()
         assert f'href="cdm_profile_data_dev{i}-0/PerfWeb/result.html"' in page
-    assert page.count("<tr>") == 3          # header + one row per dump
+    devices = json.loads((out / "cluster.json").read_text())["devices"]
+    assert [d["status"] for d in devices] == ["ok", "ok"]
+    assert "2 dumps on a local Dask cluster" in res.stderr           # batch mode is announced
 
 
 def test_framework_trace_report(tmp_path):

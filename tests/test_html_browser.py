@@ -750,14 +750,17 @@ def test_index_link_of_a_script_named_dump_runs_no_script(browser, tmp_path):
     clicking it opens that dump's own report and runs nothing."""
     from urllib.parse import unquote
 
-    from reportgen.writers.index import write_index
+    from reportgen.analysis.cluster import DeviceRun, cluster_analysis
+    from reportgen.writers.cluster import write_index
 
     out = tmp_path / "out"
     name = "javascript:alert(document.domain)"
     report = out / name
     (report / "PerfWeb").mkdir(parents=True)
     (report / "PerfWeb" / "result.html").write_text("<!DOCTYPE html><title>the dump's report</title>")
-    index = write_index(out, [{"input": str(tmp_path / "run" / name), "output": str(report), "summary": {}}])
+    runs = [DeviceRun(name, str(tmp_path / "run" / name), str(report), "ok",
+                      engines=[{"core": "Overall", "span_ns": 1000}])]
+    index = write_index(out, cluster_analysis(runs), runs)
     watch = PageWatch(browser, index.as_uri())
     p = watch.page
     assert p.locator("td", has_text=name).count() == 1            # the name itself, as text

@@ -10,6 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from reportgen.analysis.diagnosis import diagnose
+from reportgen.analysis.digest import run_digest
 from reportgen.analysis.framework import attach_framework_tables
 from reportgen.analysis.host_align import align_host_trace
 from reportgen.analysis.layers import build_layer_view
@@ -35,4 +36,5 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
         profile.diagnosis = diagnose(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
+    profile.digest = run_digest(profile, profile.summary)
     return profile.summary

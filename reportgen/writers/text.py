@@ -184,7 +184,21 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
         **layers,
         **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
+        **_comparable(profile),
     }
+
+
+def _comparable(profile: Profile) -> dict:
+    """``breakdown`` (what a later --baseline run needs of this one) and ``compare``."""
+    from reportgen.analysis.compare import comparison_document
+    from reportgen.analysis.digest import breakdown_document
+
+    out = {}
+    if profile.digest is not None:
+        out["breakdown"] = breakdown_document(profile.digest, not profile.meta.is_pmu)
+    if profile.comparison is not None:
+        out["compare"] = comparison_document(profile.comparison)
+    return out
 
 
 def write_summary(profile: Profile, summary: pd.DataFrame, out_dir: Path) -> tuple[Path, Path]:

@@ -39,7 +39,10 @@ no descriptors); ``des_ratio`` (kernels dispatched as DES chains in BLOCK_DES_KV
 ``batch_idx`` (BATCH_IDX nodes); ``bmodel`` (a bmodel capture, spec §10: `bmodel` line, arch
 5/6, each kernel's commands as BLOCK_DES_BDC/GDMA/SDMA descriptor blocks) with ``dyn_ratio``
 (that share of kernels recorded as DYN_DATA nodes instead, for the second pairing pass; truth
-kernel names only for those). Same seed and options -> byte-identical files.
+kernel names only for those); ``slow_kernel``/``slow_factor`` (that kernel kind's TIU commands
+take slow_factor times longer, every random draw unchanged) and ``extra_kernel`` (one more
+kernel of that kind at the end of every busy core, drawn after all others): pairs of runs with
+known differences. Same seed and options -> byte-identical files.
 
 Modules: ``catalogue`` (operations and kernels), ``config`` (SynthConfig), ``schedule`` (step 1:
 physical timeline), ``rows`` (step 3: program order, ids, raw counters), ``records`` (PMU

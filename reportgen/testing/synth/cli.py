@@ -37,6 +37,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--des-ratio", type=float, default=0.0,
                     help="share of kernels dispatched as DES chains (BLOCK_DES_KV)")
     ap.add_argument("--batch-idx", action="store_true", help="BATCH_IDX node in every kernel")
+    ap.add_argument("--slow-kernel", default=None, help="this kernel kind's TIU commands take "
+                    "--slow-factor times longer (e.g. conv, matmul, norm, quant)")
+    ap.add_argument("--slow-factor", type=int, default=2)
+    ap.add_argument("--extra-kernel", default=None, help="one more kernel of this kind at the end")
     ap.add_argument("--bmodel", action="store_true",
                     help="bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA descriptor blocks")
     ap.add_argument("--dyn-ratio", type=float, default=0.0,
@@ -60,6 +64,7 @@ def main(argv: list[str] | None = None) -> int:
                       des_ratio=a.des_ratio, batch_idx=a.batch_idx,
                       bmodel=a.bmodel, dyn_ratio=a.dyn_ratio, layers=a.layers,
                       layer_format=a.layer_format, layer_tail=a.layer_tail,
+                      slow_kernel=a.slow_kernel, slow_factor=a.slow_factor, extra_kernel=a.extra_kernel,
                       dump_name=a.dump_name, write_truth=not a.no_truth)
     t0 = time.perf_counter()
     try:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass
 
 from reportgen.testing import dumpformat as df
+from reportgen.testing.synth.catalogue import KINDS
 
 
 @dataclass
@@ -22,6 +23,9 @@ class SynthConfig:
     rvt_ratio: float = 0.0              # AKSV: share of kernels recorded as RVT nodes
     des_ratio: float = 0.0              # share of kernels dispatched as DES chains (BLOCK_DES_KV)
     batch_idx: bool = False             # BATCH_IDX node after every FUNC (batch = kernel % 4)
+    slow_kernel: str | None = None      # this kernel kind's TIU commands take slow_factor x longer
+    slow_factor: int = 2
+    extra_kernel: str | None = None     # one more kernel of this kind at the end of every busy core
     bmodel: bool = False                # bmodel capture: kernels as BLOCK_DES_BDC/GDMA/SDMA (§10)
     dyn_ratio: float = 0.0              # bmodel: share of kernels recorded in DYN_DATA instead
     layers: int = 0                     # > 0: a compiled model of that many ops, with
@@ -89,6 +93,11 @@ class SynthConfig:
             raise ValueError("DES dispatch and BATCH_IDX need DYN_DATA (mode 1 or 2)")
         if not all(0 <= x <= 1 for x in (self.rvt_ratio, self.des_ratio, self.dyn_ratio)):
             raise ValueError("rvt_ratio, des_ratio and dyn_ratio are shares between 0 and 1")
+        for kind in (self.slow_kernel, self.extra_kernel):
+            if kind is not None and kind not in KINDS:
+                raise ValueError(f"unknown kernel kind {kind!r}; expected one of {sorted(KINDS)}")
+        if self.slow_factor < 1:
+            raise ValueError("slow_factor must be 1 or more")
         if self.tiu_freq <= 0:
             raise ValueError("tiu_freq must be > 0")
         return SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,

@@ -55,8 +55,9 @@ def _dma_cycles(rng, nbytes: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np
 class KernelBuilder:
     """Builds one kernel instance on one core: command arrays with physical ns times."""
 
-    def __init__(self, rng: np.random.Generator, kind: Kind, mode: int):
+    def __init__(self, rng: np.random.Generator, kind: Kind, mode: int, tiu_scale: int = 1):
         self.rng, self.kind, self.mode = rng, kind, mode
+        self.tiu_scale = tiu_scale      # TIU durations multiplied (a kernel made slower)
 
     def shape(self):
         rng = self.rng
@@ -101,7 +102,7 @@ class KernelBuilder:
         ops = elems * OP_COST[ci] * np.where(OP_CUBE[ci], c, 1)
         rate = np.where(OP_CUBE[ci], CUBE_OPS_PER_CYCLE, LANE_OPS_PER_CYCLE)
         Cd = np.where(C >= 0, (60 + ops / rate * rng.uniform(0.9, 1.15, C.shape))
-                      .astype(np.int64), 0)
+                      .astype(np.int64), 0) * self.tiu_scale
         gapL = np.where(L >= 0, rng.integers(3, 40, L.shape), 0)
         gapS = np.where(S >= 0, rng.integers(3, 40, S.shape), 0)
         gapC = np.where(C >= 0, rng.integers(0, 40, C.shape), 0)
@@ -266,7 +267,8 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
         ends = {}
         runs = {}
         for core in busy:
-            kb = KernelBuilder(rng, kind, cfg.mode)
+            kb = KernelBuilder(rng, kind, cfg.mode,
+                               cfg.slow_factor if kname == cfg.slow_kernel else 1)
             n_slots = len(kind.loads) + len(kind.computes) + len(kind.stores)
             iters = max(2, int(round(per_kernel * rng.uniform(0.75, 1.25) / (0.8 * n_slots))))
             ports_here = tuple(p for p, s in submitter.items() if s == core) \
@@ -287,6 +289,12 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
                 kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports,
                 des=ki in des_kernels, batch=ki % 4 if cfg.batch_idx else None))
             t_start[core] = barrier + jit + int(rng.integers(300, 3000))
+    if cfg.extra_kernel:   # drawn after every other kernel: those stay as they were
+        n_slots = sum(len(s) for s in (KINDS[cfg.extra_kernel].loads,
+                                        KINDS[cfg.extra_kernel].computes, KINDS[cfg.extra_kernel].stores))
+        for core in busy:
+            t_start[core] = _solo_kernel(programs[core], rng, cfg.extra_kernel, cfg.mode,
+                                         t_start[core], max(2, int(per_kernel / (0.8 * n_slots))))
     if cfg.id_wrap:   # last kernel of core 0 (nothing after a wrapped run: §15.4, Q8)
         kind = KINDS["eltwise_long"]
         t_start[0] = _solo_kernel(programs[0], rng, "eltwise_long", cfg.mode, t_start[0],

@@ -194,6 +194,11 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     if diag:
         tabs.insert(1, diag.tab)
         figures.update(diag.charts)
+    compare_html = None
+    if profile.comparison is not None:            # --baseline: the Compare tab (writers/html/compare.py)
+        from reportgen.writers.html.compare import TAB, compare_panel
+        tabs.insert(2 if diag else 1, dict(TAB))      # after the Diagnosis tab
+        compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
@@ -227,4 +232,5 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
         plotly_b64=plotly_bundle_b64(), layers=layer_part,
         diagnosis=diag.template if diag else None,
-        diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None)
+        diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None,
+        compare_html=compare_html)

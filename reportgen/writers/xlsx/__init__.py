@@ -121,6 +121,9 @@ def _registers_decision(profile: Profile, registers) -> tuple[bool, str]:
 def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame,
                     with_registers: bool, register_note: str, quiet: bool) -> None:
     summary_ws, note_row = summary_sheet.write_summary_sheet(book, profile, summary, register_note)
+    if profile.comparison is not None:      # --baseline: second sheet, beside the summary
+        from reportgen.writers.xlsx.compare_sheet import write_compare_sheet
+        write_compare_sheet(book, profile.comparison)
     if profile.layer_view is not None:
         write_layer_sheets(book, profile.layer_view, quiet)
     if profile.diagnosis is not None:
