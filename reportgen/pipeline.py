@@ -54,7 +54,7 @@ def seed_options(options: Options) -> dict:
 
 def load_baseline(options: Options):
     """The ``--baseline`` run's digest: an earlier report folder's summary.json (its ``summary``
-    and ``breakdown``: nothing else is needed, so old reports stay comparable), or any input a
+    and ``digest``: nothing else is needed, so old reports stay comparable), or any input a
     report can be made of (parsed and analysed like the run itself)."""
     import json
 

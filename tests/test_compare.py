@@ -144,13 +144,13 @@ def test_old_report_folder_gives_the_same_deltas_as_the_dump(runs, tmp_path):
         assert from_report["baseline"] == str(runs["base"][2])
 
 
-def test_report_without_breakdown_still_compares_engines(runs, tmp_path):
-    """A summary.json of a report made before the breakdown existed: engines compare, every
+def test_report_without_digest_still_compares_engines(runs, tmp_path):
+    """A summary.json of a report made before the digest existed: engines compare, every
     kernel of the new run is 'new'."""
     old = tmp_path / "old"
     old.mkdir()
     doc = json.loads((runs["base"][2] / "summary.json").read_text())
-    del doc["breakdown"]
+    del doc["digest"]
     (old / "summary.json").write_text(json.dumps(doc))
     out = tmp_path / "out"
     assert cli.main([str(runs["slow"][0]), str(out), "--baseline", str(old), *FAST]) == 0

@@ -1,6 +1,6 @@
 """A run's digest: the small tables that compare two runs or many devices without the commands.
 
-A digest is what a report keeps of a run for later comparison (summary.json ``breakdown``, beside
+A digest is what a report keeps of a run for later comparison (summary.json ``digest``, beside
 the engine summary) and what a cluster worker sends back to the client (a few kB per dump,
 whatever the number of commands):
 
@@ -167,8 +167,8 @@ def _records(frame: pd.DataFrame) -> list[dict]:
             for r in frame.to_dict("records")]
 
 
-def breakdown_document(d: Digest, with_lanes: bool) -> dict:
-    """summary.json's ``breakdown``: everything of the digest that the engine summary is not
+def digest_document(d: Digest, with_lanes: bool) -> dict:
+    """summary.json's ``digest``: everything of the digest that the engine summary is not
     (``with_lanes``: the lanes too, for a framework trace whose lanes are its streams)."""
     doc = {"kernels": _records(d.kernels), "function_types": _records(d.function_types),
            "timeline": d.timeline}
@@ -180,8 +180,8 @@ def breakdown_document(d: Digest, with_lanes: bool) -> dict:
 
 
 def digest_from_document(doc: dict, source: str) -> Digest:
-    """A digest rebuilt from a report's summary.json (its ``summary`` and ``breakdown`` keys)."""
-    b = doc.get("breakdown") or {}
+    """A digest rebuilt from a report's summary.json (its ``summary`` and ``digest`` keys)."""
+    b = doc.get("digest") or {}
     frames = {name: pd.DataFrame(b.get(name) or [], columns=list(cols))
               for name, cols in (("kernels", KERNEL_COLUMNS), ("function_types", FUNCTION_TYPE_COLUMNS),
                                  ("operators", OPERATOR_COLUMNS), ("lanes", LANE_COLUMNS))}

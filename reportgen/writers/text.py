@@ -189,13 +189,13 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
 
 
 def _comparable(profile: Profile) -> dict:
-    """``breakdown`` (what a later --baseline run needs of this one) and ``compare``."""
+    """``digest`` (what a later --baseline run needs of this one) and ``compare``."""
     from reportgen.analysis.compare import comparison_document
-    from reportgen.analysis.digest import breakdown_document
+    from reportgen.analysis.digest import digest_document
 
     out = {}
     if profile.digest is not None:
-        out["breakdown"] = breakdown_document(profile.digest, not profile.meta.is_pmu)
+        out["digest"] = digest_document(profile.digest, not profile.meta.is_pmu)
     if profile.comparison is not None:
         out["compare"] = comparison_document(profile.comparison)
     return out
