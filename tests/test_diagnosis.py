@@ -228,5 +228,5 @@ def test_a_rule_firing_on_many_cores_of_an_engine_is_one_finding():
     w = waiting.iloc[0]
     assert w["core"] is None and w["engine"] == "TIU" and w["severity"] == "high"
     assert w["value"] == pytest.approx(0.9) and w["subject"] == "cores 0, 1, 2, 3"
-    assert w["text"] == ("TIU spends at least 20% of the span in system commands (send/wait/sync) "
+    assert w["text"] == ("TIU spends at least 20 % of the span in system commands (send/wait/sync) "
                          "on 4 of 5 cores: core 3 90.0 %, core 2 80.0 %, core 1 70.0 %, core 0 60.0 %")

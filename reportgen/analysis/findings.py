@@ -129,9 +129,9 @@ def kernel_dominates(kernels: pd.DataFrame) -> list[dict]:
 FOLDED_HEADLINES = {
     "core_imbalance": "{engine} busy time is uneven: {n} of {cores} cores are at least {threshold:g}x "
                       "away from the median ({context})",
-    "ddr_bandwidth_peak": "DDR bandwidth while transferring is at least {threshold:.0%} of the peak on "
+    "ddr_bandwidth_peak": "DDR bandwidth while transferring is at least {share} of the peak on "
                           "{n} of {cores} cores ({context})",
-    "waiting_share": "{engine} spends at least {threshold:.0%} of the span in system commands "
+    "waiting_share": "{engine} spends at least {share} of the span in system commands "
                      "(send/wait/sync) on {n} of {cores} cores",
 }
 FOLD_MIN = 3
@@ -153,7 +153,7 @@ def fold(found: list[dict], cores: int) -> list[dict]:
             continue
         members = sorted(members, key=lambda f: -RULES[rule].excess(f["value"]))
         head = FOLDED_HEADLINES[rule].format(engine=engine, n=len(members), cores=cores,
-                                             threshold=RULES[rule].threshold,
+                                             threshold=RULES[rule].threshold, share=f"{100 * RULES[rule].threshold:g} %",
                                              context=members[0]["_context"])
         listed = ", ".join(f["_detail"] for f in members[:LISTED])
         more = f" and {len(members) - LISTED} more" if len(members) > LISTED else ""
