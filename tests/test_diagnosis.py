@@ -211,3 +211,22 @@ def test_docs_list_every_rule_with_its_thresholds():
         scale = lambda v, pct: float(v) / 100 if pct else float(v)  # noqa: E731
         documented[m.group(1)] = (scale(m.group(2), m.group(3)), scale(m.group(4), m.group(5)))
     assert documented == {r.name: (r.threshold, r.severe) for r in RULES.values()}
+
+
+def test_a_rule_firing_on_many_cores_of_an_engine_is_one_finding():
+    """Four cores whose TIU waits 60/70/80/90 % of a 1000 ns span (and works 10 %), a fifth that
+    waits 10 %: waiting_share fires on four cores of TIU, folded into one finding naming them,
+    most extreme first; its value and severity are the worst member's."""
+    rows = []
+    for core, wait in enumerate((600, 700, 800, 900, 100)):
+        rows += [tiu(core, 0, 100, "sMM2", "mm2.nn", 900, 1000, 90),
+                 tiu(core, 100, 100 + wait, "SYS", "system.wait_msg", 1, 1, 0, sys=True),
+                 tiu(core, 999, 1000, "sAR", "arith.add", 1, 1, 1)]
+    f = derived(from_rows(rows, cores=5)).diagnosis.findings
+    waiting = f[f["rule"] == "waiting_share"]
+    assert len(waiting) == 1
+    w = waiting.iloc[0]
+    assert w["core"] is None and w["engine"] == "TIU" and w["severity"] == "high"
+    assert w["value"] == pytest.approx(0.9) and w["subject"] == "cores 0, 1, 2, 3"
+    assert w["text"] == ("TIU spends at least 20 % of the span in system commands (send/wait/sync) "
+                         "on 4 of 5 cores: core 3 90.0 %, core 2 80.0 %, core 1 70.0 %, core 0 60.0 %")

@@ -25,11 +25,14 @@ def _us(ns: float) -> str:
     return f"{ns / 1000.0:.3f} us"
 
 
-def _finding(rule: str, value: float, text: str, core=None, engine=None, subject=None) -> dict:
+def _finding(rule: str, value: float, text: str, core=None, engine=None, subject=None,
+             detail: str = "", context: str = "") -> dict:
+    """One finding; ``detail`` (e.g. "core 3 96.9 %") and ``context`` (what all cores share, e.g.
+    the median) are what a folded finding (:func:`fold`) lists of it."""
     r = RULES[rule]
     return {"rule": rule, "severity": r.severity(value), "core": core, "engine": engine,
             "subject": subject, "value": float(value), "threshold": r.threshold, "unit": r.unit,
-            "text": text}
+            "text": text, "_detail": detail, "_context": context}
 
 
 def _core_rows(summary: pd.DataFrame) -> pd.DataFrame:
@@ -51,7 +54,9 @@ def core_imbalance(summary: pd.DataFrame) -> list[dict]:
                 out.append(_finding("core_imbalance", ratio,
                                     f"core {core} {engine} busy {_pct(u)} of the span vs median "
                                     f"{_pct(median)} over {len(rows)} cores ({ratio:.2f}x)",
-                                    core=int(core), engine=engine))
+                                    core=int(core), engine=engine,
+                                    detail=f"core {core} {_pct(u)} ({ratio:.2f}x)",
+                                    context=f"median {_pct(median)}"))
     return out
 
 
@@ -78,7 +83,8 @@ def ddr_bandwidth(summary: pd.DataFrame, peaks: ChipPeaks | None) -> list[dict]:
             out.append(_finding("ddr_bandwidth_peak", share,
                                 f"core {core} DDR bandwidth while transferring {b:.2f} GB/s = "
                                 f"{_pct(share)} of the {peak:.3f} GB/s per-core peak ({peaks.chip.name})",
-                                core=int(core), engine="GDMA+SDMA"))
+                                core=int(core), engine="GDMA+SDMA", detail=f"core {core} {b:.2f} GB/s",
+                                context=f"peak {peak:.3f} GB/s per core"))
     return out
 
 
@@ -86,7 +92,8 @@ def waiting_share(breakdown: pd.DataFrame) -> list[dict]:
     rows = breakdown[(breakdown["category"] == "waiting") & (breakdown["core"] != "Overall")]
     share = rows.groupby(["core", "engine"], sort=False)["share_span"].sum()
     return [_finding("waiting_share", v, f"core {core} {engine} spends {_pct(v)} of the span in "
-                     "system commands (send/wait/sync), not working", core=int(core), engine=engine)
+                     "system commands (send/wait/sync), not working", core=int(core), engine=engine,
+                     detail=f"core {core} {_pct(v)}")
             for (core, engine), v in share.items() if RULES["waiting_share"].fires(v)]
 
 
@@ -117,13 +124,54 @@ def kernel_dominates(kernels: pd.DataFrame) -> list[dict]:
     return out
 
 
+#: per-core rules whose findings on one engine fold into one finding when they fire on FOLD_MIN
+#: cores or more (8 lines saying the same of 8 cores hide the other findings): rule -> headline
+FOLDED_HEADLINES = {
+    "core_imbalance": "{engine} busy time is uneven: {n} of {cores} cores are at least {threshold:g}x "
+                      "away from the median ({context})",
+    "ddr_bandwidth_peak": "DDR bandwidth while transferring is at least {share} of the peak on "
+                          "{n} of {cores} cores ({context})",
+    "waiting_share": "{engine} spends at least {share} of the span in system commands "
+                     "(send/wait/sync) on {n} of {cores} cores",
+}
+FOLD_MIN = 3
+LISTED = 8          # cores named in a folded finding's text, most extreme first
+
+
+def fold(found: list[dict], cores: int) -> list[dict]:
+    """The findings with each (rule, engine) group of FOLDED_HEADLINES that fired on FOLD_MIN
+    cores or more replaced by one: core None, subject the cores it fired on, value and severity
+    of its most extreme member, the text naming the cores."""
+    groups: dict[tuple, list[dict]] = {}
+    for f in found:
+        if f["rule"] in FOLDED_HEADLINES:
+            groups.setdefault((f["rule"], f["engine"]), []).append(f)
+    out = [f for f in found if f["rule"] not in FOLDED_HEADLINES
+           or len(groups[(f["rule"], f["engine"])]) < FOLD_MIN]
+    for (rule, engine), members in groups.items():
+        if len(members) < FOLD_MIN:
+            continue
+        members = sorted(members, key=lambda f: -RULES[rule].excess(f["value"]))
+        head = FOLDED_HEADLINES[rule].format(engine=engine, n=len(members), cores=cores,
+                                             threshold=RULES[rule].threshold, share=f"{100 * RULES[rule].threshold:g} %",
+                                             context=members[0]["_context"])
+        listed = ", ".join(f["_detail"] for f in members[:LISTED])
+        more = f" and {len(members) - LISTED} more" if len(members) > LISTED else ""
+        worst = members[0]
+        out.append(dict(worst, core=None, text=f"{head}: {listed}{more}",
+                        subject="cores " + ", ".join(str(f["core"]) for f in sorted(members, key=lambda f: f["core"])),
+                        severity="high" if any(f["severity"] == "high" for f in members) else "medium"))
+    return out
+
+
 def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFrame,
              stretches: pd.DataFrame, peaks: ChipPeaks | None) -> pd.DataFrame:
     found = (core_imbalance(summary) + dma_bound_stretches(stretches) + ddr_bandwidth(summary, peaks)
              + waiting_share(breakdown) + low_uarch_rate(breakdown) + kernel_dominates(kernels))
+    found = fold(found, cores=len(_core_rows(summary)))
     if not found:
         return pd.DataFrame(columns=list(FINDING_COLUMNS))
-    out = pd.DataFrame(found)
+    out = pd.DataFrame(found).drop(columns=["_detail", "_context"])
     for col in ("core", "engine", "subject"):             # absent stays None (JSON null), not NaN
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     rule_order = {name: i for i, name in enumerate(RULES)}
