@@ -1,4 +1,4 @@
-"""Two runs compared (``--baseline``): deltas per core and engine, Function Type and kernel.
+"""Two runs compared (``--baseline``): deltas per core and engine, Function Type, kernel and layer.
 
 Both sides are :class:`~reportgen.analysis.digest.Digest` objects, so a baseline read back from
 an old report's summary.json compares exactly like the dump it was made from.
@@ -51,6 +51,7 @@ class Comparison:
     kernels: pd.DataFrame           # name, status, base/new wall time of calls (total_ns) and calls
     operators: pd.DataFrame         # framework traces: the same per operator (device time)
     timelines: tuple[dict, dict]    # (base, new) digest timelines, each starting at 0
+    layers: pd.DataFrame            # both runs with layers: per (subnet_id, file_line), see _layers
 
 
 def _lane_order(core, engine) -> tuple:
@@ -114,12 +115,41 @@ def _totals(base: pd.DataFrame, new: pd.DataFrame, key: str) -> pd.DataFrame:
     return out.loc[order].reset_index(drop=True)
 
 
+#: a layer's columns in the comparison, in order
+LAYER_DELTA_COLUMNS = ("subnet_id", "file_line", "opcode", "status", "base_busy_ns", "new_busy_ns",
+                       "delta_busy_ns", "pct_busy_ns", "base_tiu_cmds", "new_tiu_cmds", "base_gdma_cmds",
+                       "new_gdma_cmds")
+
+
+def _layers(base: pd.DataFrame, new: pd.DataFrame) -> pd.DataFrame:
+    """Per layer (subnet_id, file_line) of either run, when both runs have layers: busy time and
+    commands on each side, delta, % and status: ``new`` / ``gone`` (one side only), ``noise``
+    (the noise rule on busy_ns) or ``changed``; largest |delta| first."""
+    if base.empty or new.empty:
+        return pd.DataFrame(columns=list(LAYER_DELTA_COLUMNS))
+    key = ["subnet_id", "file_line"]
+    t = base.merge(new, on=key, how="outer", suffixes=("_base", "_new"), indicator=True, sort=False)
+    only_base, only_new = (t["_merge"] == "left_only").to_numpy(), (t["_merge"] == "right_only").to_numpy()
+    out = pd.DataFrame({"subnet_id": t["subnet_id"].astype("int64"), "file_line": t["file_line"].astype("int64"),
+                        "opcode": t["opcode_new"].fillna(t["opcode_base"])})
+    for m in ("busy_ns", "tiu_cmds", "gdma_cmds"):
+        for side in ("base", "new"):
+            out[f"{side}_{m}"] = t[f"{m}_{side}"].fillna(0).astype("int64")
+    out["delta_busy_ns"] = out["new_busy_ns"] - out["base_busy_ns"]
+    out["pct_busy_ns"] = _pct(out["base_busy_ns"], out["new_busy_ns"])
+    out["status"] = np.select([only_new, only_base, within_noise(out["base_busy_ns"], out["new_busy_ns"], "ns")],
+                              ["new", "gone", "noise"], "changed")
+    order = out["delta_busy_ns"].abs().sort_values(ascending=False, kind="stable").index
+    return out.loc[order, list(LAYER_DELTA_COLUMNS)].reset_index(drop=True)
+
+
 def compare(base: Digest, new: Digest) -> Comparison:
     """Every delta of ``new`` against ``base``."""
     return Comparison(base.source, new.source, _engines(base.lanes, new.lanes),
                       _totals(base.function_types, new.function_types, "func_type"),
                       _totals(base.kernels, new.kernels, "kernel"),
-                      _totals(base.operators, new.operators, "operator"), (base.timeline, new.timeline))
+                      _totals(base.operators, new.operators, "operator"), (base.timeline, new.timeline),
+                      _layers(base.layers, new.layers))
 
 
 def comparison_document(c: Comparison) -> dict:
@@ -131,4 +161,4 @@ def comparison_document(c: Comparison) -> dict:
     return {"baseline": c.baseline, "new": c.new,
             "noise_rule": {u: {"relative": r, "floor": f} for u, (r, f) in NOISE.items()},
             "engines": rows(c.engines), "function_types": rows(c.function_types),
-            "kernels": rows(c.kernels), "operators": rows(c.operators)}
+            "kernels": rows(c.kernels), "operators": rows(c.operators), "layers": rows(c.layers)}

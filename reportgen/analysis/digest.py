@@ -10,7 +10,11 @@ whatever the number of commands):
 * ``function_types``: per Function Type, core and engine: work commands (``count``) and busy
   time (``total_ns``: the union of their intervals), the diagnosis' breakdown;
 * ``timeline``: busy fraction per core and engine in :data:`TIMELINE_BUCKETS` equal buckets of
-  the span (for the Compare tab's timelines, aligned at their start).
+  the span (for the Compare tab's timelines, aligned at their start);
+* ``layers``: per layer (subnet_id, file_line) of a layer capture, its opcode, busy time and
+  TIU/GDMA commands: ``Profile.layer_view``'s own figures, the unattributed row included.
+  summary.json already holds them (key ``layers``, every column of the layer view), so a report
+  folder's digest reads them from there rather than keeping a second copy.
 
 Kernels and Function Types come from ``Profile.diagnosis`` (PMU captures). A framework trace
 has no engines and no diagnosis: its lanes are its Device lanes (streams), its kernels and
@@ -18,7 +22,7 @@ operators its Kernels and Operators tables (docs/metrics.md "Run digest").
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -35,6 +39,8 @@ KERNEL_COLUMNS = ("kernel", "core", "count", "total_ns")
 FUNCTION_TYPE_COLUMNS = ("func_type", "core", "engine", "count", "total_ns")
 #: framework traces: operators' calls and device time
 OPERATOR_COLUMNS = ("operator", "count", "total_ns")
+#: layer captures: a layer's figures from Profile.layer_view (docs/metrics.md "Layers")
+LAYER_COLUMNS = ("subnet_id", "file_line", "opcode", "busy_ns", "tiu_cmds", "gdma_cmds")
 #: per (core, engine) lane, the metrics a comparison reads; ``core`` "Overall" = all cores
 LANE_COLUMNS = ("core", "engine", "busy_ns", "util", "ddr_bw", "uarch_rate")
 #: engine-summary column of each lane metric (PMU captures)
@@ -52,10 +58,27 @@ class Digest:
     function_types: pd.DataFrame    # FUNCTION_TYPE_COLUMNS
     operators: pd.DataFrame         # OPERATOR_COLUMNS (framework traces)
     timeline: dict                  # {"span_ns", "buckets", "lanes": [[core, engine]], "busy": [[..]]}
+    layers: pd.DataFrame = field(default_factory=lambda: _layer_frame([]))   # LAYER_COLUMNS; empty: no layers
 
     @property
     def span_ns(self) -> int:
         return int(self.engines["span_ns"].iloc[-1]) if len(self.engines) else 0
+
+
+def _layer_frame(rows) -> pd.DataFrame:
+    """LAYER_COLUMNS of a layer table (or of summary.json's ``layers`` records), typed."""
+    frame = pd.DataFrame(rows, columns=list(LAYER_COLUMNS))
+    return frame.astype({"subnet_id": "int64", "file_line": "int64", "opcode": "object",
+                         "busy_ns": "int64", "tiu_cmds": "int64", "gdma_cmds": "int64"})
+
+
+def _layers(profile: Profile) -> pd.DataFrame:
+    """The layer view's layers and its unattributed row, as computed there."""
+    view = profile.layer_view
+    if view is None:
+        return _layer_frame([])
+    return _layer_frame(pd.concat([view.layers[list(LAYER_COLUMNS)], view.unattributed[list(LAYER_COLUMNS)]],
+                                  ignore_index=True))
 
 
 def lanes_from_summary(summary: pd.DataFrame) -> pd.DataFrame:
@@ -159,7 +182,8 @@ def run_digest(profile: Profile, summary: pd.DataFrame) -> Digest:
                   _framework_totals(profile, "Operators", "Name", "# of Calls", "Device total (us)",
                                     OPERATOR_COLUMNS),
                   _timeline(work, span) if len(work) else
-                  {"span_ns": span, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []})
+                  {"span_ns": span, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []},
+                  layers=_layers(profile))
 
 
 def _records(frame: pd.DataFrame) -> list[dict]:
@@ -180,7 +204,8 @@ def digest_document(d: Digest, with_lanes: bool) -> dict:
 
 
 def digest_from_document(doc: dict, source: str) -> Digest:
-    """A digest rebuilt from a report's summary.json (its ``summary`` and ``digest`` keys)."""
+    """A digest rebuilt from a report's summary.json (its ``summary`` and ``digest`` keys, and
+    ``layers`` for a layer capture)."""
     b = doc.get("digest") or {}
     frames = {name: pd.DataFrame(b.get(name) or [], columns=list(cols))
               for name, cols in (("kernels", KERNEL_COLUMNS), ("function_types", FUNCTION_TYPE_COLUMNS),
@@ -193,4 +218,5 @@ def digest_from_document(doc: dict, source: str) -> Digest:
     for col in LANE_COLUMNS[2:]:
         lanes[col] = pd.to_numeric(lanes[col], errors="coerce").astype("float64")
     return Digest(source, engines, lanes, frames["kernels"], frames["function_types"], frames["operators"],
-                  b.get("timeline") or {"span_ns": 0, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []})
+                  b.get("timeline") or {"span_ns": 0, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []},
+                  layers=_layer_frame([{k: r.get(k) for k in LAYER_COLUMNS} for r in doc.get("layers") or []]))

@@ -4,6 +4,7 @@
 * the two runs' timelines (busy fraction per core and engine over time, from the digests)
   drawn on one time axis, aligned at their start;
 * the kernels and Function Types with the largest changes (bars), new and gone ones marked;
+* both runs with layers: the layers whose busy time changed most (bars), with their status;
 * every delta marked "noise" when it is within the run-to-run noise rule (docs/metrics.md).
 
 Every text from the input (paths, kernel names) is escaped here (markupsafe).
@@ -84,6 +85,30 @@ def _name_table(frame: pd.DataFrame, what: str) -> Markup:
                   '</tr></thead><tbody>' + "".join(rows) + f"</tbody></table></div>{more}")
 
 
+def _layer_table(layers: pd.DataFrame) -> Markup:
+    """The TOP_NAMES layers with the largest |delta busy| (the comparison's order)."""
+    top = layers.head(TOP_NAMES)
+    scale = float(max(top["base_busy_ns"].max(), top["new_busy_ns"].max(), 1))
+    rows = []
+    for r in top.to_dict("records"):
+        status = f' <b>{escape(r["status"])}</b>' if r["status"] in ("new", "gone") else ""
+        rows.append(f"<tr><th>{escape(str(r['file_line']))}</th><td class=\"text\">{escape(str(r['subnet_id']))}</td>"
+                    f"<td class=\"text\">{escape(str(r['opcode']))}{status}</td>"
+                    f"<td>{escape(_us(r['base_busy_ns']))}</td><td>{escape(_us(r['new_busy_ns']))}</td>"
+                    f"{_delta_cell(r['delta_busy_ns'], r['pct_busy_ns'], r['status'] == 'noise')}"
+                    f"<td>{r['base_tiu_cmds']} / {r['new_tiu_cmds']}</td>"
+                    f"<td>{r['base_gdma_cmds']} / {r['new_gdma_cmds']}</td>"
+                    f"<td>{_bars(r['base_busy_ns'], r['new_busy_ns'], scale)}</td></tr>")
+    changed = int((layers["status"] != "noise").sum())
+    note = (f'<p class="note">{changed} of {len(layers)} layers outside the noise band; the '
+            f'{len(top)} largest changes shown, all in the Compare sheet and summary.json. Line = '
+            'final.mlir line (-1: the unattributed commands).</p>')
+    return Markup('<div class="table-wrap"><table class="grid small" id="compare-layers"><thead><tr>'
+                  '<th>line</th><th>subnet</th><th>op</th><th>baseline busy (µs)</th><th>this run (µs)</th>'
+                  '<th>delta (µs, %)</th><th>TIU cmds</th><th>GDMA cmds</th><th>baseline / this run</th>'
+                  '</tr></thead><tbody>' + "".join(rows) + f"</tbody></table></div>{note}")
+
+
 def _timelines(c: Comparison, width: int = 900) -> Markup:
     """Both runs' busy fraction per lane on one time axis starting at 0 (a longer run draws
     further right); each lane shows the baseline strip above this run's strip."""
@@ -134,4 +159,6 @@ def compare_panel(c: Comparison) -> Markup:
         f'<div class="card"><h2>Kernels</h2>{_name_table(c.kernels, "kernel")}</div>'
         f'<div class="card"><h2>Function Types</h2>{_name_table(c.function_types, "Function Type")}</div>'
         + (f'<div class="card"><h2>Operators</h2>{_name_table(c.operators, "operator")}</div>'
-           if not c.operators.empty else ""))
+           if not c.operators.empty else "")
+        + (f'<div class="card"><h2>Layers that changed most</h2>{_layer_table(c.layers)}</div>'
+           if not c.layers.empty else ""))

@@ -1,5 +1,6 @@
-"""The workbook's "Compare" sheet (``--baseline``): the engine, Function Type and kernel deltas
-of analysis/compare.py, one block under the other, each with its header row."""
+"""The workbook's "Compare" sheet (``--baseline``): the engine, Function Type, kernel and (both
+runs with layers) layer deltas of analysis/compare.py, one block under the other, each with its
+header row."""
 from __future__ import annotations
 
 import math
@@ -36,6 +37,9 @@ def write_compare_sheet(book: Book, comparison: Comparison) -> str:
               ("Per Function Type", comparison.function_types), ("Per kernel", comparison.kernels)]
     if not comparison.operators.empty:          # framework traces
         blocks.append(("Per operator", comparison.operators))
+    if not comparison.layers.empty:             # both runs with layers
+        blocks.append(("Per layer (subnet_id, file_line = final.mlir line; status new / gone / "
+                       "changed / noise)", comparison.layers))
     for title, frame in blocks:
         row += 1
         ws.write_string(row, 0, title, book.title)
