@@ -21,8 +21,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from reportgen.analysis.metrics import engine_summary
-from reportgen.testing.profiles import make_profile
+from reportgen.testing.profiles import derived, make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html.page import plotly_bundle_b64
 
@@ -93,7 +92,7 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
 
     profile = profile_with(args.commands)
-    summary = engine_summary(profile)
+    summary = derived(profile).summary      # every analysis the page shows (diagnosis included)
     n = len(profile.commands)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_html_"))
     t = time.perf_counter()
