@@ -13,12 +13,11 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.intervals import first_fit_lanes
 from reportgen.model import Profile
 from reportgen.writers.perfetto.columns import column_values, engine_is
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan
-from reportgen.writers.perfetto.wire import SLICE_BEGIN, SLICE_END, Rows, annotations, packet
+from reportgen.writers.perfetto.slices import lane_tracks, slice_plan
 
 #: (arg name, kernel-call column, kind, scale): the per-call figures on each slice; a rate or
 #: utilisation (0..1 in the analysis) is written in % like the commands' uArch Rate
@@ -82,15 +81,8 @@ def kernels_plan(device: Device, k: pd.DataFrame) -> Plan | None:
         return None
     t = device.t
     start, end = k["start_ns"].to_numpy(np.int64), k["end_ns"].to_numpy(np.int64)
-    core = k["core"].to_numpy(np.int64)
-    lane = first_fit_lanes(core, start, end)
-    track_code, keys = pd.factorize(pd.Series(core * 1024 + lane))
-    uuid_of = np.array([t.track(f"device/core/{kk // 1024}/kernel-function/{kk % 1024}",
-                                "Kernel Function" + ("" if kk % 1024 == 0 else f" #{kk % 1024 + 1}"),
-                                device.core_track(int(kk // 1024)), rank=kk % 1024)
-                        for kk in keys.to_numpy()], np.int64)
-    seq_ids = t.sequences(len(keys))
-    seq = seq_ids[track_code]
+    tracks = lane_tracks(device, k["core"].to_numpy(np.int64), start, end, "kernel-function",
+                         "Kernel Function")
     label = k["kernel"].astype(object).where(k["kernel"].notna(),
                                              "scope " + k["scope"].astype("Float64").fillna(-1).astype("int64").astype(str))
     name_iid = t.names.codes(label)
@@ -105,27 +97,9 @@ def kernels_plan(device: Device, k: pd.DataFrame) -> Plan | None:
             t.arg_iid.setdefault(arg, t.arg_names.get(arg))
             values, present = column_values(k, col, kind)
             figures.append((arg, kind, percent(values) if scale == 100 else values, present))
-    order = np.lexsort((end, start, track_code))
-    base = device.base
-
-    def encode(lo: int, hi: int) -> bytes:
-        rows = order[lo:hi]
-        n = len(rows)
-        te = Rows(n).const(9, SLICE_BEGIN)
-        te.varint(10, name_iid[rows])
-        annotations(te, t.arg_iid, [("Kernel Function", "string", kern_iid[rows], kern_iid[rows] > 0),
-                                    ("Func Scope Id", "int", scope_v[rows], scope_ok[rows]),
-                                    ("Commands", "int", count[rows], np.ones(n, bool))]
-                    + [(a, kind, v[rows], ok[rows]) for a, kind, v, ok in figures])
-        rec = Rows(n).message(1, packet(n, start[rows] + base, seq[rows], te))
-        end_ev = Rows(n).const(9, SLICE_END)
-        rec.message(1, packet(n, end[rows] + base, seq[rows], end_ev))
-        return rec.tobytes()
-
-    first_ts = np.full(len(keys), np.iinfo(np.int64).max)
-    np.minimum.at(first_ts, track_code, start + base)
-    args = [t.arg_iid[a] for a in ("Kernel Function", "Func Scope Id", "Commands")]
-    args += [t.arg_iid[a] for a, _, _, ok in figures if ok.any()]
-    return Plan(len(k), seq_ids, uuid_of, first_ts, encode,
-                {"names": (seq, name_iid), "strings": (seq, kern_iid),
-                 "args": (np.repeat(seq_ids, len(args)), np.tile(args, len(seq_ids)))})
+    args = [("Kernel Function", "string", kern_iid, kern_iid > 0),
+            ("Func Scope Id", "int", scope_v, scope_ok),
+            ("Commands", "int", count, np.ones(len(k), bool))] + figures
+    arg_names = ["Kernel Function", "Func Scope Id", "Commands"] + [a for a, _, _, ok in figures if ok.any()]
+    return slice_plan(device, tracks, start, end, name_iid, args, arg_names,
+                      {"strings": (tracks[1][tracks[0]], kern_iid)})
