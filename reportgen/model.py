@@ -372,9 +372,6 @@ class Profile:
         return self.commands[self.commands["engine"] == engine]
 
 
-        return engine_summary(self)
-
-
 def finalize_commands(df: "pd.DataFrame | dict[str, Any]") -> pd.DataFrame:
     """Give a parser's columns (a frame, or a dict of equally long arrays) the canonical
     column order and dtypes; derive ``sheet`` when it is not given.
