@@ -110,7 +110,9 @@
     note.textContent = 'Σ Alg Ops / Σ uArch Ops of the modelled TIU commands in each of ' + D.urate.buckets +
       ' buckets of the window the timeline above shows (each command\'s ops spread over its duration); zooming ' +
       'either zooms both. Over the whole span: ' +
-      (head.span_rate === null ? 'n/a' : (head.span_rate * 100).toFixed(2) + '%') + ' (the engine summary\'s uArch rate).';
+      (head.span_rate === null ? 'n/a' : (head.span_rate * 100).toFixed(2) + '%') + ' (the engine summary\'s uArch rate).' +
+      (head.fine ? ' Too many distinct ops to keep each command\'s: drawn from ' + head.fine.alg.n + ' fine bins of ' +
+        ((head.fine.hi - head.fine.lo) / head.fine.alg.n / 1e3).toPrecision(3) + ' µs (sums exact over whole fine bins).' : '');
     note.dataset.spanRate = head.span_rate === null ? '' : String(head.span_rate);
     card.append(h2, node, note);
     panel.append(card);

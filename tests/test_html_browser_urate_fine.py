@@ -125,4 +125,8 @@ def test_whole_span_is_the_engine_summary_rate(page, report):
     summary = report["profile"].summary
     rate = summary.loc[summary["core"].astype(str) == str(CORE), "tiu_uarch_rate"].iloc[0]
     assert whole["A"][0] / whole["U"][0] == pytest.approx(rate, rel=4 * FLOAT32)
+    note = p.evaluate(f"document.querySelector('#panel-core-{CORE} .note[data-span-rate]').textContent")
+    (head,) = [h for h in report["data"]["diagnosis"]["urate"]["cores"] if h["core"] == CORE]
+    width = (head["fine"]["hi"] - head["fine"]["lo"]) / head["fine"]["alg"]["n"] / 1e3
+    assert f"drawn from {FINE_BINS_TOTAL // 2} fine bins of {width:.3g} µs" in note
     page.check()

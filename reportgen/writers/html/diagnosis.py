@@ -135,7 +135,8 @@ def kernel_rows(kernels: pd.DataFrame, calls: pd.DataFrame, t0: int):
     return names, rows
 
 
-def _fine_series(profile: Profile, t0: int, cores: list[int]) -> dict[int, tuple[float, float, np.ndarray, np.ndarray]]:
+def _fine_series(profile: Profile, t0: int, cores: list[int]
+                 ) -> dict[int, tuple[float, float, np.ndarray, np.ndarray]]:
     """Per core: (lo, hi, Σ Alg Ops, Σ uArch Ops) in ``FINE_BINS_TOTAL // len(cores)`` equal bins
     of [lo, hi) (the core's modelled commands' extent, ns since ``t0``), by the rule of
     ``uarch_timeline.rate_bins``."""
