@@ -6,7 +6,8 @@
  * re-binned to the visible window: per bucket, Σ Alg Ops / Σ uArch Ops of the modelled TIU
  * commands, each command's ops spread evenly over its duration (zero-length ones count whole
  * in the bucket of their start). uarchBins() mirrors reportgen.analysis.uarch_timeline.rate_bins;
- * keep them in step.
+ * keep them in step. When the profile has too many distinct ops for the exact block, the block
+ * holds fine bins of each core (docs/metrics.md) and the same rule re-bins them.
  */
 (function () {
   'use strict';
@@ -30,23 +31,35 @@
   }
 
   // ------------------------------------------------------------------------------ uArch rate
-  let series = null;            // core -> {head, lo, hi, alg, uarch} over the timeline items of its TIU lane
+  /* core -> {head, start, end, endMax, lo, hi, alg, uarch}: the spans [start[i], end[i]) for i in
+   * [lo, hi) and their ops at alg[i - lo], uarch[i - lo]. Exact block: the items of the core's TIU
+   * lane and each one's (Alg Ops, uArch Ops) pair. Fine-bin block: the fine bins of the core's
+   * extent, each one a span holding its Σ Alg Ops and Σ uArch Ops. */
+  let series = null;
+  function fineBins(head, col) {
+    const f = head.fine, alg = col(f.alg), uarch = col(f.uarch), n = alg.length, w = (f.hi - f.lo) / n;
+    const start = new Float64Array(n), end = new Float64Array(n);
+    for (let j = 0; j < n; j++) { start[j] = f.lo + j * w; end[j] = f.lo + (j + 1) * w; }
+    return {head, start, end, endMax: end, lo: 0, hi: n, alg: Float64Array.from(alg), uarch: Float64Array.from(uarch)};
+  }
+  function commandOps(head, col, TA, TU) {
+    const IT = R.items, codes = col(head.codes), lo = IT.off[head.lane], hi = IT.off[head.lane + 1];
+    const alg = new Float64Array(hi - lo), uarch = new Float64Array(hi - lo);
+    for (let i = 0; i < hi - lo; i++) {
+      if (codes[i] > 0) { alg[i] = TA[codes[i] - 1]; uarch[i] = TU[codes[i] - 1]; }
+    }
+    return {head, start: IT.start, end: IT.end, endMax: IT.endMax, lo, hi, alg, uarch};
+  }
   async function loadSeries() {
     if (series) return series;
     const node = document.getElementById('rg-diag-urate');
     const raw = await R.decode.gunzip(R.decode.b64ToBytes(node.textContent));
     node.textContent = '';
     const col = (c) => R.decode.unshuffle(raw, c.offset, c.n, R.decode.CTOR[c.dtype]);
-    const TA = col(D.urate.pairs.alg), TU = col(D.urate.pairs.uarch);
-    const IT = R.items;
+    const pairs = D.urate.pairs, TA = pairs && col(pairs.alg), TU = pairs && col(pairs.uarch);
     series = new Map();
     for (const head of D.urate.cores) {
-      const codes = col(head.codes), lo = IT.off[head.lane], hi = IT.off[head.lane + 1];
-      const alg = new Float64Array(hi - lo), uarch = new Float64Array(hi - lo);
-      for (let i = 0; i < hi - lo; i++) {
-        if (codes[i] > 0) { alg[i] = TA[codes[i] - 1]; uarch[i] = TU[codes[i] - 1]; }
-      }
-      series.set(head.core, {head, lo, hi, alg, uarch});
+      series.set(head.core, head.fine ? fineBins(head, col) : commandOps(head, col, TA, TU));
     }
     return series;
   }
@@ -56,14 +69,14 @@
     return lo;
   }
 
-  /* Σ Alg Ops and Σ uArch Ops per bucket of W equal buckets of [a, b) (items without ops add 0). */
+  /* Σ Alg Ops and Σ uArch Ops per bucket of W equal buckets of [a, b) (spans without ops add 0). */
   function uarchBins(c, a, b, W) {
-    const IT = R.items, w = (b - a) / W, A = new Float64Array(W), U = new Float64Array(W);
-    const lo = firstIndex(IT.endMax, c.lo, c.hi, a), hi = firstIndex(IT.start, c.lo, c.hi, b);
+    const w = (b - a) / W, A = new Float64Array(W), U = new Float64Array(W);
+    const lo = firstIndex(c.endMax, c.lo, c.hi, a), hi = firstIndex(c.start, c.lo, c.hi, b);
     for (let i = lo; i < hi; i++) {
       const j = i - c.lo;
       if (c.uarch[j] === 0 && c.alg[j] === 0) continue;
-      const s0 = IT.start[i], e0 = IT.end[i], d = e0 - s0;
+      const s0 = c.start[i], e0 = c.end[i], d = e0 - s0;
       if (d <= 0) {
         if (s0 >= a && s0 < b) { const k = Math.min(Math.floor((s0 - a) / w), W - 1); A[k] += c.alg[j]; U[k] += c.uarch[j]; }
         continue;
@@ -97,7 +110,9 @@
     note.textContent = 'Σ Alg Ops / Σ uArch Ops of the modelled TIU commands in each of ' + D.urate.buckets +
       ' buckets of the window the timeline above shows (each command\'s ops spread over its duration); zooming ' +
       'either zooms both. Over the whole span: ' +
-      (head.span_rate === null ? 'n/a' : (head.span_rate * 100).toFixed(2) + '%') + ' (the engine summary\'s uArch rate).';
+      (head.span_rate === null ? 'n/a' : (head.span_rate * 100).toFixed(2) + '%') + ' (the engine summary\'s uArch rate).' +
+      (head.fine ? ' Too many distinct ops to keep each command\'s: drawn from ' + head.fine.alg.n + ' fine bins of ' +
+        ((head.fine.hi - head.fine.lo) / head.fine.alg.n / 1e3).toPrecision(3) + ' µs (sums exact over whole fine bins).' : '');
     note.dataset.spanRate = head.span_rate === null ? '' : String(head.span_rate);
     card.append(h2, node, note);
     panel.append(card);

@@ -8,10 +8,11 @@ Everything shown comes from ``profile.diagnosis`` (analysis/diagnosis.py) and
   hatched, "waiting: <type>" in the legend), never as work;
 * kernels: one row per kernel name and the longest calls, each row a link that opens the core's
   timeline (all cores for host kernels) zoomed to the call;
-* uArch rate over time per core: the ops of each TIU command of the timeline payload as a
-  compact binary block (``rg-diag-urate``, :func:`urate_block`); ``templates/diagnosis.js``
-  re-bins them to the window each core timeline shows (the rule of ``uarch_timeline.rate_bins``)
-  and draws the curve under the timeline.
+* uArch rate over time per core: the ops of each TIU command of the timeline payload (or, when
+  the commands have too many distinct ops, fine bins of them) as a compact binary block
+  (``rg-diag-urate``, :func:`urate_block`); ``templates/diagnosis.js`` re-bins them to the
+  window each core timeline shows (the rule of ``uarch_timeline.rate_bins``) and draws the curve
+  under the timeline.
 
 :func:`parts` returns what the page needs: the tab, the chart, the template rows, the JSON data
 (raw numbers, for the script and the tests) and the binary block.
@@ -27,7 +28,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis import timeline
-from reportgen.analysis.uarch_timeline import modelled
+from reportgen.analysis.uarch_timeline import modelled, modelled_tiu, rate_bins
 from reportgen.model import ENGINES, Profile
 from reportgen.writers.html.charts import _BASE_LAYOUT, _esc, _typed
 from reportgen.writers.html.palette import SYSTEM_COLOR, UNKNOWN_COLOR
@@ -37,6 +38,11 @@ from reportgen.writers.html.payload import _narrow, _shuffle
 CALLS_SHOWN = 300
 #: buckets of the uArch rate curve across the visible window
 URATE_BUCKETS = 400
+#: the uArch rate block stays exact (a float64 table of pairs) up to this many distinct
+#: (Alg Ops, uArch Ops) pairs (a 256 KB table); above, it holds fine bins (:func:`urate_block`)
+PAIRS_EXACT_MAX = 16384
+#: fine bins of the uArch rate block over all cores (8 bytes each: at most 512 KB)
+FINE_BINS_TOTAL = 2 ** 16
 
 
 @dataclass
@@ -129,13 +135,38 @@ def kernel_rows(kernels: pd.DataFrame, calls: pd.DataFrame, t0: int):
     return names, rows
 
 
-def urate_block(profile: Profile, lanes: timeline.Lanes) -> tuple[dict[str, Any], bytes]:
+def _fine_series(profile: Profile, t0: int, cores: list[int]
+                 ) -> dict[int, tuple[float, float, np.ndarray, np.ndarray]]:
+    """Per core: (lo, hi, Σ Alg Ops, Σ uArch Ops) in ``FINE_BINS_TOTAL // len(cores)`` equal bins
+    of [lo, hi) (the core's modelled commands' extent, ns since ``t0``), by the rule of
+    ``uarch_timeline.rate_bins``."""
+    per_core = modelled_tiu(profile)
+    bins = max(FINE_BINS_TOTAL // max(len(cores), 1), 1)
+    out = {}
+    for core in cores:
+        start, end, alg, uarch = per_core[core]
+        lo = float(start.min() - t0)
+        hi = float(max(end.max(), start.max() + 1) - t0)     # a 0 ns command at the end counts too
+        fine_alg, fine_uarch = rate_bins(start - t0, end - t0, alg, uarch, lo, hi, bins)
+        out[core] = (lo, hi, fine_alg, fine_uarch)
+    return out
+
+
+def urate_block(profile: Profile, lanes: timeline.Lanes, t0: int) -> tuple[dict[str, Any], bytes]:
     """What the uArch rate charts need beyond the timeline payload (which already holds every
-    command's start and end): per TIU lane, one code per item in the payload's order (0: not a
-    modelled work command; k + 1: the k-th distinct (Alg Ops, uArch Ops) pair), and the table
-    of pairs as float64, so the sums are the model's. A capture repeats a few op shapes (30-80
-    pairs on the shared and synthetic dumps), so this is about a byte per TIU command before
-    gzip. Also each core's whole-span rate (the engine summary's)."""
+    command's start and end), in one of two encodings (docs/metrics.md "uArch rate over time"):
+
+    * exact (at most ``PAIRS_EXACT_MAX`` distinct (Alg Ops, uArch Ops) pairs, the usual case: a
+      capture repeats a few op shapes, 30-80 pairs on the shared and synthetic dumps): per TIU
+      lane one code per item in the payload's order (0: not a modelled work command; k + 1: the
+      k-th pair) and the table of pairs as float64, so the sums are the model's; about a byte per
+      TIU command before gzip;
+    * fine bins (more pairs, e.g. every command with its own ops): per core, Σ Alg Ops and
+      Σ uArch Ops in ``FINE_BINS_TOTAL // cores`` equal bins of the core's extent as float32,
+      which the page re-bins as if each bin were a command; at most 8 bytes per bin
+      whatever the number of commands.
+
+    Also each core's whole-span rate (the engine summary's)."""
     c = profile.commands
     summary = profile.summary
     rate = ({str(k): v for k, v in zip(summary["core"], summary["tiu_uarch_rate"])}
@@ -145,8 +176,7 @@ def urate_block(profile: Profile, lanes: timeline.Lanes) -> tuple[dict[str, Any]
     alg_code, alg_values = pd.factorize(c["alg_ops"].to_numpy(np.float64)[mask])
     uarch_code, uarch_values = pd.factorize(c["uarch_ops"].to_numpy(np.float64)[mask])
     pair, keys = pd.factorize(alg_code.astype(np.int64) * max(len(uarch_values), 1) + uarch_code)
-    table = np.column_stack([alg_values[keys // max(len(uarch_values), 1)],
-                             uarch_values[keys % max(len(uarch_values), 1)]]).reshape(-1, 2)
+    exact = len(keys) <= PAIRS_EXACT_MAX
     code = np.zeros(len(c), np.int64)
     code[mask] = pair + 1
     # the payload's item order: by lane, then start, then end (payload.encode_items)
@@ -162,16 +192,28 @@ def urate_block(profile: Profile, lanes: timeline.Lanes) -> tuple[dict[str, Any]
         offset += len(raw)
         return head
 
-    heads = []
+    lanes_shown = []
     for lane, (engine, cores) in enumerate(zip(lanes.engines, lanes.cores)):
         codes = code[order[bounds[lane]:bounds[lane + 1]]]
-        if engine != "TIU" or len(cores) != 1 or not codes.any():
-            continue
-        heads.append({"core": cores[0], "lane": lane, "span_rate": _num(rate.get(str(cores[0]))),
-                      "codes": put(_narrow(codes))})
-    pairs = {"alg": put(np.ascontiguousarray(table[:, 0], "<f8")),
-             "uarch": put(np.ascontiguousarray(table[:, 1], "<f8"))}
-    return {"cores": heads, "pairs": pairs}, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
+        if engine == "TIU" and len(cores) == 1 and codes.any():
+            lanes_shown.append((lane, int(cores[0]), codes))
+    heads = [{"core": core, "lane": lane, "span_rate": _num(rate.get(str(core)))}
+             for lane, core, _ in lanes_shown]
+    if exact:
+        for head, (_, _, codes) in zip(heads, lanes_shown):
+            head["codes"] = put(_narrow(codes))
+        width = max(len(uarch_values), 1)
+        table = np.column_stack([alg_values[keys // width], uarch_values[keys % width]]).reshape(-1, 2)
+        block = {"cores": heads, "pairs": {"alg": put(np.ascontiguousarray(table[:, 0], "<f8")),
+                                           "uarch": put(np.ascontiguousarray(table[:, 1], "<f8"))}}
+    else:
+        fine = _fine_series(profile, t0, [head["core"] for head in heads])
+        for head in heads:
+            lo, hi, fine_alg, fine_uarch = fine[head["core"]]
+            head["fine"] = {"lo": lo, "hi": hi, "alg": put(fine_alg.astype("<f4")),
+                            "uarch": put(fine_uarch.astype("<f4"))}
+        block = {"cores": heads}
+    return block, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
 
 
 def parts(profile: Profile, t0: int, types: list[dict[str, Any]], lanes: timeline.Lanes
@@ -181,7 +223,7 @@ def parts(profile: Profile, t0: int, types: list[dict[str, Any]], lanes: timelin
     if d is None:
         return None
     names, calls = kernel_rows(d.kernels, d.kernel_calls, t0)
-    heads, blob = urate_block(profile, lanes)
+    heads, blob = urate_block(profile, lanes, t0)
     data = {"kernels": names, "calls": calls, "calls_total": int(len(d.kernel_calls)),
             "urate": {"buckets": URATE_BUCKETS, **heads}}
     return DiagnosisParts(
