@@ -13,6 +13,7 @@ from reportgen import batch, cli
 from reportgen.analysis.cluster import DeviceRun, cluster_analysis, device_and_call
 from reportgen.options import Options
 from reportgen.testing.synth import SynthConfig, write_dump
+from shared_data import FRAMEWORK, needs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
@@ -181,3 +182,60 @@ def test_a_link_inside_out_stops_the_batch_before_anything_runs(tmp_path, capsys
     assert err == [f"bigTpuProfile: error: {out / 'node0' / 'cdm_profile_data_dev1-0'} is a symbolic "
                    "link: not writing through it (remove or rename it)"]
     assert list(elsewhere.iterdir()) == []
+
+
+RANK_TRACES = ("hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz",
+               "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
+
+
+@needs(FRAMEWORK / "hta" / "trace_filter")
+def test_rank_traces_and_a_corrupt_one_on_a_two_worker_local_cluster(tmp_path, capsys):
+    """Framework ranks (real Kineto traces, one per rank_N folder and one directly inside) and a
+    truncated trace: each good trace gets its full report, cluster.json lists every trace with
+    the span and device busy of its own summary.json, the bad one its error line; exit code 1."""
+    run = tmp_path / "run"
+    good = []
+    for r, rel in enumerate(RANK_TRACES[:2]):
+        (run / f"rank_{r}").mkdir(parents=True)
+        good.append(run / f"rank_{r}" / Path(rel).name)
+        shutil.copy(FRAMEWORK / rel, good[-1])
+    good.append(run / "alexnet.pt.trace.json.gz")
+    shutil.copy(FRAMEWORK / RANK_TRACES[2], good[-1])
+    (run / "rank_9").mkdir()
+    bad = run / "rank_9" / "worker9.pt.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1')
+    (run / "rank_9" / "notes.txt").write_text("not a trace")
+    assert batch.find_runs(run) == [good[2], good[0], good[1], bad]
+    out = tmp_path / "out"
+    options = Options(input=str(run), output=str(out), jobs=2, web=True, **FAST)
+    assert batch.run_many(run, batch.find_runs(run), options) == 1
+    captured = capsys.readouterr()
+    assert "batch mode, 4 traces on a local Dask cluster of 2 worker processes" in captured.err
+    assert "Cluster report of 4 traces (1 failed)" in captured.out
+    for t in good:
+        assert (out / t.relative_to(run) / "PerfWeb" / "result.html").is_file()
+    doc = json.loads((out / "cluster.json").read_text())
+    by_name = {d["name"]: d for d in doc["devices"]}
+    assert list(by_name) == [p.relative_to(run).as_posix() for p in (good[2], good[0], good[1], bad)]
+    for t in good:
+        d = by_name[t.relative_to(run).as_posix()]
+        own = json.loads((out / d["name"] / "summary.json").read_text())
+        overall = next(r for r in own["digest"]["lanes"] if r["core"] == "Overall")
+        assert (d["kind"], d["status"], d["span_ns"]) == ("trace", "ok", own["summary"][-1]["span_ns"])
+        assert d["busy_ns"] == {"device": overall["busy_ns"]} and d["util"]["device"] == pytest.approx(overall["util"])
+        assert overall["busy_ns"] > 0
+    error = by_name["rank_9/worker9.pt.trace.json"]["status"]
+    assert error.startswith(str(bad)) and "\n" not in error and by_name["rank_9/worker9.pt.trace.json"]["span_ns"] is None
+    assert not (out / "rank_9").exists()
+    # the two sampled ranks share their kernels: their spread names both
+    spread = {k["kernel"]: k for k in doc["kernels"]}
+    assert any(k["devices"] == 2 and {k["min_device"], k["max_device"]} == {by_name[n]["name"] for n in
+               ("rank_0/sampled_rank-0.json.gz", "rank_1/sampled_rank-1.json.gz")} for k in spread.values())
+    # the heat map: one cell per device of each good trace, its Device lanes union row
+    heat = {(h["name"], h["core"]): h["util"] for h in doc["heat"]}
+    unions = {(n, r["core"]): r["util"] for n in by_name if by_name[n]["status"] == "ok"
+              for r in json.loads((out / n / "summary.json").read_text())["digest"]["lanes"]
+              if r["engine"].endswith("(union)")}
+    assert heat == pytest.approx(unions) and ("rank_1/sampled_rank-1.json.gz", 1) in heat   # its GPU 1
+    page = (out / "index.html").read_text()
+    assert error.split(": ")[-1] in page and "device busy (µs)" in page and "TIU busy" not in page
