@@ -1,9 +1,11 @@
 """Many dumps at once (batch / cluster mode): ``bigTpuProfile RUN_DIR OUT`` where RUN_DIR holds two
 or more dump folders at any depth (``node3/cdm_profile_data_dev5-1``: device 5, call 1), or two
 or more framework (Kineto / Chrome) trace files: one per rank, directly inside or one per
-``rank_*`` folder. Both kinds may be mixed: each is listed with its own lanes (engines for a
-dump, the union of the device's streams for a trace) and judged for stragglers against its own
-kind. An Ascend / MindSpore profiler folder is not a batch: it is one report with a Ranks table.
+``rank_*`` folder. A folder holding dumps is a batch of its dumps only: a trace beside them is
+their host trace, not another device. A trace is shown by its own lanes (the union of the
+device's streams) where a dump shows its engines; a list of both kinds (``run_many``'s API) is
+judged for stragglers kind by kind. An Ascend / MindSpore profiler folder is not a batch: it is
+one report with a Ranks table.
 
 Each dump (trace) is one task on Dask distributed: the task runs the same pipeline as a single dump and
 writes that dump's complete report into ``OUT/<its path below RUN_DIR>/`` (atomically, as every
@@ -74,7 +76,7 @@ def find_dumps(path: Path) -> list[Path]:
 
 
 def find_traces(path: Path) -> list[Path]:
-    """Framework trace files (named as :data:`TRACE_SUFFIXES`, content sniffed) below ``path``
+    """Framework trace files (named as :data:`TRACE_SUFFIXES`, holding trace events) below ``path``
     up to :data:`MAX_DEPTH` levels, in natural order: directly inside or one per rank folder.
     None when ``path`` is a dump or an Ascend / MindSpore profiler folder (one report of all its
     ranks); dump and profiler folders below are not searched. Hidden entries are skipped; a
@@ -93,7 +95,7 @@ def find_traces(path: Path) -> list[Path]:
                 if p.name.startswith("."):
                     continue
                 if p.is_file():
-                    if p.name.lower().endswith(TRACE_SUFFIXES) and detect.looks_like_trace(p):
+                    if p.name.lower().endswith(TRACE_SUFFIXES) and detect.holds_trace_events(p):
                         found.append(p)
                 elif p.is_dir() and not p.is_symlink() and not (p / "global.profile").exists() \
                         and not detect.is_ascend_folder(p):
@@ -103,9 +105,10 @@ def find_traces(path: Path) -> list[Path]:
 
 
 def find_runs(path: Path) -> list[Path]:
-    """Dump folders and trace files below ``path`` (see :func:`find_dumps`, :func:`find_traces`),
-    in natural order."""
-    return sorted(find_dumps(path) + find_traces(path), key=lambda p: _natural(p.relative_to(path)))
+    """The dump folders below ``path`` (:func:`find_dumps`); when there are none, its trace
+    files (:func:`find_traces`). Dumps win: a trace beside dumps is their host trace
+    (``--trace_file``), not another device."""
+    return find_dumps(path) or find_traces(path)
 
 
 def _kind(path: Path) -> str:

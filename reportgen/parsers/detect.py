@@ -33,6 +33,18 @@ def looks_like_trace(path: Path) -> bool:
     return head[:1] in (b"[", b"{")
 
 
+#: how much of a file :func:`holds_trace_events` reads (Kineto writes device properties first)
+TRACE_HEAD_BYTES = 1 << 16
+
+
+def holds_trace_events(path: Path) -> bool:
+    """Stricter than :func:`looks_like_trace`, for files found in a folder rather than named by
+    the user: a JSON array, or an object with a ``traceEvents`` key in its first
+    :data:`TRACE_HEAD_BYTES` (metadata, execution traces and summaries beside traces are not)."""
+    head = strip_bom(sniff(path, TRACE_HEAD_BYTES)).lstrip()
+    return head[:1] == b"[" or (head[:1] == b"{" and b'"traceEvents"' in head)
+
+
 def is_ascend_folder(path: Path) -> bool:
     """An Ascend / MindSpore profiler folder (one rank or several: read as one report)."""
     from reportgen.parsers import ascend
@@ -119,4 +131,4 @@ def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = 
     return load_chrome_traces(files, str(path), max_input_mb=max_input_mb)
 
 
-__all__ = ["detect_kind", "is_ascend_folder", "load_profile", "looks_like_trace", "trace_files"]
+__all__ = ["detect_kind", "holds_trace_events", "is_ascend_folder", "load_profile", "looks_like_trace", "trace_files"]
