@@ -45,7 +45,8 @@ def build_parser() -> argparse.ArgumentParser:
                "cluster.json compare the devices (stragglers, utilisation heat map, kernel spread, "
                "calls of one device). They run as Dask tasks on a local cluster (one worker per "
                "CPU) or on --scheduler. A folder holding one dump (trace) runs as its single "
-               "report. The exit code is 1 when any failed. An Ascend/MindSpore profiler folder "
+               "report; a trace beside dumps is their host trace, not a rank. The exit code is 1 when "
+               "any failed. An Ascend/MindSpore profiler folder "
                "(ASCEND_PROFILER_OUTPUT, PROF_*, profiler_data/rank_N) is not a batch: its ranks "
                "make one report with a Ranks table.")
     p.add_argument("input", help="PMU dump directory (cdm_profile_data_devX-Y/), chrome trace JSON, "
