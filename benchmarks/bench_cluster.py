@@ -61,7 +61,7 @@ def child(run: Path, out: Path, n: int, workers: int, outputs: str) -> dict:
                       summary=True)
     dumps = batch.find_dumps(run)[:n]
     runs = [(options.replace(input=str(d.resolve()), output=str((out / d.relative_to(run)).resolve()),
-                             jobs=1), d.relative_to(run).as_posix()) for d in dumps]
+                             jobs=1), d.relative_to(run).as_posix(), "dump") for d in dumps]
     t0 = time.perf_counter()
     results, _ = batch.run_tasks(runs, options)
     t1 = time.perf_counter()

@@ -1,7 +1,13 @@
 """Many dumps at once (batch / cluster mode): ``bigTpuProfile RUN_DIR OUT`` where RUN_DIR holds two
-or more dump folders at any depth (``node3/cdm_profile_data_dev5-1``: device 5, call 1).
+or more dump folders at any depth (``node3/cdm_profile_data_dev5-1``: device 5, call 1), or two
+or more framework (Kineto / Chrome) trace files: one per rank, directly inside or one per
+``rank_*`` folder. A folder holding dumps is a batch of its dumps only: a trace beside them is
+their host trace, not another device. A trace is shown by its own lanes (the union of the
+device's streams) where a dump shows its engines; a list of both kinds (``run_many``'s API) is
+judged for stragglers kind by kind. An Ascend / MindSpore profiler folder is not a batch: it is
+one report with a Ranks table.
 
-Each dump is one task on Dask distributed: the task runs the same pipeline as a single dump and
+Each dump (trace) is one task on Dask distributed: the task runs the same pipeline as a single dump and
 writes that dump's complete report into ``OUT/<its path below RUN_DIR>/`` (atomically, as every
 report), and sends back only a few kB (status, engine summary rows, kernel breakdown rows: a
 :class:`~reportgen.analysis.cluster.DeviceRun`). The client then writes the cluster report:
@@ -26,6 +32,7 @@ import pandas as pd
 
 from reportgen import parallel, pipeline
 from reportgen.analysis.cluster import DeviceRun
+from reportgen.parsers import detect
 from reportgen.errors import InputError, OutputError, ReportgenError
 from reportgen.options import Options
 
@@ -34,6 +41,9 @@ _NUMBERS = re.compile(r"\d+")
 RESERVED = ("index.html", "cluster.xlsx", "cluster.json")
 #: how deep below RUN_DIR dump folders are looked for (device / call / host folders)
 MAX_DEPTH = 4
+#: the names a framework trace file is looked for by (its content is sniffed too): Kineto
+#: writes ``*.pt.trace.json`` (``.gz``), other tools ``*.json``
+TRACE_SUFFIXES = (".json", ".json.gz", ".json.zip")
 
 
 def _natural(p: Path):
@@ -65,23 +75,77 @@ def find_dumps(path: Path) -> list[Path]:
     return sorted(found, key=lambda p: _natural(p.relative_to(path)))
 
 
-def report_one(options: Options, name: str) -> DeviceRun:
-    """One dump's full report (runs in a worker); returns only its small summary tables."""
+def find_traces(path: Path) -> list[Path]:
+    """Framework trace files (named as :data:`TRACE_SUFFIXES`, holding trace events) below ``path``
+    up to :data:`MAX_DEPTH` levels, in natural order: directly inside or one per rank folder.
+    None when ``path`` is a dump or an Ascend / MindSpore profiler folder (one report of all its
+    ranks); dump and profiler folders below are not searched. Hidden entries are skipped; a
+    link to a folder is never descended into (links could loop)."""
+    if not path.is_dir() or (path / "global.profile").exists() or detect.is_ascend_folder(path):
+        return []
+    found, level = [], [path]
+    for _ in range(MAX_DEPTH):
+        below = []
+        for folder in level:
+            try:
+                entries = sorted(folder.iterdir())
+            except OSError:
+                continue
+            for p in entries:
+                if p.name.startswith("."):
+                    continue
+                if p.is_file():
+                    if p.name.lower().endswith(TRACE_SUFFIXES) and detect.holds_trace_events(p):
+                        found.append(p)
+                elif p.is_dir() and not p.is_symlink() and not (p / "global.profile").exists() \
+                        and not detect.is_ascend_folder(p):
+                    below.append(p)
+        level = below
+    return sorted(found, key=lambda p: _natural(p.relative_to(path)))
+
+
+def find_runs(path: Path) -> list[Path]:
+    """The dump folders below ``path`` (:func:`find_dumps`); when there are none, its trace
+    files (:func:`find_traces`). Dumps win: a trace beside dumps is their host trace
+    (``--trace_file``), not another device."""
+    return find_dumps(path) or find_traces(path)
+
+
+def _kind(path: Path) -> str:
+    """A found run's kind: a dump is a folder, a trace a file."""
+    return "dump" if path.is_dir() else "trace"
+
+
+def _counted(kinds: list[str]) -> str:
+    """"4 dumps", "2 traces", "2 dumps and 1 trace"."""
+    words = [f"{n} {kind}{'s' if n != 1 else ''}" for kind in ("dump", "trace")
+             if (n := kinds.count(kind))]
+    return " and ".join(words)
+
+
+def report_one(options: Options, name: str, kind: str = "dump") -> DeviceRun:
+    """One dump's (trace's) full report (runs in a worker); returns only its small summary
+    tables: a dump's engine summary, a trace's span (its engine summary's Overall row has no
+    engines) and Device lanes, and the kernels."""
     try:
         done = pipeline.report(options)
     except ReportgenError as exc:
-        return DeviceRun(name, options.input, options.output, _one_line(str(exc)))
+        return DeviceRun(name, options.input, options.output, _one_line(str(exc)), kind=kind)
     except Exception as exc:  # noqa: BLE001 - one dump's bug must not sink the other dumps
         return DeviceRun(name, options.input, options.output,
-                         _one_line(f"{options.input}: failed: {type(exc).__name__}: {exc}"))
+                         _one_line(f"{options.input}: failed: {type(exc).__name__}: {exc}"), kind=kind)
     m, summary = done.profile.meta, done.summary
     digest = done.profile.digest              # attached by analysis.derive
+    engines = summary if kind == "dump" else summary[["core", "span_ns"]].tail(1)
     return DeviceRun(
         name, options.input, options.output, "ok", done.seconds, len(done.files),
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
          "warnings": len(m.warnings)},
-        [{k: _plain(v) for k, v in r.items()} for r in summary.to_dict("records")],
-        [{k: _plain(v) for k, v in r.items()} for r in digest.kernels.to_dict("records")])
+        _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind)
+
+
+def _rows(frame: pd.DataFrame) -> list[dict]:
+    return [{k: _plain(v) for k, v in r.items()} for r in frame.to_dict("records")]
 
 
 def _one_line(text: str) -> str:
@@ -165,32 +229,35 @@ class _Progress:
             self.bar.close()
 
 
-def run_tasks(runs: list[tuple[Options, str]], options: Options) -> tuple[list[DeviceRun], str]:
-    """Every dump's report as a Dask task; the DeviceRuns in input order and where they ran."""
+def run_tasks(runs: list[tuple[Options, str, str]], options: Options) -> tuple[list[DeviceRun], str]:
+    """Every run's report as a Dask task (options, name, kind); the DeviceRuns in input order
+    and where they ran."""
     from distributed import as_completed
 
     results: dict[str, DeviceRun] = {}
     with _client(options, len(runs)) as (client, where):
         # said even with --quiet (it silences progress only): which mode this run is in
-        print(f"bigTpuProfile: batch mode, {len(runs)} dumps on {where}", file=sys.stderr, flush=True)
+        print(f"bigTpuProfile: batch mode, {_counted([k for *_, k in runs])} on {where}",
+              file=sys.stderr, flush=True)
         progress = _Progress(len(runs), options.quiet)
-        futures = {client.submit(report_one, o, name, key=f"report-{i}-{name}", pure=False): (o, name)
-                   for i, (o, name) in enumerate(runs)}
+        futures = {client.submit(report_one, o, name, kind, key=f"report-{i}-{name}", pure=False):
+                   (o, name, kind) for i, (o, name, kind) in enumerate(runs)}
         try:
             for future in as_completed(futures):
-                o, name = futures[future]
+                o, name, kind = futures[future]
                 try:
                     run = future.result()
                 except Exception as exc:  # noqa: BLE001 - a worker lost while running this dump
                     run = DeviceRun(name, o.input, o.output,
-                                    _one_line(f"{o.input}: worker failed: {type(exc).__name__}: {exc}"))
+                                    _one_line(f"{o.input}: worker failed: {type(exc).__name__}: {exc}"),
+                                    kind=kind)
                 future.release()
                 results[name] = run
                 progress.finished(run)
         finally:
             progress.close()
             client.cancel(list(futures))
-    return [results[name] for _, name in runs], where
+    return [results[name] for _, name, _ in runs], where
 
 
 def run_many(root: Path, dumps: list[Path], options: Options) -> int:
@@ -205,7 +272,7 @@ def run_many(root: Path, dumps: list[Path], options: Options) -> int:
     # --scheduler); their writers run one after another (jobs=1): one process per dump
     runs = [(options.replace(input=str(root_abs / d.relative_to(root)),
                              output=str(out_abs / d.relative_to(root)), quiet=True, jobs=1),
-             d.relative_to(root).as_posix()) for d in dumps]
+             d.relative_to(root).as_posix(), _kind(d)) for d in dumps]
     results, where = run_tasks(runs, options)
     cluster = cluster_analysis(results)
     try:
@@ -216,14 +283,14 @@ def run_many(root: Path, dumps: list[Path], options: Options) -> int:
     for r in results:
         if not r.ok:
             print(f"{r.name}: error: {r.status}")
-    print(f"Cluster report of {len(results)} dumps ({cluster.failed} failed) in "
+    print(f"Cluster report of {_counted([r.kind for r in results])} ({cluster.failed} failed) in "
           f"{time.perf_counter() - t0:.1f} s: {files[0]}")
     for s in cluster.stragglers.itertuples():
         print(f"  straggler: {s.name}: span {s.excess_pct:+.1f}% against the median")
     return 1 if cluster.failed else 0
 
 
-def announce_single(root: Path, dump: Path) -> None:
+def announce_single(root: Path, found: Path) -> None:
     """Said even with --quiet: the run is not in batch mode although INPUT is a folder."""
-    print(f"bigTpuProfile: {root} holds one dump ({dump.relative_to(root)}): a single report "
-          "(batch mode needs two or more)", file=sys.stderr, flush=True)
+    print(f"bigTpuProfile: {root} holds one {_kind(found)} ({found.relative_to(root)}): a single "
+          "report (batch mode needs two or more)", file=sys.stderr, flush=True)

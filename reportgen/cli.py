@@ -39,12 +39,16 @@ def build_parser() -> argparse.ArgumentParser:
         description="Profile reports (xlsx, html, perfetto, summary) from a TPU PMU dump "
                     "directory or a framework trace.",
         epilog="Batch (cluster) mode: when INPUT is a folder holding two or more dump folders "
-               "(at any depth, e.g. node0/cdm_profile_data_dev3-1), each dump gets its own report "
-               "in OUT/<its path>/ and OUT/index.html, cluster.xlsx and cluster.json compare the "
-               "devices (stragglers, utilisation heat map, kernel spread, calls of one device). "
-               "The dumps run as Dask tasks on a local cluster (one worker per CPU) or on "
-               "--scheduler. A folder holding one dump runs as that dump's single report. The "
-               "exit code is 1 when any dump failed.")
+               "(at any depth, e.g. node0/cdm_profile_data_dev3-1) or two or more framework trace "
+               "files (*.json, *.json.gz: one per rank, directly inside or in rank_* folders), each "
+               "gets its own report in OUT/<its path>/ and OUT/index.html, cluster.xlsx and "
+               "cluster.json compare the devices (stragglers, utilisation heat map, kernel spread, "
+               "calls of one device). They run as Dask tasks on a local cluster (one worker per "
+               "CPU) or on --scheduler. A folder holding one dump (trace) runs as its single "
+               "report; a trace beside dumps is their host trace, not a rank. The exit code is 1 when "
+               "any failed. An Ascend/MindSpore profiler folder "
+               "(ASCEND_PROFILER_OUTPUT, PROF_*, profiler_data/rank_N) is not a batch: its ranks "
+               "make one report with a Ranks table.")
     p.add_argument("input", help="PMU dump directory (cdm_profile_data_devX-Y/), chrome trace JSON, "
                    "Ascend ASCEND_PROFILER_OUTPUT or MindSpore profiler folder")
     p.add_argument("output", nargs="?", default="profile_out", help="output folder (default: profile_out)")
@@ -113,12 +117,12 @@ def run(options: Options) -> int:
     from reportgen.writers.text import summary_text, warnings_text
 
     root = Path(options.input)
-    dumps = batch.find_dumps(root)
-    if len(dumps) > 1:
-        return batch.run_many(root, dumps, options)
-    if dumps:
-        batch.announce_single(root, dumps[0])
-        options = options.replace(input=str(dumps[0]))
+    found = batch.find_runs(root)
+    if len(found) > 1:
+        return batch.run_many(root, found, options)
+    if found:
+        batch.announce_single(root, found[0])
+        options = options.replace(input=str(found[0]))
     done = pipeline.report(options)
     if options.summary:
         print(summary_text(done.profile, done.summary))

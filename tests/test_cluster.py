@@ -13,6 +13,7 @@ from reportgen import batch, cli
 from reportgen.analysis.cluster import DeviceRun, cluster_analysis, device_and_call
 from reportgen.options import Options
 from reportgen.testing.synth import SynthConfig, write_dump
+from shared_data import FRAMEWORK, needs
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
@@ -181,3 +182,118 @@ def test_a_link_inside_out_stops_the_batch_before_anything_runs(tmp_path, capsys
     assert err == [f"bigTpuProfile: error: {out / 'node0' / 'cdm_profile_data_dev1-0'} is a symbolic "
                    "link: not writing through it (remove or rename it)"]
     assert list(elsewhere.iterdir()) == []
+
+
+RANK_TRACES = ("hta/trace_filter/sampled_rank-0.json.gz", "hta/trace_filter/sampled_rank-1.json.gz",
+               "hta/critical_path/alexnet/benchmark_result_2869224_1695835535_trace.json.gz")
+
+
+@needs(FRAMEWORK / "hta" / "trace_filter")
+def test_rank_traces_and_a_corrupt_one_on_a_two_worker_local_cluster(tmp_path, capsys):
+    """Framework ranks (real Kineto traces, one per rank_N folder and one directly inside) and a
+    truncated trace: each good trace gets its full report, cluster.json lists every trace with
+    the span and device busy of its own summary.json, the bad one its error line; exit code 1."""
+    run = tmp_path / "run"
+    good = []
+    for r, rel in enumerate(RANK_TRACES[:2]):
+        (run / f"rank_{r}").mkdir(parents=True)
+        good.append(run / f"rank_{r}" / Path(rel).name)
+        shutil.copy(FRAMEWORK / rel, good[-1])
+    good.append(run / "alexnet.pt.trace.json.gz")
+    shutil.copy(FRAMEWORK / RANK_TRACES[2], good[-1])
+    (run / "rank_9").mkdir()
+    bad = run / "rank_9" / "worker9.pt.trace.json"
+    bad.write_text('{"traceEvents": [{"ph": "X", "name": "aten::mm", "ts": 1')
+    (run / "rank_9" / "notes.txt").write_text("not a trace")
+    assert batch.find_runs(run) == [good[2], good[0], good[1], bad]
+    out = tmp_path / "out"
+    options = Options(input=str(run), output=str(out), jobs=2, web=True, **FAST)
+    assert batch.run_many(run, batch.find_runs(run), options) == 1
+    captured = capsys.readouterr()
+    assert "batch mode, 4 traces on a local Dask cluster of 2 worker processes" in captured.err
+    assert "Cluster report of 4 traces (1 failed)" in captured.out
+    for t in good:
+        assert (out / t.relative_to(run) / "PerfWeb" / "result.html").is_file()
+    doc = json.loads((out / "cluster.json").read_text())
+    by_name = {d["name"]: d for d in doc["devices"]}
+    assert list(by_name) == [p.relative_to(run).as_posix() for p in (good[2], good[0], good[1], bad)]
+    for t in good:
+        d = by_name[t.relative_to(run).as_posix()]
+        own = json.loads((out / d["name"] / "summary.json").read_text())
+        overall = next(r for r in own["digest"]["lanes"] if r["core"] == "Overall")
+        assert (d["kind"], d["status"], d["span_ns"]) == ("trace", "ok", own["summary"][-1]["span_ns"])
+        assert d["busy_ns"] == {"device": overall["busy_ns"]} and d["util"]["device"] == pytest.approx(overall["util"])
+        assert overall["busy_ns"] > 0
+    error = by_name["rank_9/worker9.pt.trace.json"]["status"]
+    assert error.startswith(str(bad)) and "\n" not in error and by_name["rank_9/worker9.pt.trace.json"]["span_ns"] is None
+    assert not (out / "rank_9").exists()
+    # the two sampled ranks share their kernels: their spread names both
+    spread = {k["kernel"]: k for k in doc["kernels"]}
+    assert any(k["devices"] == 2 and {k["min_device"], k["max_device"]} == {by_name[n]["name"] for n in
+               ("rank_0/sampled_rank-0.json.gz", "rank_1/sampled_rank-1.json.gz")} for k in spread.values())
+    # the heat map: one cell per device of each good trace, its Device lanes union row
+    heat = {(h["name"], h["core"]): h["util"] for h in doc["heat"]}
+    unions = {(n, r["core"]): r["util"] for n in by_name if by_name[n]["status"] == "ok"
+              for r in json.loads((out / n / "summary.json").read_text())["digest"]["lanes"]
+              if r["engine"].endswith("(union)")}
+    assert heat == pytest.approx(unions) and ("rank_1/sampled_rank-1.json.gz", 1) in heat   # its GPU 1
+    page = (out / "index.html").read_text()
+    assert error.split(": ")[-1] in page and "device busy (µs)" in page and "TIU busy" not in page
+
+
+def test_which_files_of_a_folder_are_rank_traces(tmp_path):
+    """Trace files are found by name and by holding trace events; metadata and execution traces
+    beside them are not ranks; dumps win over a trace beside them (their host trace); an Ascend
+    profiler folder is one multi-rank report, never a batch."""
+    event = {"ph": "X", "name": "k", "ts": 1, "dur": 2, "pid": 0, "tid": 0}
+    (tmp_path / "rank_0").mkdir()
+    (tmp_path / "rank_0" / "w.pt.trace.json").write_text(json.dumps({"schemaVersion": 1, "traceEvents": [event]}))
+    (tmp_path / "rank_1").mkdir()
+    (tmp_path / "rank_1" / "w.json").write_text(json.dumps([event]))
+    (tmp_path / "rank_1" / "profiler_info.json").write_text(json.dumps({"config": {}}))
+    (tmp_path / "rank_1" / "w_et.json").write_text(json.dumps({"schema": "1.0.1", "nodes": []}))
+    (tmp_path / "rank_1" / "w.txt").write_text(json.dumps([event]))
+    assert [p.relative_to(tmp_path).as_posix() for p in batch.find_runs(tmp_path)] == \
+        ["rank_0/w.pt.trace.json", "rank_1/w.json"]
+    shutil.copytree(SAMPLE, tmp_path / "cdm_profile_data_dev0-0")
+    assert batch.find_runs(tmp_path) == [tmp_path / "cdm_profile_data_dev0-0"]
+    # the sample folder: its dump, and a generator's JSON that is no trace
+    assert batch.find_runs(SAMPLE.parent) == [SAMPLE]
+
+
+@needs(FRAMEWORK / "ascend-msinsight" / "test_data" / "test_rank_0")
+def test_an_ascend_profiler_folder_is_not_a_batch(tmp_path):
+    for r in (0, 1):
+        shutil.copytree(FRAMEWORK / "ascend-msinsight" / "test_data" / "test_rank_0", tmp_path / f"rank_{r}")
+    assert batch.find_runs(tmp_path) == [] and batch.find_runs(tmp_path / "rank_0") == []
+
+
+def _trace(name, span, busy, device=0):
+    """A trace's DeviceRun as a worker sends it: its span, and its Device lanes rows."""
+    lanes = [{"core": device, "engine": "stream 7", "busy_ns": busy, "util": busy / span},
+             {"core": device, "engine": "device: 1 lanes (union)", "busy_ns": busy, "util": busy / span},
+             {"core": "Overall", "engine": "all lanes", "busy_ns": busy, "util": busy / span}]
+    return DeviceRun(name, f"in/{name}", f"out/{name}", "ok", 1.0, 3, {"cores": 1},
+                     [{"core": "Overall", "span_ns": span}], [], lanes, "trace")
+
+
+def test_trace_stragglers_by_hand_and_kinds_judged_apart():
+    traces = [_trace("rank_0/t.json", 1000, 500), _trace("rank_1/t.json", 1000, 600, device=1),
+              _trace("rank_2/t.json", 1200, 900, device=2)]
+    c = cluster_analysis(traces)
+    assert c.lanes == ("device",) and "tiu_busy_ns" not in c.devices
+    assert c.median_span_ns == 1000
+    s = c.stragglers.iloc[0]        # 1200 > 1100; device busy 900 against the median 600
+    assert (s["name"], s["engine"]) == ("rank_2/t.json", "device")
+    assert (s["excess_pct"], s["engine_excess_pct"]) == (pytest.approx(20), pytest.approx(50))
+    assert c.heat.values.tolist() == [["rank_0/t.json", 0, "device", 0.5], ["rank_1/t.json", 1, "device", 0.6],
+                                      ["rank_2/t.json", 2, "device", 0.75]]
+    # with two dumps whose spans are 10x the traces': each kind against its own median
+    mixed = cluster_analysis(traces + [_run("cdm_profile_data_dev0-0", 10000, 400),
+                                       _run("cdm_profile_data_dev1-0", 10500, 400)])
+    assert mixed.median_span_ns is None and mixed.lanes == ("TIU", "GDMA", "SDMA", "CDMA", "device")
+    assert mixed.stragglers["name"].tolist() == ["rank_2/t.json"]
+    from reportgen.writers.cluster import cluster_document
+    doc = {d["name"]: d for d in cluster_document(mixed)["devices"]}
+    assert doc["rank_0/t.json"]["busy_ns"] == {"device": 500}
+    assert doc["cdm_profile_data_dev0-0"]["busy_ns"] == {"TIU": 400, "GDMA": None, "SDMA": None, "CDMA": None}

@@ -121,12 +121,17 @@ def test_zip_bomb_is_refused(tmp_path, capsys):
     refused(capsys, [bomb, tmp_path / "out", "--max_input_mb", "1"], "expands beyond", "bomb.zip")
 
 
-def test_a_bomb_in_a_folder_of_ranks_is_fatal_not_skipped(tmp_path, capsys):
+def test_a_bomb_in_a_folder_of_ranks_fails_its_rank_not_skipped(tmp_path, capsys):
+    """A folder of rank traces is a batch (issue 17): the bomb's rank is listed with its one-line
+    error, the other rank reports, the exit code says one failed."""
     ranks = tmp_path / "ranks"
     ranks.mkdir()
     (ranks / "rank0.json").write_text(json.dumps({"traceEvents": [EVENT]}))
     gzip_bomb(ranks / "rank1.json.gz", 8)
-    refused(capsys, [ranks, tmp_path / "out", "--max_input_mb", "1"], "expands beyond", "rank1.json.gz")
+    assert cli.main([str(ranks), str(tmp_path / "out"), "--max_input_mb", "1", "--quiet"]) == 1
+    out = capsys.readouterr().out.splitlines()
+    assert out[0].startswith(f"rank1.json.gz: error: {ranks / 'rank1.json.gz'}") and "expands beyond" in out[0]
+    assert (tmp_path / "out" / "rank0.json" / "summary.json").is_file()
 
 
 def test_host_trace_is_bounded_too(tmp_path, capsys):

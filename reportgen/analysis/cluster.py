@@ -1,13 +1,15 @@
 """The cluster report's analysis: many devices' digests side by side (docs/metrics.md "Cluster").
 
-Input: one :class:`DeviceRun` per dump (its name, status and the small tables a worker sent back:
-engine summary rows and kernel breakdown rows, see analysis/digest.py). Output: the
-:class:`Cluster` tables that index.html, cluster.xlsx and cluster.json show:
+Input: one :class:`DeviceRun` per run: a PMU dump or a framework (Kineto / Chrome) trace, with
+its name, status and the small tables a worker sent back: engine summary rows (dumps), Device
+lanes rows (traces) and kernel rows, see analysis/digest.py. Output: the :class:`Cluster` tables
+that index.html, cluster.xlsx and cluster.json show:
 
-* ``devices``: one row per dump: status, span, busy and utilisation per engine (Overall rows);
-* ``heat``: utilisation per device, core and engine (the heat map);
-* ``stragglers``: devices whose span exceeds the median span of the good devices by more than
-  :data:`STRAGGLER_EXCESS`, with the engine furthest above its own median;
+* ``devices``: one row per run: its kind, status, span, busy and utilisation per lane: the
+  engines' Overall rows for a dump, the union of its device lanes (``device``) for a trace;
+* ``heat``: utilisation per run, core and engine (a trace: per device, its union of streams);
+* ``stragglers``: runs whose span exceeds the median span of the good runs of the same kind by
+  more than :data:`STRAGGLER_EXCESS`, with the lane furthest above its own median;
 * ``kernels``: per kernel name, its command time on each device: min / median / max and where;
 * ``calls``: devices captured in several calls (``-C``), each call against the device's first.
 """
@@ -24,14 +26,18 @@ from reportgen.analysis.digest import ENGINES
 #: a device is a straggler when its span is more than this fraction above the median span
 STRAGGLER_EXCESS = 0.10
 STRAGGLER_RULE = (f"span is more than {STRAGGLER_EXCESS:.0%} above the median span of the devices "
-                  "that reported (at least 2)")
+                  "of its kind (dumps, traces) that reported (at least 2)")
+#: a framework trace's one lane in the cluster tables: the union of a device's streams
+DEVICE_LANE = "device"
+#: the kinds of run, in the order their lanes are shown, and their lanes
+KIND_LANES = {"dump": ENGINES, "trace": (DEVICE_LANE,)}
 _DEV_CALL = re.compile(r"dev(\d+)-(\d+)$")
 
 
 @dataclass
 class DeviceRun:
-    """What the client keeps of one dump (a few kB)."""
-    name: str                       # the dump's path below the run folder
+    """What the client keeps of one run (a few kB)."""
+    name: str                       # the dump's (trace's) path below the run folder
     input: str
     output: str                     # its own report folder
     status: str                     # "ok" or the one-line error
@@ -40,6 +46,8 @@ class DeviceRun:
     meta: dict = field(default_factory=dict)      # chip, cores, mode, commands, warnings
     engines: list[dict] = field(default_factory=list)   # engine summary rows (per core + Overall)
     kernels: list[dict] = field(default_factory=list)   # digest kernel rows
+    lanes: list[dict] = field(default_factory=list)     # digest lane rows (traces: Device lanes)
+    kind: str = "dump"                                   # a KIND_LANES key
 
     @property
     def ok(self) -> bool:
@@ -63,26 +71,52 @@ class Cluster:
     stragglers: pd.DataFrame
     kernels: pd.DataFrame
     calls: pd.DataFrame
-    median_span_ns: float | None
+    median_span_ns: float | None    # None when dumps and traces are mixed (a median per kind)
     rule: str = STRAGGLER_RULE
 
     @property
     def failed(self) -> int:
         return int((self.devices["status"] != "ok").sum())
 
+    @property
+    def lanes(self) -> tuple[str, ...]:
+        """The lanes with columns: the engines when there are dumps, ``device`` when traces."""
+        return lanes_of(self.devices["kind"])
+
+
+def lanes_of(kinds) -> tuple[str, ...]:
+    present = set(kinds)
+    return tuple(lane for kind, lanes in KIND_LANES.items() if kind in present for lane in lanes)
+
+
+def _union_rows(run: DeviceRun) -> list[dict]:
+    """A trace's per-device union rows (Device lanes, docs/metrics.md "Framework traces")."""
+    return [r for r in run.lanes if str(r.get("core")) != "Overall" and str(r.get("engine")).endswith("(union)")]
+
+
+def _lane_figures(run: DeviceRun) -> dict:
+    """Overall busy and utilisation per lane of one run that reported."""
+    if run.kind == "trace":
+        overall = next((r for r in run.lanes if str(r.get("core")) == "Overall"), {})
+        return {f"{DEVICE_LANE}_busy_ns": overall.get("busy_ns"), f"{DEVICE_LANE}_util": overall.get("util")}
+    overall = run.engines[-1] if run.engines else {}
+    return {f"{e.lower()}_{m}": overall.get(f"{e.lower()}_{m}") for e in ENGINES for m in ("busy_ns", "util")}
+
 
 def _devices(runs: list[DeviceRun]) -> pd.DataFrame:
+    lanes = lanes_of(r.kind for r in runs)
     rows = []
     for r in runs:
         device, call = device_and_call(r.name)
         overall = r.engines[-1] if r.ok and r.engines else {}
-        row = {"name": r.name, "device": device, "call": call, "status": r.status,
+        figures = _lane_figures(r) if r.ok else {}
+        row = {"name": r.name, "kind": r.kind, "device": device, "call": call, "status": r.status,
                "chip": r.meta.get("chip"), "cores": r.meta.get("cores"),
                "commands": r.meta.get("commands"), "warnings": r.meta.get("warnings"),
                "seconds": round(r.seconds, 3), "span_ns": overall.get("span_ns")}
-        for e in ENGINES:
-            row[f"{e.lower()}_busy_ns"] = overall.get(f"{e.lower()}_busy_ns")
-            row[f"{e.lower()}_util"] = overall.get(f"{e.lower()}_util")
+        for lane in lanes:
+            for m in ("busy_ns", "util"):
+                row[f"{lane.lower()}_{m}"] = figures.get(f"{lane.lower()}_{m}")
         rows.append(row)
     frame = pd.DataFrame(rows)
     for col in frame.columns:      # counts and ns stay whole numbers beside a failed dump's gaps
@@ -96,31 +130,38 @@ def _devices(runs: list[DeviceRun]) -> pd.DataFrame:
 def _heat(runs: list[DeviceRun]) -> pd.DataFrame:
     rows = [{"name": r.name, "core": row["core"], "engine": e,
              "util": row.get(f"{e.lower()}_util")}
-            for r in runs if r.ok for row in r.engines[:-1] for e in ENGINES
+            for r in runs if r.ok and r.kind == "dump" for row in r.engines[:-1] for e in ENGINES
             if row.get(f"{e.lower()}_cmds")]
+    rows += [{"name": r.name, "core": row["core"], "engine": DEVICE_LANE, "util": row.get("util")}
+             for r in runs if r.ok and r.kind == "trace" for row in _union_rows(r)]
     frame = pd.DataFrame(rows, columns=["name", "core", "engine", "util"])
     frame["util"] = pd.to_numeric(frame["util"], errors="coerce")
     return frame
 
 
 def _stragglers(devices: pd.DataFrame) -> tuple[pd.DataFrame, float | None]:
+    """The straggler rule within each kind of run (a dump's span and a trace's are not alike);
+    the median span returned is the one kind's, None when kinds are mixed."""
     cols = ["name", "span_ns", "median_span_ns", "excess_pct", "engine", "engine_excess_pct"]
-    good = devices[(devices["status"] == "ok") & devices["span_ns"].notna()]
-    if len(good) < 2:
-        return pd.DataFrame(columns=cols), None
-    median = float(good["span_ns"].median())
-    slow = good[good["span_ns"] > median * (1 + STRAGGLER_EXCESS)]
-    busy = {e: good[f"{e.lower()}_busy_ns"] for e in ENGINES}
-    medians = {e: float(b.median()) for e, b in busy.items() if b.notna().any()}
-    rows = []
-    for i, d in slow.iterrows():
-        excess = {e: (d[f"{e.lower()}_busy_ns"] / m - 1) for e, m in medians.items()
-                  if m > 0 and pd.notna(d[f"{e.lower()}_busy_ns"])}
-        engine = max(excess, key=excess.get) if excess else None
-        rows.append({"name": d["name"], "span_ns": int(d["span_ns"]), "median_span_ns": median,
-                     "excess_pct": 100 * (d["span_ns"] / median - 1), "engine": engine,
-                     "engine_excess_pct": 100 * excess[engine] if engine else np.nan})
+    good_all = devices[(devices["status"] == "ok") & devices["span_ns"].notna()]
+    rows, medians_of_kinds = [], []
+    for kind, good in good_all.groupby("kind", sort=False):
+        if len(good) < 2:
+            continue
+        median = float(good["span_ns"].median())
+        medians_of_kinds.append(median)
+        slow = good[good["span_ns"] > median * (1 + STRAGGLER_EXCESS)]
+        busy = {e: good[f"{e.lower()}_busy_ns"] for e in KIND_LANES[kind]}
+        medians = {e: float(b.median()) for e, b in busy.items() if b.notna().any()}
+        for i, d in slow.iterrows():
+            excess = {e: (d[f"{e.lower()}_busy_ns"] / m - 1) for e, m in medians.items()
+                      if m > 0 and pd.notna(d[f"{e.lower()}_busy_ns"])}
+            engine = max(excess, key=excess.get) if excess else None
+            rows.append({"name": d["name"], "span_ns": int(d["span_ns"]), "median_span_ns": median,
+                         "excess_pct": 100 * (d["span_ns"] / median - 1), "engine": engine,
+                         "engine_excess_pct": 100 * excess[engine] if engine else np.nan})
     out = pd.DataFrame(rows, columns=cols)
+    median = medians_of_kinds[0] if good_all["kind"].nunique() == 1 and medians_of_kinds else None
     return out.sort_values("excess_pct", ascending=False, kind="stable").reset_index(drop=True), median
 
 
@@ -145,7 +186,8 @@ def _kernels(runs: list[DeviceRun]) -> pd.DataFrame:
 
 
 def _calls(devices: pd.DataFrame) -> pd.DataFrame:
-    cols = ["device", "call", "name", "span_ns", *(f"{e.lower()}_busy_ns" for e in ENGINES),
+    cols = ["device", "call", "name", "span_ns", *(f"{e.lower()}_busy_ns" for e in ENGINES if
+                                                   f"{e.lower()}_busy_ns" in devices),
             "span_vs_first_pct"]
     d = devices[devices["call"].notna() & (devices["status"] == "ok")]
     d = d[d.groupby("device")["call"].transform("size") > 1]

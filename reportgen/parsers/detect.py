@@ -33,7 +33,20 @@ def looks_like_trace(path: Path) -> bool:
     return head[:1] in (b"[", b"{")
 
 
-def _is_ascend_dir(path: Path) -> bool:
+#: how much of a file :func:`holds_trace_events` reads (Kineto writes device properties first)
+TRACE_HEAD_BYTES = 1 << 16
+
+
+def holds_trace_events(path: Path) -> bool:
+    """Stricter than :func:`looks_like_trace`, for files found in a folder rather than named by
+    the user: a JSON array, or an object with a ``traceEvents`` key in its first
+    :data:`TRACE_HEAD_BYTES` (metadata, execution traces and summaries beside traces are not)."""
+    head = strip_bom(sniff(path, TRACE_HEAD_BYTES)).lstrip()
+    return head[:1] == b"[" or (head[:1] == b"{" and b'"traceEvents"' in head)
+
+
+def is_ascend_folder(path: Path) -> bool:
+    """An Ascend / MindSpore profiler folder (one rank or several: read as one report)."""
     from reportgen.parsers import ascend
 
     if path.name == ascend.APO or (path / ascend.APO).is_dir():
@@ -68,7 +81,7 @@ def detect_kind(path: str | Path) -> str:
     if p.is_dir():
         if (p / "global.profile").is_file():
             return "pmu"
-        if _is_ascend_dir(p):
+        if is_ascend_folder(p):
             return "ascend"
         if trace_files(p):
             return "chrome-ranks"
@@ -118,4 +131,4 @@ def load_profile(path: str | Path, tiu_freq: float | None = None, quiet: bool = 
     return load_chrome_traces(files, str(path), max_input_mb=max_input_mb)
 
 
-__all__ = ["detect_kind", "load_profile", "looks_like_trace", "trace_files"]
+__all__ = ["detect_kind", "holds_trace_events", "is_ascend_folder", "load_profile", "looks_like_trace", "trace_files"]

@@ -3,7 +3,8 @@
 index.html is one self-contained page (inline CSS, no script, no network: it can be mailed):
 devices with their status, span and busy per engine and a link to each device's own report;
 stragglers with the rule; the device x core x engine utilisation heat map; the spread of every
-kernel across devices; the calls of one device side by side. Dump folders are named by whoever
+kernel across devices; the calls of one device side by side. A run is a PMU dump (its engines)
+or a framework trace (its ``device`` lane: the union of the device's streams). Dump folders are named by whoever
 made them: names are shown as text (escaped by the template) and links are built by
 :func:`reportgen.textsafe.relative_href` only.
 """
@@ -15,8 +16,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from reportgen.analysis.cluster import Cluster, DeviceRun
-from reportgen.analysis.digest import ENGINES
+from reportgen.analysis.cluster import KIND_LANES, Cluster, DeviceRun
 from reportgen.textsafe import clean_text, relative_href
 from reportgen.writers.atomic import atomic_open, atomic_path
 from reportgen.writers.html.page import environment   # the one Jinja environment of the package
@@ -60,7 +60,7 @@ def heat_styles() -> list[tuple[str, str]]:
 
 def _page_rows(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> dict:
     by_name = {r.name: r for r in runs}
-    d = cluster.devices
+    d, lanes = cluster.devices, cluster.lanes
     longest = float(d["span_ns"].max()) if d["span_ns"].notna().any() else 0.0
     straggling = set(cluster.stragglers["name"])
     devices = []
@@ -74,19 +74,21 @@ def _page_rows(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> dict:
             "commands": "" if pd.isna(row["commands"]) else f"{int(row['commands']):,}",
             "span_us": _us(span),
             "span_bar": 0 if not longest or pd.isna(span) else round(160 * span / longest),
-            "busy": [(_us(row[f"{e.lower()}_busy_ns"]), _pct(row[f"{e.lower()}_util"])) for e in ENGINES],
+            "busy": [(_us(row[f"{e.lower()}_busy_ns"]), _pct(row[f"{e.lower()}_util"])) for e in lanes],
             "html": _link(out, Path(r.output), "PerfWeb", "result.html") if r.ok else "",
             "xlsx": _link(out, Path(r.output), "PerfDoc", "PerfAI_output.xlsx") if r.ok else "",
         })
     heat = cluster.heat
     columns = sorted({(int(c), e) for c, e in zip(heat["core"], heat["engine"])},
-                     key=lambda ce: (ce[0], ENGINES.index(ce[1])))
+                     key=lambda ce: (ce[0], lanes.index(ce[1])))
     cells = {(n, int(c), e): u for n, c, e, u in heat.itertuples(index=False)}
     heat_rows = [{"name": clean_text(n),
                   "cells": [(_heat_class(cells.get((n, c, e))), f"core {c} {e}: {_pct(cells.get((n, c, e)))}")
                             for c, e in columns]}
                  for n in dict.fromkeys(heat["name"])]
-    return {"devices": devices, "heat_columns": columns, "heat_rows": heat_rows}
+    # a core's number heads its first column
+    heat_columns = [(c, e, c if i == 0 or columns[i - 1][0] != c else "") for i, (c, e) in enumerate(columns)]
+    return {"devices": devices, "heat_columns": heat_columns, "heat_rows": heat_rows}
 
 
 def _frame_rows(frame: pd.DataFrame, formats: dict) -> list[list[str]]:
@@ -96,12 +98,14 @@ def _frame_rows(frame: pd.DataFrame, formats: dict) -> list[list[str]]:
 
 def write_index(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> Path:
     us = {"span_ns": _us, "median_span_ns": _us, "min_ns": _us, "median_ns": _us, "max_ns": _us,
-          **{f"{e.lower()}_busy_ns": _us for e in ENGINES}}
+          **{f"{e.lower()}_busy_ns": _us for e in cluster.lanes}}
     pct = {"excess_pct": "{:+.1f}%".format, "engine_excess_pct": "{:+.1f}%".format,
            "spread_pct": "{:.1f}%".format, "span_vs_first_pct": "{:+.1f}%".format}
     page = environment().get_template("cluster.html.j2").render(
         n=len(runs), failed=cluster.failed, rule=cluster.rule,
-        median_us=_us(cluster.median_span_ns), engines=ENGINES, heat_styles=heat_styles(),
+        median_us=_us(cluster.median_span_ns), engines=cluster.lanes,
+        call_engines=[e for e in cluster.lanes if f"{e.lower()}_busy_ns" in cluster.calls],
+        heat_styles=heat_styles(),
         **_page_rows(out, cluster, runs),
         stragglers=_frame_rows(cluster.stragglers, {**us, **pct}),
         kernels=_frame_rows(cluster.kernels, {**us, **pct}),
@@ -119,12 +123,15 @@ def _json_rows(frame: pd.DataFrame) -> list[dict]:
 
 
 def cluster_document(cluster: Cluster) -> dict:
-    """cluster.json: devices (busy per engine as an object), stragglers and their rule, the
-    kernel spread and the per-call comparison."""
+    """cluster.json: devices (busy per lane of the run's kind as an object: engines for a dump,
+    ``device`` for a trace), stragglers and their rule, the kernel spread and the per-call
+    comparison."""
     devices = []
     for row in _json_rows(cluster.devices):
-        row["busy_ns"] = {e: row.pop(f"{e.lower()}_busy_ns") for e in ENGINES}
-        row["util"] = {e: row.pop(f"{e.lower()}_util") for e in ENGINES}
+        busy = {e: row.pop(f"{e.lower()}_busy_ns") for e in cluster.lanes}
+        util = {e: row.pop(f"{e.lower()}_util") for e in cluster.lanes}
+        row["busy_ns"] = {e: busy[e] for e in KIND_LANES[row["kind"]]}
+        row["util"] = {e: util[e] for e in KIND_LANES[row["kind"]]}
         devices.append(row)
     return {"devices": devices, "median_span_ns": cluster.median_span_ns,
             "straggler_rule": cluster.rule, "stragglers": _json_rows(cluster.stragglers),
