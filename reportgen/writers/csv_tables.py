@@ -135,7 +135,7 @@ def _write_csv(frame: pd.DataFrame, path: Path) -> None:
     try:
         if path.suffix == ".gz":
             with atomic_open(path, "wb") as raw, \
-                    gzip.GzipFile(fileobj=raw, mode="wb", compresslevel=1, mtime=0) as packed, \
+                    gzip.GzipFile(filename="", fileobj=raw, mode="wb", compresslevel=1, mtime=0) as packed, \
                     io.TextIOWrapper(packed, encoding="utf-8", newline="") as fh:
                 inert_frame(frame).to_csv(fh, index=False)
         else:
