@@ -18,6 +18,7 @@ import resource
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 
@@ -84,7 +85,7 @@ def main() -> int:
     ap.add_argument("--cmds", type=int, default=10000, help="commands per core")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--outputs", default="all", choices=("all", "summary", "summary+web"))
-    ap.add_argument("--cache", default="/tmp/reportgen-bench-cluster")
+    ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "reportgen-bench-cluster"))
     ap.add_argument("--child", nargs=5, metavar=("RUN", "OUT", "N", "WORKERS", "OUTPUTS"),
                     help=argparse.SUPPRESS)
     a = ap.parse_args()

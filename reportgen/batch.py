@@ -50,39 +50,10 @@ def _natural(p: Path):
     return [(int(n) if n.isdigit() else n) for n in re.split(r"(\d+)", str(p))]
 
 
-def find_dumps(path: Path) -> list[Path]:
-    """Dump folders (holding ``global.profile``) below ``path`` up to :data:`MAX_DEPTH` levels,
-    in natural order; none when ``path`` is itself a dump. Hidden folders are skipped; a link is
-    taken when it is a dump, never descended into (links could loop)."""
-    if not path.is_dir() or (path / "global.profile").exists():
-        return []
-    found, level = [], [path]
-    for _ in range(MAX_DEPTH):
-        below = []
-        for folder in level:
-            try:
-                entries = sorted(folder.iterdir())
-            except OSError:
-                continue
-            for p in entries:
-                if p.name.startswith(".") or not p.is_dir():
-                    continue
-                if (p / "global.profile").is_file():
-                    found.append(p)              # a dump, also through a link (runs assembled so)
-                elif not p.is_symlink():         # never descend a link: it could loop
-                    below.append(p)
-        level = below
-    return sorted(found, key=lambda p: _natural(p.relative_to(path)))
-
-
-def find_traces(path: Path) -> list[Path]:
-    """Framework trace files (named as :data:`TRACE_SUFFIXES`, holding trace events) below ``path``
-    up to :data:`MAX_DEPTH` levels, in natural order: directly inside or one per rank folder.
-    None when ``path`` is a dump or an Ascend / MindSpore profiler folder (one report of all its
-    ranks); dump and profiler folders below are not searched. Hidden entries are skipped; a
-    link to a folder is never descended into (links could loop)."""
-    if not path.is_dir() or (path / "global.profile").exists() or detect.is_ascend_folder(path):
-        return []
+def _search(path: Path, take, descend) -> list[Path]:
+    """The entries below ``path``, up to :data:`MAX_DEPTH` levels, that ``take(entry)`` accepts,
+    in natural order; a folder is searched when ``descend(entry)`` says so, never through a link
+    (links could loop). Hidden entries are skipped."""
     found, level = [], [path]
     for _ in range(MAX_DEPTH):
         below = []
@@ -94,14 +65,37 @@ def find_traces(path: Path) -> list[Path]:
             for p in entries:
                 if p.name.startswith("."):
                     continue
-                if p.is_file():
-                    if p.name.lower().endswith(TRACE_SUFFIXES) and detect.holds_trace_events(p):
-                        found.append(p)
-                elif p.is_dir() and not p.is_symlink() and not (p / "global.profile").exists() \
-                        and not detect.is_ascend_folder(p):
+                if take(p):
+                    found.append(p)
+                elif p.is_dir() and not p.is_symlink() and descend(p):
                     below.append(p)
         level = below
     return sorted(found, key=lambda p: _natural(p.relative_to(path)))
+
+
+def _is_dump(p: Path) -> bool:
+    return p.is_dir() and (p / "global.profile").is_file()
+
+
+def find_dumps(path: Path) -> list[Path]:
+    """Dump folders (holding ``global.profile``) below ``path`` up to :data:`MAX_DEPTH` levels,
+    in natural order; none when ``path`` is itself a dump. A link is taken when it is a dump
+    (runs are assembled so), never descended into."""
+    if not path.is_dir() or (path / "global.profile").exists():
+        return []
+    return _search(path, _is_dump, lambda p: True)
+
+
+def find_traces(path: Path) -> list[Path]:
+    """Framework trace files (named as :data:`TRACE_SUFFIXES`, holding trace events) below ``path``
+    up to :data:`MAX_DEPTH` levels, in natural order: directly inside or one per rank folder.
+    None when ``path`` is a dump or an Ascend / MindSpore profiler folder (one report of all its
+    ranks); dump and profiler folders below are not searched."""
+    if not path.is_dir() or (path / "global.profile").exists() or detect.is_ascend_folder(path):
+        return []
+    return _search(path, lambda p: p.is_file() and p.name.lower().endswith(TRACE_SUFFIXES)
+                   and detect.holds_trace_events(p),
+                   lambda p: not (p / "global.profile").exists() and not detect.is_ascend_folder(p))
 
 
 def find_runs(path: Path) -> list[Path]:
