@@ -98,6 +98,14 @@ class PageWatch:
             self.network.append(url)
             route.abort()
 
+    @classmethod
+    def ready(cls, context, url: str) -> "PageWatch":
+        """A page on a report once its overview is drawn and its data decoded."""
+        watch = cls(context, url)
+        watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
+        watch.page.evaluate("__report.ready")
+        return watch
+
     def wait_idle(self, view: str):
         self.page.wait_for_function(f"__report.views['{view}'] && !__report.views['{view}'].rendering")
 
@@ -107,9 +115,7 @@ class PageWatch:
 
 @pytest.fixture(scope="module")
 def page(browser, report):
-    watch = PageWatch(browser, report["path"].as_uri())
-    watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    watch.page.evaluate("__report.ready")
+    watch = PageWatch.ready(browser, report["path"].as_uri())
     # these tests count every command: show the waiting (system) ones, hidden by default
     # (tests/test_html_browser_overview.py checks the default)
     watch.page.evaluate("__report.setWaiting(true)")
@@ -579,9 +585,7 @@ def framework(browser, tmp_path_factory):
                                              # epoch ns: beyond a JavaScript number's 53 bits
                                              "Start (ns)": 1_700_000_000_123_456_789 - np.arange(BIG_ROWS)})
     path = html_writer.write(profile, engine_summary(profile), tmp_path_factory.mktemp("fw"), quiet=True)
-    watch = PageWatch(browser, path.as_uri())
-    watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    watch.page.evaluate("__report.ready")
+    watch = PageWatch.ready(browser, path.as_uri())
     yield {"profile": profile, "watch": watch, "p": watch.page,
            "heads": {h["name"]: h for h in read_page(path.read_text(encoding="utf-8"), items=False)[0]["tables"]}}
     watch.page.close()

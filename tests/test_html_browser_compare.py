@@ -36,9 +36,7 @@ def report(tmp_path_factory):
 def page(tmp_path_factory, report):
     with sync_playwright() as pw:
         context = launch(pw, tmp_path_factory.mktemp("chromium-compare"))
-        watch = PageWatch(context, report["path"].as_uri())
-        watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-        watch.page.evaluate("__report.ready")
+        watch = PageWatch.ready(context, report["path"].as_uri())
         yield watch
         context.close()
 

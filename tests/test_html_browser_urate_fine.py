@@ -43,9 +43,7 @@ def report(tmp_path_factory):
 def page(tmp_path_factory, report):
     with sync_playwright() as pw:
         context = launch(pw, tmp_path_factory.mktemp("chromium-urate"))
-        watch = PageWatch(context, report["path"].as_uri() + "#core-1")
-        watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-        watch.page.evaluate("__report.ready")
+        watch = PageWatch.ready(context, report["path"].as_uri() + "#core-1")
         yield watch
         context.close()
 

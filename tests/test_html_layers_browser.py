@@ -36,9 +36,7 @@ def report(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def page(browser, report):
-    watch = PageWatch(browser, report["path"].as_uri())
-    watch.page.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    watch.page.evaluate("__report.ready")
+    watch = PageWatch.ready(browser, report["path"].as_uri())
     watch.page.evaluate("__report.show('layers')")
     watch.page.evaluate("__report.layers.table()")
     watch.wait_idle("layers")
