@@ -1,0 +1,252 @@
+"""The dependency graph of a PMU capture: one node per command, the edges that explain its start
+(docs/metrics.md "Dependency graph and critical path").
+
+Edges (into a command's start):
+
+* **lane** -- every engine of a core runs its queue in order (CDMA: each port): the previous
+  command of the same lane;
+* **dependency** -- a TIU descriptor's ``cmd_id_dep`` names a GDMA command and a GDMA
+  descriptor's a TIU command (:func:`descriptor_dependencies`, the one rule every output uses);
+* **launch** -- kernel calls on a core run one after another: the first command of each lane in
+  a call waits for the previous call on the core (its last-ending TIU/GDMA/SDMA command);
+* **barrier** -- a TIU system wait ends when the last core arrives (:func:`barrier_groups`).
+
+The *binding* predecessor of a command is the in-edge whose predecessor ended last (ties: a
+dependency before a launch before the lane); the command's *gap* is its start minus that end.
+A barrier wait's end is bound by its barrier's last arrival.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reportgen.model import ENGINES
+
+#: waits on different cores whose ends lie within this of each other form one barrier
+BARRIER_TOLERANCE_NS = 1000
+#: edge kinds (``bind_kind`` codes); 4 is the path walk's fallback (nothing in the graph)
+EDGE_KINDS = ("none", "lane", "dependency", "launch", "unexplained")
+LANE, DEP, LAUNCH = 1, 2, 3
+
+
+@dataclass
+class DepGraph:
+    """Per command (rows of ``Profile.commands``, positional) arrays and the barriers."""
+
+    start: np.ndarray
+    end: np.ndarray
+    core: np.ndarray          # int64
+    engine: np.ndarray        # int64 index into ENGINES (-1 other)
+    port: np.ndarray          # int64, -1 when none
+    is_sys: np.ndarray
+    sys_wait: np.ndarray
+    lane_pred: np.ndarray     # -1: first of its lane
+    dep_src: np.ndarray       # -1: no resolved descriptor dependency
+    launch_pred: np.ndarray   # -1: no launch edge
+    barrier: np.ndarray       # barrier index of a barrier wait, else -1
+    release_row: np.ndarray   # per barrier: the wait that arrived last (its start releases it)
+    bind: np.ndarray          # binding predecessor, -1 none
+    bind_kind: np.ndarray     # int8: EDGE_KINDS code
+    gap: np.ndarray           # start - binding predecessor's end (0 without one)
+    lat: np.ndarray           # barrier waits: end - release; others 0
+    fallback: np.ndarray      # latest-ending command of the core before the start (path walk)
+    has_dependency_ids: bool  # mode 2 / bmodel descriptors resolved at least one dependency
+    has_launch: bool          # kernel scopes known (launch edges present)
+
+    @property
+    def n(self) -> int:
+        return len(self.start)
+
+    def in_edges(self) -> tuple[np.ndarray, np.ndarray]:
+        """CSR of every command's predecessors (lane, dependency, launch): (indptr, preds)."""
+        rows = np.concatenate([np.flatnonzero(a >= 0) for a in (self.lane_pred, self.dep_src,
+                                                               self.launch_pred)])
+        preds = np.concatenate([a[a >= 0] for a in (self.lane_pred, self.dep_src, self.launch_pred)])
+        o = np.argsort(rows, kind="stable")
+        indptr = np.zeros(self.n + 1, np.int64)
+        np.cumsum(np.bincount(rows, minlength=self.n), out=indptr[1:])
+        return indptr, preds[o].astype(np.int64)
+
+
+def label_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
+    if isinstance(col.dtype, pd.CategoricalDtype):
+        return col.cat.codes.to_numpy(np.int64), [str(x) for x in col.cat.categories]
+    codes, uniq = pd.factorize(col.astype(object))
+    return codes.astype(np.int64), [str(x) for x in uniq]
+
+
+def engine_index(col: pd.Series) -> np.ndarray:
+    """Per row: index of the engine in ENGINES, -1 for anything else."""
+    codes, names = label_codes(col)
+    table = np.array([ENGINES.index(x) if x in ENGINES else -1 for x in names] + [-1], np.int64)
+    return table[codes]
+
+
+def descriptor_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+    """(source row, dependent row) of every resolvable ``cmd_id_dep`` between TIU and GDMA.
+
+    Ids restart with every kernel launch, so the source is the *latest* command of the other
+    engine on the same core with ``cmd_id == dep_cmd_id`` that started no later than the
+    dependent (``dep_cmd_id`` 0 means none); of two candidates starting together, the later
+    row (in sheet order) wins.  On the golden dumps this resolves every dependency.
+    """
+    none = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
+        return none
+    eng = engine_index(c["engine"])
+    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
+                          "start": c["start_ns"].to_numpy(np.int64),
+                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
+                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
+    src_rows, dst_rows = [], []
+    for target, source in ((0, 1), (1, 0)):               # TIU waits for GDMA and back
+        dst = frame[(eng == target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
+        src = frame[eng == source].sort_values("start", kind="stable")
+        if dst.empty or src.empty:
+            continue
+        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
+                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
+                          direction="backward", suffixes=("", "_src"))
+        m = m[m["row_src"].notna()]
+        src_rows.append(m["row_src"].to_numpy(np.int64))
+        dst_rows.append(m["row"].to_numpy(np.int64))
+    if not src_rows:
+        return none
+    return np.concatenate(src_rows), np.concatenate(dst_rows)
+
+
+def _lane_pred(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    o = np.lexsort((end, start, lane))
+    pred = np.full(len(lane), -1, np.int64)
+    same = lane[o][1:] == lane[o][:-1]
+    pred[o[1:][same]] = o[:-1][same]
+    return pred
+
+
+def _launch_pred(core, engine, scope, lane_pred, start, end) -> np.ndarray:
+    """First command of each lane in a kernel call -> the previous call's last-ending
+    TIU/GDMA/SDMA command on the same core."""
+    n = len(core)
+    out = np.full(n, -1, np.int64)
+    known = scope >= 0
+    if not known.any():
+        return out
+    rows = np.flatnonzero(known)
+    calls = pd.DataFrame({"core": core[rows], "scope": scope[rows], "start": start[rows],
+                          "end": np.where(engine[rows] <= 2, end[rows], np.iinfo(np.int64).min),
+                          "row": rows})
+    first = calls.groupby(["core", "scope"], sort=False)["start"].min()
+    last_row = calls.loc[calls.groupby(["core", "scope"], sort=False)["end"].idxmax(), ["core", "scope", "row", "end"]]
+    t = first.reset_index().merge(last_row, on=["core", "scope"]).sort_values(["core", "start"], kind="stable")
+    prev = t.groupby("core", sort=False)["row"].shift(1)
+    prev_end = t.groupby("core", sort=False)["end"].shift(1)
+    t["prev"] = prev.fillna(-1).astype(np.int64)
+    t = t[(t["prev"] >= 0) & (prev_end.to_numpy() > np.iinfo(np.int64).min)]
+    if t.empty:
+        return out
+    key = core * (1 << 32) + np.maximum(scope, 0)
+    lookup = pd.Series(t["prev"].to_numpy(), index=t["core"].to_numpy(np.int64) * (1 << 32) + t["scope"].to_numpy(np.int64))
+    lp = lane_pred
+    is_first = known & ((lp < 0) | (scope[np.maximum(lp, 0)] != scope))
+    cand = np.flatnonzero(is_first)
+    got = lookup.reindex(key[cand]).to_numpy()
+    ok = ~np.isnan(got.astype(float))
+    out[cand[ok]] = got[ok].astype(np.int64)
+    # an edge must point back in time (a previous call ending after this start is no launch)
+    bad = (out >= 0) & (end[np.maximum(out, 0)] > start)
+    out[bad] = -1
+    return out
+
+
+def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS):
+    """Barrier index per command (-1: not a barrier wait) and each barrier's releasing wait.
+
+    The rule: TIU system waits sorted by end; a wait joins the previous one's group when it ends
+    within ``tol`` ns of it.  A group is a barrier when it spans two cores or more; its release
+    is the latest start among its waits (the last core to arrive), that wait's core released it.
+    """
+    n = len(core)
+    barrier = np.full(n, -1, np.int64)
+    rows = np.flatnonzero(sys_wait & (engine == 0))
+    if len(rows) < 2:
+        return barrier, np.zeros(0, np.int64)
+    rows = rows[np.argsort(end[rows], kind="stable")]
+    grp = np.concatenate([[0], np.cumsum(np.diff(end[rows]) > tol)])
+    t = pd.DataFrame({"grp": grp, "core": core[rows], "start": start[rows], "row": rows})
+    ncores = t.groupby("grp")["core"].nunique()
+    keep = t["grp"].map(ncores).to_numpy() >= 2
+    t = t[keep]
+    if t.empty:
+        return barrier, np.zeros(0, np.int64)
+    gid, _ = pd.factorize(t["grp"])
+    t = t.assign(gid=gid)
+    release = t.loc[t.groupby("gid")["start"].idxmax()].sort_values("gid")["row"].to_numpy(np.int64)
+    barrier[t["row"].to_numpy()] = gid
+    return barrier, release
+
+
+def prev_on_core(core, engine, start, end, query=None) -> np.ndarray:
+    """Per query row (default: every row): the latest-ending TIU/GDMA/SDMA command (``engine``
+    0..2; pass another code to leave a command out) of the same core that ended by its start;
+    -1 when none."""
+    n = len(core)
+    q = np.arange(n) if query is None else np.asarray(query, np.int64)
+    out = np.full(len(q), -1, np.int64)
+    cand = np.flatnonzero(engine <= 2)
+    if not len(cand) or not len(q):
+        return out
+    key_c = core[cand] * (1 << 40) + end[cand]
+    o = np.argsort(key_c, kind="stable")
+    sorted_key, sorted_rows = key_c[o], cand[o]
+    pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + start[q], side="right") - 1
+    hit = sorted_rows[np.maximum(pos, 0)]
+    ok = (pos >= 0) & (core[hit] == core[q]) & (hit != q)
+    out[ok] = hit[ok]
+    return out
+
+
+def last_work_engine(g: "DepGraph", rows: np.ndarray) -> np.ndarray:
+    """Per row: the engine of its core's last *work* command that ended by its start (which
+    engine finished last before it); its own engine when none did."""
+    prev = prev_on_core(g.core, np.where(g.is_sys, 9, g.engine), g.start, g.end, rows)
+    return np.where(prev >= 0, g.engine[np.maximum(prev, 0)], g.engine[rows])
+
+
+def build_graph(c: pd.DataFrame) -> DepGraph:
+    """The graph of ``Profile.commands`` (PMU captures); whole-array work only."""
+    start = c["start_ns"].to_numpy(np.int64)
+    end = c["end_ns"].to_numpy(np.int64)
+    core = c["core"].to_numpy(np.int64)
+    engine = engine_index(c["engine"])
+    port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
+    is_sys = c["is_sys"].to_numpy(bool)
+    sys_wait = c["sys_wait"].to_numpy(bool)
+    lane = np.where(engine == 3, (1 << 20) + port, core) * 8 + np.maximum(engine, 0)
+    lane_pred = _lane_pred(lane, start, end)
+    n = len(c)
+    dep_src = np.full(n, -1, np.int64)
+    src, dst = descriptor_dependencies(c)
+    dep_src[dst] = src
+    scope = c["func_scope"].astype("Float64").fillna(-1).astype("int64").to_numpy() \
+        if "func_scope" in c else np.full(n, -1, np.int64)
+    launch_pred = _launch_pred(core, engine, scope, lane_pred, start, end)
+    barrier, release_row = barrier_groups(core, engine, sys_wait, start, end)
+    # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
+    lo = np.iinfo(np.int64).min
+    ends = np.stack([np.where(p >= 0, end[np.maximum(p, 0)], lo) for p in (dep_src, launch_pred, lane_pred)])
+    which = np.argmax(ends, axis=0)
+    best = ends[which, np.arange(n)]
+    preds = np.stack([dep_src, launch_pred, lane_pred])
+    bind = np.where(best > lo, preds[which, np.arange(n)], -1)
+    bind_kind = np.where(bind >= 0, np.array([DEP, LAUNCH, LANE])[which], 0).astype(np.int8)
+    gap = np.where(bind >= 0, start - best, 0)
+    lat = np.zeros(n, np.int64)
+    w = barrier >= 0
+    lat[w] = end[w] - start[release_row[barrier[w]]]
+    return DepGraph(start=start, end=end, core=core, engine=engine, port=port, is_sys=is_sys,
+                    sys_wait=sys_wait, lane_pred=lane_pred, dep_src=dep_src, launch_pred=launch_pred,
+                    barrier=barrier, release_row=release_row, bind=bind, bind_kind=bind_kind, gap=gap,
+                    lat=lat, fallback=prev_on_core(core, engine, start, end),
+                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()))

@@ -1,0 +1,186 @@
+"""The compiled passes over the dependency graph: topological order, re-timing, path walk.
+
+Re-timing a graph is a max-plus pass in topological order (each command starts when its last
+predecessor ends, plus its own issue gap), a loop that carries a value from one command to the
+next across lanes; numpy cannot express it without one pass per cross-lane hop (thousands on a
+pipelined kernel).  numba compiles these three loops (wheels for CPython 3.10-3.13, no compiler
+needed; ``cache=True`` keeps the machine code next to this file or in numba's user cache, so
+only the first run on a machine pays the compile, measured in benchmarks/bench_critical_path.py).
+
+Node numbering: commands are 0..n-1 (rows of ``Profile.commands``); barrier ``g`` is node
+``n + g``.  A barrier node's value is its release (the latest arrival of its waits); a barrier
+wait ends at its barrier's release plus its own release latency.
+"""
+from __future__ import annotations
+
+import numpy as np
+from numba import njit
+
+
+@njit(cache=True)
+def _end_of(p, start, dur, barrier, lat, release):
+    g = barrier[p]
+    if g >= 0:
+        return release[g] + lat[p]
+    return start[p] + dur[p]
+
+
+@njit(cache=True)
+def topological_order(n, n_groups, indptr, preds, barrier, start):
+    """Kahn's order of the n + n_groups nodes: a command after every predecessor's end (for a
+    barrier wait: after its barrier), a barrier after all its waits' starts.  Ties are taken
+    in ``start`` order (the caller passes nodes sorted by start as the seed order).  Nodes left
+    on a cycle (inconsistent input) are appended in start order."""
+    total = n + n_groups
+    indeg = np.zeros(total, np.int64)
+    # successors in CSR: count first
+    cnt = np.zeros(total + 1, np.int64)
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            p = preds[k]
+            src = p if barrier[p] < 0 else n + barrier[p]
+            cnt[src + 1] += 1
+            indeg[i] += 1
+        if barrier[i] >= 0:
+            cnt[i + 1] += 1
+            indeg[n + barrier[i]] += 1
+    for i in range(total):
+        cnt[i + 1] += cnt[i]
+    succ = np.empty(cnt[total], np.int64)
+    fill = cnt[:-1].copy()
+    for i in range(n):
+        for k in range(indptr[i], indptr[i + 1]):
+            p = preds[k]
+            src = p if barrier[p] < 0 else n + barrier[p]
+            succ[fill[src]] = i
+            fill[src] += 1
+        if barrier[i] >= 0:
+            succ[fill[i]] = n + barrier[i]
+            fill[i] += 1
+    # a heap would give exact start order among ready nodes; a FIFO seeded in start order
+    # is a valid topological order, which is all the pass needs
+    seed = np.argsort(start, kind="mergesort")
+    order = np.empty(total, np.int64)
+    queue = np.empty(total, np.int64)
+    head, tail = 0, 0
+    for j in range(n):
+        i = seed[j]
+        if indeg[i] == 0:
+            queue[tail] = i
+            tail += 1
+    for g in range(n_groups):
+        if indeg[n + g] == 0:
+            queue[tail] = n + g
+            tail += 1
+    done = np.zeros(total, np.bool_)
+    out = 0
+    while head < tail:
+        v = queue[head]
+        head += 1
+        order[out] = v
+        out += 1
+        done[v] = True
+        for k in range(cnt[v], cnt[v + 1]):
+            s = succ[k]
+            indeg[s] -= 1
+            if indeg[s] == 0:
+                queue[tail] = s
+                tail += 1
+    if out < total:
+        for j in range(n):
+            i = seed[j]
+            if not done[i]:
+                order[out] = i
+                out += 1
+        for g in range(n_groups):
+            if not done[n + g]:
+                order[out] = n + g
+                out += 1
+    return order
+
+
+@njit(cache=True)
+def retime(order, n, indptr, preds, start0, gap, dur, barrier, lat):
+    """Start times after re-timing: a command with predecessors starts at the latest of their
+    (re-timed) ends plus its own gap; one without keeps its start.  ``dur``: the (scaled)
+    durations; a barrier wait ends at its barrier's release + ``lat`` (barriers removed: the
+    caller passes ``barrier`` -1 and the latency as the wait's duration).  Returns (start, end)
+    per command."""
+    n_groups = order.shape[0] - n
+    start = start0.copy()
+    release = np.full(max(n_groups, 1), -(1 << 62), np.int64)
+    for v in order:
+        if v >= n:
+            continue                      # a barrier's release is raised by its waits below
+        lo, hi = indptr[v], indptr[v + 1]
+        if hi > lo:
+            best = -(1 << 62)
+            for k in range(lo, hi):
+                e = _end_of(preds[k], start, dur, barrier, lat, release)
+                if e > best:
+                    best = e
+            start[v] = best + gap[v]
+        g = barrier[v]
+        if g >= 0 and start[v] > release[g]:
+            release[g] = start[v]
+    end = np.empty(n, np.int64)
+    for i in range(n):
+        g = barrier[i]
+        end[i] = release[g] + lat[i] if g >= 0 else start[i] + dur[i]
+    return start, end
+
+
+@njit(cache=True)
+def walk(last, span_start, start, end, bind, bind_kind, barrier, release_row, fallback, max_steps):
+    """The critical path from command ``last`` back to ``span_start``.  Returns, per stretch
+    (latest first): node, kind (0 own duration, 1 edge gap, 2 barrier release), edge kind
+    (``bind_kind`` code for kind 1, else -1), from, to (ns), and the other node (the releasing
+    wait for kind 2, the predecessor for kind 1, else -1)."""
+    cap = 3 * max_steps + 3
+    node_o = np.empty(cap, np.int64)
+    kind_o = np.empty(cap, np.int8)
+    ek_o = np.empty(cap, np.int8)
+    t0_o = np.empty(cap, np.int64)
+    t1_o = np.empty(cap, np.int64)
+    other_o = np.empty(cap, np.int64)
+    m = 0
+    v = last
+    t = end[v]
+    steps = 0
+    while v >= 0 and steps < max_steps:
+        steps += 1
+        g = barrier[v]
+        if g >= 0:
+            r = release_row[g]
+            a = min(start[r], t)
+            node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 2, -1, a, t, r
+            m += 1
+            v, t = r, a
+        else:
+            a = min(start[v], t)
+            node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 0, -1, a, t, -1
+            m += 1
+            t = a
+        p, k = bind[v], bind_kind[v]
+        if p < 0:
+            p, k = fallback[v], 4
+        if p < 0:
+            if t > span_start:
+                node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 1, 0, span_start, t, -1
+                m += 1
+            break
+        pe = min(end[p], t)
+        node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 1, k, pe, t, p
+        m += 1
+        v, t = p, pe
+    return node_o[:m], kind_o[:m], ek_o[:m], t0_o[:m], t1_o[:m], other_o[:m]
+
+
+def compile_all() -> None:
+    """Compile (or load from cache) every pass on a tiny graph."""
+    z = np.zeros(1, np.int64)
+    neg = np.full(1, -1, np.int64)
+    ip = np.zeros(2, np.int64)
+    order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, z)
+    retime(order, 1, ip, np.zeros(0, np.int64), z, z, z, neg, z)
+    walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, 1)

@@ -1,0 +1,59 @@
+"""Why is it slow, and what would help (docs/metrics.md "Dependency graph and critical path"):
+the dependency graph, its critical path, every wait explained, the what-if table, and each
+finding's estimated gain.  Called once by ``analysis.diagnosis``; every output reads
+``Diagnosis.why``."""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.critical_path import CriticalPath, critical_path
+from reportgen.analysis.depgraph import DepGraph, build_graph
+from reportgen.analysis.waits import Waits, waits
+from reportgen.analysis.whatif import Retimer, scenarios, what_if
+from reportgen.model import Profile
+
+
+@dataclass
+class Why:
+    graph: DepGraph
+    path: CriticalPath
+    waits: Waits
+    what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
+    retimer: Retimer
+
+    @property
+    def span_ns(self) -> int:
+        return self.path.span_ns
+
+    def scenario(self, kind: str, target=None, core=None) -> dict | None:
+        """The what-if row of a scenario (None when it was not evaluated)."""
+        t = self.what_if
+        m = (t["kind"] == kind) & _eq(t["target"], target) & _eq(t["core"], core)
+        return t[m].iloc[0].to_dict() if m.any() else None
+
+
+def _eq(col: pd.Series, v) -> np.ndarray:
+    if v is None:
+        return col.isna().to_numpy()
+    return (col.astype(object) == v).to_numpy()
+
+
+def _layers(profile: Profile):
+    lv = profile.layer_view
+    if lv is None or lv.layers is None or lv.layers.empty:
+        return None, None
+    t = lv.layers
+    names = [f"line {int(a)} {b}" for a, b in zip(t["file_line"], t["opcode"])]
+    return np.asarray(lv.command_layer, np.int64), names
+
+
+def explain(profile: Profile) -> Why:
+    c = profile.commands
+    g = build_graph(c)
+    rt = Retimer(g)
+    layer_of, layer_names = _layers(profile)
+    table = what_if(rt, scenarios(g, c, layer_of=layer_of, layer_names=layer_names))
+    return Why(graph=g, path=critical_path(g, c), waits=waits(g, c), what_if=table, retimer=rt)
