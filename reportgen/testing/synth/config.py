@@ -36,6 +36,9 @@ class SynthConfig:
     tail_offset_ns: int = 850000
     dump_name: str = "cdm_profile_data_dev0-0"
     write_truth: bool = True            # expected_commands.csv (half the time of a big dump)
+    dataflow: bool = False              # every start from its predecessors (synth/dataflow.py)
+    speedup_engine: str | None = None   # dataflow: this engine's work durations divided by
+    speedup: float = 1.0                #   speedup, every random draw kept
 
     def resolved(self) -> "SynthConfig":
         arch = self.arch.upper()
@@ -98,6 +101,13 @@ class SynthConfig:
                 raise ValueError(f"unknown kernel kind {kind!r}; expected one of {sorted(KINDS)}")
         if self.slow_factor < 1:
             raise ValueError("slow_factor must be 1 or more")
+        if self.dataflow and (self.ring_core is not None or self.id_wrap or self.extra_kernel
+                              or self.bmodel or self.layers):
+            raise ValueError("dataflow timing covers the multi-core kernels only: no lapped ring, "
+                             "id wrap, extra kernel, bmodel or layers")
+        if self.speedup_engine is not None and (not self.dataflow or self.speedup <= 0
+                                                or self.speedup_engine not in ("TIU", "GDMA", "SDMA", "CDMA")):
+            raise ValueError("speedup_engine (TIU, GDMA, SDMA, CDMA) needs dataflow and speedup > 0")
         if self.tiu_freq <= 0:
             raise ValueError("tiu_freq must be > 0")
         return SynthConfig(**{**asdict(self), "arch": arch, "cores": cores, "cdma_ports": ports,

@@ -68,6 +68,12 @@ def core_rows(prog: CoreProgram, base: int, tiu_freq: int, id_resets: bool = Tru
         tbl = pd.Series(ids[srcm] + 1, index=k2[srcm]).groupby(level=0).max()
         want = (allc["dep_kind"] == dk)
         dep[want] = pd.Series(k2[want]).map(tbl).fillna(0).astype(np.int64).to_numpy()
+    # dataflow timing: a closing send (dep_kind 3) waits for the kernel's last GDMA command
+    want = allc["dep_kind"] == 3
+    if want.any():
+        g = (eng == "GDMA") & (allc["kernel"] >= 0)
+        tbl = pd.Series(ids[g] + 1, index=allc["kernel"][g]).groupby(level=0).max()
+        dep[want] = pd.Series(allc["kernel"][want]).map(tbl).fillna(0).astype(np.int64).to_numpy()
     allc["dep"] = dep
     # raw counters: DMA at 1 GHz = base + ns; TIU at f MHz
     ctr_start = base + allc["start"]

@@ -11,6 +11,9 @@ from reportgen.testing.synth.catalogue import (CUBE_OPS_PER_CYCLE, DTYPE_SIZE, K
                                                OP_COST, OP_CUBE, OP_DST, OP_INDEX, OP_SRC,
                                                REGULAR_KINDS, Kind)
 from reportgen.testing.synth.config import SynthConfig
+from reportgen.testing.synth.dataflow import Sim, kernel_rows, lane_chain
+
+OP_INDEX_SYS = np.array([n in ("dma_wait", "dma_send", "tiu_wait", "tiu_send") for n in OP_INDEX])  # noqa: E501
 
 
 @dataclass
@@ -55,9 +58,18 @@ def _dma_cycles(rng, nbytes: np.ndarray, src: np.ndarray, dst: np.ndarray) -> np
 class KernelBuilder:
     """Builds one kernel instance on one core: command arrays with physical ns times."""
 
-    def __init__(self, rng: np.random.Generator, kind: Kind, mode: int, tiu_scale: int = 1):
+    def __init__(self, rng: np.random.Generator, kind: Kind, mode: int, tiu_scale: int = 1,
+                 sim: Sim | None = None, core: int = 0, speedup: dict | None = None,
+                 launch_gap: int = 0):
         self.rng, self.kind, self.mode = rng, kind, mode
         self.tiu_scale = tiu_scale      # TIU durations multiplied (a kernel made slower)
+        # dataflow timing (SynthConfig.dataflow): the simulation placing this core's commands
+        self.sim, self.core, self.launch_gap = sim, core, launch_gap
+        self.speedup = speedup or {}    # engine -> work durations divided by this
+
+    def _fast(self, engine: str, d: np.ndarray, sys_: np.ndarray | bool = False) -> np.ndarray:
+        f = self.speedup.get(engine)
+        return d if not f else np.where(sys_, d, np.rint(d / f).astype(np.int64))
 
     def shape(self):
         rng = self.rng
@@ -92,7 +104,7 @@ class KernelBuilder:
             d = _dma_cycles(rng, b.astype(float), OP_SRC[np.maximum(idx, 0)],
                             OP_DST[np.maximum(idx, 0)])
             d = np.where(sys_, rng.integers(150, 3000, idx.shape), d)
-            return np.where(valid, d, 0), b
+            return self._fast("GDMA", np.where(valid, d, 0), sys_), b
 
         Ld, Lb = dma_dur(L)
         Sd, Sb = dma_dur(S)
@@ -103,6 +115,7 @@ class KernelBuilder:
         rate = np.where(OP_CUBE[ci], CUBE_OPS_PER_CYCLE, LANE_OPS_PER_CYCLE)
         Cd = np.where(C >= 0, (60 + ops / rate * rng.uniform(0.9, 1.15, C.shape))
                       .astype(np.int64), 0) * self.tiu_scale
+        Cd = self._fast("TIU", Cd)
         gapL = np.where(L >= 0, rng.integers(3, 40, L.shape), 0)
         gapS = np.where(S >= 0, rng.integers(3, 40, S.shape), 0)
         gapC = np.where(C >= 0, rng.integers(0, 40, C.shape), 0)
@@ -116,6 +129,12 @@ class KernelBuilder:
         Sstart = (T + Lsum)[:, None] + np.cumsum(Sd + gapS, 1) - (Sd + gapS) + gapS
         Cstart = (T + Lsum)[:, None] + np.cumsum(Cd + gapC, 1) - (Cd + gapC) + gapC
         work_end = int(T[-1] + Lsum[-1] + Ssum[-1])
+        if self.sim is not None:
+            P = P - np.maximum(Lsum + Ssum, Lsum + Csum - Lnext)   # the row's jitter only
+            P[0] += self.launch_gap
+            Lstart, Sstart, Cstart, self.last_gdma = kernel_rows(
+                self.sim, self.core, L, S, C, Ld, Sd, Cd, gapL, gapS, gapC, P, t0,
+                np.isin(OP_DST, ["LMEM"]) & (OP_SRC != "LMEM"), OP_INDEX_SYS)
         parts = []
         # GDMA in time order: per row, loads then stores
         g_idx = np.hstack([L, S]); g_st = np.hstack([Lstart, Sstart]); g_d = np.hstack([Ld, Sd])
@@ -138,9 +157,13 @@ class KernelBuilder:
             n = len(kind.sdma) + int(rng.integers(0, 3))
             idx = np.array([OP_INDEX[kind.sdma[i % len(kind.sdma)]] for i in range(n)])
             b = np.full(n, tile_bytes * int(rng.choice([1, 2, 4])), np.int64)
-            d = _dma_cycles(rng, b.astype(float), OP_SRC[idx], OP_DST[idx])
+            d = self._fast("SDMA", _dma_cycles(rng, b.astype(float), OP_SRC[idx], OP_DST[idx]))
             gap = rng.integers(10, 200, n)
             st = t0 + 100 + np.cumsum(d + gap) - d
+            if self.sim is not None:
+                g = gap.copy()
+                g[0] += 100 + self.launch_gap
+                st = lane_chain(self.sim, self.core, (self.core, "SDMA"), d, g, np.ones(n), t0)
             parts.append(self._cmds("SDMA", idx, st, st + d, b, np.zeros(n, np.int64),
                                     dep_kind=np.zeros(n, np.int64), c=c, h=h, w=w))
             work_end = max(work_end, int(st[-1] + d[-1]))
@@ -150,8 +173,12 @@ class KernelBuilder:
             n = max(12, 2 * (R // 2))
             idx = np.where(np.arange(n) % 2 == 0, OP_INDEX["cd_send"], OP_INDEX["cd_recv"])
             b = np.full(n, int(rng.choice([1, 2, 4])) * 131072 * dsize, np.int64)
-            d = (500 + b / 15.0 * rng.uniform(0.85, 1.2, n)).astype(np.int64)
+            d = self._fast("CDMA", (500 + b / 15.0 * rng.uniform(0.85, 1.2, n)).astype(np.int64))
             st = t0 + 10 + np.concatenate([[0], np.cumsum(d)[:-1]])
+            if self.sim is not None:
+                g = np.zeros(n, np.int64)
+                g[0] = 10 + self.launch_gap
+                st = lane_chain(self.sim, self.core, (port, "CDMA"), d, g, np.ones(n), t0)
             cm = self._cmds("CDMA", idx, st, st + d, b, np.zeros(n, np.int64),
                             dep_kind=np.zeros(n, np.int64), c=c, h=h, w=w)
             cm.cols["port"][:] = port
@@ -206,6 +233,7 @@ class CoreProgram:
     core: int
     init: Cmds                        # profile-init commands (+ anchor VSDMA sends)
     kernels: list[KernelRun] = field(default_factory=list)
+    sim: Sim | None = None            # dataflow timing: the simulation (on the first busy core)
 
 
 def plan(cfg: SynthConfig, rng: np.random.Generator):
@@ -262,13 +290,18 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
                                               t_start[cfg.ring_core],
                                               # 2 GDMA per iteration: a span no kernel reaches
                                               int(per_kernel) + 40 + int(rng.integers(0, 9)))
+    sim = Sim() if cfg.dataflow else None
+    speedup = {cfg.speedup_engine: cfg.speedup} if cfg.speedup_engine else {}
+    launch_gap = dict.fromkeys(busy, 0)
+    last_gdma = {}
     for ki, kname in enumerate(seq):
         kind = KINDS[kname]
         ends = {}
         runs = {}
         for core in busy:
             kb = KernelBuilder(rng, kind, cfg.mode,
-                               cfg.slow_factor if kname == cfg.slow_kernel else 1)
+                               cfg.slow_factor if kname == cfg.slow_kernel else 1,
+                               sim=sim, core=core, speedup=speedup, launch_gap=launch_gap[core])
             n_slots = len(kind.loads) + len(kind.computes) + len(kind.stores)
             iters = max(2, int(round(per_kernel * rng.uniform(0.75, 1.25) / (0.8 * n_slots))))
             ports_here = tuple(p for p, s in submitter.items() if s == core) \
@@ -276,6 +309,12 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             cmds, end = kb.build(t_start[core], iters, ports_here)
             runs[core] = (cmds, ports_here)
             ends[core] = end
+            if sim is not None:
+                last_gdma[core] = kb.last_gdma
+        if sim is not None:
+            _dataflow_close(sim, rng, programs, runs, busy, last_gdma, launch_gap, t_start, kname,
+                            kind, ki, rvt_kernels, des_kernels, cfg)
+            continue
         # closing barrier: TIU send, then a wait that ends when the slowest core arrived
         send_end = {c: ends[c] + 20 + 40 for c in busy}
         barrier = max(send_end.values()) + 150
@@ -318,6 +357,32 @@ def plan(cfg: SynthConfig, rng: np.random.Generator):
             t_start[cfg.ring_core] = _solo_kernel(rc, rng, "kv_copy", cfg.mode,
                                                   t_start[cfg.ring_core], iters)
     return programs, seq, sorted(rvt_kernels), sorted(des_kernels), submitter
+
+
+def _dataflow_close(sim, rng, programs, runs, busy, last_gdma, launch_gap, t_start, kname, kind,
+                    ki, rvt_kernels, des_kernels, cfg) -> None:
+    """Closing barrier of a kernel in dataflow timing: TIU send after the TIU queue and the
+    kernel's last GDMA command (descriptor dependency, dep_kind 3), then a wait that ends when
+    the last core's wait started (+ latency)."""
+    waits, sends, jit = {}, {}, {}
+    for core in busy:
+        sends[core] = sim.place((core, "TIU"), core, 40, 20, 4, t_start[core], last_gdma[core])
+        waits[core] = sim.place((core, "TIU"), core, 0, 5, 4, t_start[core])
+        jit[core] = int(rng.integers(0, 30))
+    sim.barrier(waits, jit)
+    for core in busy:
+        cmds, used_ports = runs[core]
+        send = _sys_cmds("TIU", "tiu_send", [sim.start[sends[core]]], [sim.end[sends[core]]])
+        send.cols["dep_kind"][:] = 3
+        closing = Cmds.concat([send, _sys_cmds("TIU", "tiu_wait", [sim.start[waits[core]]],
+                                                [sim.end[waits[core]]])])
+        programs[core].kernels.append(KernelRun(
+            kname, kind.func, ki in rvt_kernels, Cmds.concat([cmds, closing]), used_ports,
+            des=ki in des_kernels, batch=ki % 4 if cfg.batch_idx else None))
+        sim.end_kernel(core)
+        launch_gap[core] = int(rng.integers(300, 3000))
+        t_start[core] = sim.end[waits[core]] + launch_gap[core]
+    programs[busy[0]].sim = sim
 
 
 def _solo_kernel(prog: "CoreProgram", rng, kind_name: str, mode: int, t0: int,

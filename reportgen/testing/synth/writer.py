@@ -173,6 +173,11 @@ class DumpWriter:
             "layers": cfg.layers, "layer_format": cfg.layer_format if cfg.layers else None,
             "layer_records": None if layers is None else int(len(layers)),
         }
+        sim = next((p.sim for p in programs.values() if p.sim is not None), None)
+        if sim is not None:     # dataflow timing: the simulation's own critical path
+            span_start = min(int(p.init.cols["start"].min()) for p in programs.values())
+            meta["critical_path"] = sim.critical_path(span_start)
+            meta["speedup"] = {"engine": cfg.speedup_engine, "factor": cfg.speedup}
         if cfg.write_truth:
             with atomic_open(outdir / "expected_commands.csv", newline="") as fh:
                 truth.to_csv(fh, index=False)
