@@ -304,6 +304,9 @@ class Diagnosis:
     #: ranked plain statements with their numbers and the rule (analysis/rules.py RULES);
     #: ``core`` / ``engine`` / ``subject`` are None where a finding has none
     findings: pd.DataFrame
+    #: why it is slow and what would help (analysis/why.py: dependency graph, critical path,
+    #: waits, what-if); None for captures without commands
+    why: Any = None
 
 
 @dataclass

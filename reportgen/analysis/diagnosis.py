@@ -9,9 +9,11 @@ import pandas as pd
 
 from reportgen.analysis.breakdown import breakdowns, command_arrays
 from reportgen.analysis.chip import peaks_for
+from reportgen.analysis.finding_gains import rank_by_gain
 from reportgen.analysis.findings import findings
 from reportgen.analysis.kernel_calls import device_calls, host_calls, kernel_table
 from reportgen.analysis.overlap import overlap
+from reportgen.analysis.why import explain
 from reportgen.model import Diagnosis, Profile
 
 
@@ -25,5 +27,8 @@ def diagnose(profile: Profile) -> Diagnosis:
     kernels = kernel_table(calls, span, ncores)
     per_core, stretches = overlap(a, ncores)
     found = findings(profile.summary, breakdown, kernels, stretches, peaks_for(profile.meta))
+    why = explain(profile) if len(profile.commands) else None
+    if why is not None:
+        found = rank_by_gain(found, why)
     return Diagnosis(breakdown=breakdown, functions=functions, kernel_calls=calls, kernels=kernels,
-                     overlap=per_core, stretches=stretches, findings=found)
+                     overlap=per_core, stretches=stretches, findings=found, why=why)

@@ -23,6 +23,7 @@ class Why:
     waits: Waits
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
     retimer: Retimer
+    labels: dict              # column -> per-command labels (object arrays) for extra scenarios
 
     @property
     def span_ns(self) -> int:
@@ -56,4 +57,6 @@ def explain(profile: Profile) -> Why:
     rt = Retimer(g)
     layer_of, layer_names = _layers(profile)
     table = what_if(rt, scenarios(g, c, layer_of=layer_of, layer_names=layer_names))
-    return Why(graph=g, path=critical_path(g, c), waits=waits(g, c), what_if=table, retimer=rt)
+    labels = {k: c[k].astype(object).to_numpy() for k in ("func_type", "kernel") if k in c}
+    return Why(graph=g, path=critical_path(g, c), waits=waits(g, c), what_if=table, retimer=rt,
+               labels=labels)
