@@ -97,7 +97,7 @@ def scenarios(g: DepGraph, c: pd.DataFrame, kernels: pd.DataFrame | None = None,
                                 factor, _speed(mask, factor)))
     out += _balance(g, cores, dur, work)
     if len(g.release_row):
-        out.append(Scenario("barriers free (no core waits for another)", "barrier", None, None,
+        out.append(Scenario("barriers free (no core waits)", "barrier", None, None,
                             None, None))
     return out
 

@@ -49,10 +49,14 @@ def _table(title: str, frame: pd.DataFrame, columns) -> str:
 def findings_lines(findings: pd.DataFrame) -> list[str]:
     if findings.empty:
         return ["Findings: none (rules and thresholds: docs/metrics.md \"Findings\")"]
-    out = [f"Findings ({len(findings)}, most severe first; rules and thresholds: docs/metrics.md "
+    gains = "gain_ns" in findings
+    order = "largest estimated gain first" if gains else "most severe first"
+    out = [f"Findings ({len(findings)}, {order}; rules and thresholds: docs/metrics.md "
            "\"Findings\")"]
     for r in findings.head(MAX_FINDINGS).itertuples(index=False):
-        out += textwrap.wrap(f"{r.rank:>3}. [{r.severity}] {r.rule}: {r.text}", MAX_WIDTH,
+        gain = (f" (est. gain {r.gain_ns / 1000.0:.3f} us = {100 * r.gain_share:.1f} %: {r.gain_scenario})"
+                if gains and r.gain_ns == r.gain_ns else "")
+        out += textwrap.wrap(f"{r.rank:>3}. [{r.severity}] {r.rule}: {r.text}{gain}", MAX_WIDTH,
                              subsequent_indent=" " * 6)
     if len(findings) > MAX_FINDINGS:
         out.append(f"  ... and {len(findings) - MAX_FINDINGS} more (summary.json lists all)")
