@@ -8,6 +8,7 @@ import pandas as pd
 
 from reportgen.model import Diagnosis
 from reportgen.writers.xlsx.columns import Column, column_from_series
+from reportgen.writers.xlsx.why_sheets import FINDING_GAINS, why_sheets
 from reportgen.writers.xlsx.workbook import Book
 
 TAB_COLOR = "#7030A0"
@@ -15,7 +16,8 @@ NS, PCT, INT, GBPS = "#,##0", "0.0%", "#,##0", "0.00"
 
 #: (header, column, number format, note) of each sheet; ``core`` holds numbers and "Overall"
 FINDINGS = [
-    ("Rank", "rank", "0", "Most severe first, then furthest past the threshold."),
+    ("Rank", "rank", "0", "Largest estimated gain first (equal gains: most severe first, then "
+     "furthest past the threshold)."),
     ("Rule", "rule", None, "The rule that fired (docs/metrics.md \"Findings\")."),
     ("Severity", "severity", None, "high: past the rule's severe bound; medium: past its threshold."),
     ("Core", "core", "0", ""), ("Engine", "engine", None, ""),
@@ -92,9 +94,9 @@ def sheet_columns(frame: pd.DataFrame, spec) -> list[Column]:
 
 def sheets(d: Diagnosis) -> list[tuple[str, pd.DataFrame, list]]:
     """(sheet name, table, spec) in workbook order."""
-    return [("Findings", d.findings, FINDINGS), ("Function Types", d.breakdown, BREAKDOWN),
+    return [("Findings", d.findings, FINDINGS + FINDING_GAINS), ("Function Types", d.breakdown, BREAKDOWN),
             ("Function Names", d.functions, BREAKDOWN), ("Kernels", d.kernels, KERNELS),
-            ("Kernel Calls", d.kernel_calls, KERNEL_CALLS)]
+            ("Kernel Calls", d.kernel_calls, KERNEL_CALLS)] + why_sheets(d.why)
 
 
 def write_diagnosis_sheets(book: Book, d: Diagnosis, quiet: bool) -> list[str]:
