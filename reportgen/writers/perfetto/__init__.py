@@ -27,16 +27,13 @@ and ``Commands``.  So SQL such as
 ``EXTRACT_ARG(arg_set_id, 'debug.uArch Rate') < 50`` works without CAST.
 
 Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits
-for, and a GDMA descriptor's names the TIU command it waits for (the two engines synchronise
-through each other's command ids; SDMA/CDMA have no such field we model).  Ids restart with every
-kernel launch, so the source of a dependency is the *latest* command of the other engine on the
-same core with ``cmd_id == dep_cmd_id`` that started no later than the dependent command
-(``dep_cmd_id`` 0 means "none").  On the golden dumps this resolves every dependency and the
-source always ends before the dependent starts.  One flow per dependency, id = dependent row + 1,
-starting on the source slice and terminating on the dependent one.  send_msg/wait_msg pairs are
-not linked: their message ids exist only in the TIU registers (``des_imm``) and the captures pair
-a send on one id with a wait on another across all cores, a rule we cannot confirm, and a
-wrong arrow is worse than none.
+for, and a GDMA descriptor's names the TIU command it waits for; the rule that resolves them is
+the analysis' (``analysis.depgraph.descriptor_dependencies``, docs/metrics.md "Dependency graph
+and critical path"), one rule for every output.  Barrier flows go from the wait that arrived
+last (it released the barrier) to every other wait of the barrier.  One flow per dependent,
+id = dependent row + 1, starting on the source slice and terminating on the dependent one.
+The commands on the critical path carry ``critical = true`` (a bool debug arg), so
+``EXTRACT_ARG(arg_set_id, 'debug.critical')`` selects them.
 
 Host (``profile.host``, filled by :func:`reportgen.analysis.host_align.align_host_trace`): real
 process/thread tracks (numeric pid/tid; otherwise stand-in ids named after the originals),

@@ -5,6 +5,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
@@ -18,34 +19,24 @@ CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
                 **dict.fromkeys(("receive", "read", "tcp_receive", "rx_send", "rx_wait"), 2)}
 
 
-def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
-    """(source row, dependent row) per resolvable cmd_id_dep between TIU and GDMA (package doc)."""
-    if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
-                          "engine": category_codes(c["engine"])[0], "start": c["start_ns"].to_numpy(np.int64),
-                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
-                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
-    src_rows, dst_rows = [], []
-    for target, source in (("TIU", "GDMA"), ("GDMA", "TIU")):
-        dst = frame[engine_is(c, target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
-        # stable: of two candidates starting together, the later row (in sheet order) wins
-        src = frame[engine_is(c, source)].sort_values("start", kind="stable")
-        if dst.empty or src.empty:
-            continue
-        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
-                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
-                          direction="backward", suffixes=("", "_src"))
-        m = m[m["row_src"].notna()]
-        src_rows.append(m["row_src"].to_numpy(np.int64))
-        dst_rows.append(m["row"].to_numpy(np.int64))
-    if not src_rows:
-        return np.zeros(0, np.int64), np.zeros(0, np.int64)
-    return np.concatenate(src_rows), np.concatenate(dst_rows)
+def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
+    """(source row, dependent row) of every flow: descriptor dependencies (the analysis' one
+    rule, analysis/depgraph.py) and barriers (the releasing wait -> each other wait of the
+    barrier that has no dependency flow of its own)."""
+    if why is None:
+        return descriptor_dependencies(c)
+    g = why.graph
+    dep_dst = np.flatnonzero(g.dep_src >= 0)
+    waits = np.flatnonzero(g.barrier >= 0)
+    rel = g.release_row[g.barrier[waits]]
+    keep = (rel != waits) & (g.dep_src[waits] < 0)
+    return (np.concatenate([g.dep_src[dep_dst], rel[keep]]),
+            np.concatenate([dep_dst, waits[keep]]))
 
 
-def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
-    """Every command as a slice on its engine lane, with args and dependency flows."""
+def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
+    """Every command as a slice on its engine lane, with args, dependency and barrier flows;
+    ``why`` (analysis/why.py): the critical path's commands carry ``critical = true``."""
     t = device.t
     eng_code, eng_names = category_codes(c["engine"])
     core = c["core"].to_numpy(np.int64)
@@ -105,15 +96,19 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
     used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
             "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, tab[codes])
                                                               for codes, tab in strings.values()]))}
+    critical = np.zeros(len(c), bool)
+    if why is not None:
+        critical[why.path.rows] = True
     arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
-                   **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma}
+                   **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma,
+                   "critical": critical}
     used["args"] = tuple(np.concatenate(x) for x in zip(*[pairs(seq, np.where(ok, t.arg_iid[a], 0))
                                                          for a, ok in arg_present.items()]))
     first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, start + device.base)
     del seq, arg_present
     # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
-    src, dst = _command_dependencies(c)
+    src, dst = _flows(c, why)
     position = np.empty(len(c), np.int64)
     position[order] = np.arange(len(c))
     src_pos, dst_pos = position[src], position[dst]
@@ -135,6 +130,7 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
         te.varint(3, iid, iid > 0)
         args = [(a, "int", *column_values(part, col, "int")) for a, col in int_cols.items()]
         args.append(("Core", "int", part["core"].to_numpy(np.int64), is_cdma[rows]))
+        args.append(("critical", "bool", np.ones(n, np.int64), critical[rows]))
         for a, col in dbl_cols.items():
             v, ok = column_values(part, col, "double")
             args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))

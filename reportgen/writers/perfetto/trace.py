@@ -15,7 +15,8 @@ from reportgen.writers.perfetto.wire import SEQ_CLEARED
 DESCRIPTOR_SEQ = 1                  # sequence of the track descriptors
 ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
              "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
-             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands")
+             "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands",
+             "critical")
 
 
 class Interned:
