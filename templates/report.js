@@ -607,7 +607,7 @@
                        y0: r - 0.5, y1: r + 0.5, line: {color: '#d50000', width: 2}, fillcolor: 'rgba(0,0,0,0)'});
         }
       }
-      for (const hook of timelineHooks.shapes) shapes.push(...hook(rows));
+      for (const hook of timelineHooks.shapes) shapes.push(...hook(rows, a, b));
       const hl = this.highlight !== null ? laneOf(this.highlight) : -1;
       const ticktext = rows.map((l) => `<span style="color:${LANES[l].color}">${l === hl ? '<b>▶ ' : ''}` +
                                        `${esc(shortLane(LANES[l].name))}${l === hl ? '</b>' : ''}</span>`);
@@ -1289,6 +1289,8 @@
     layers: layerApi,
     findItem: (sheet, g) => findItem(LANES.findIndex((l) => l.name === sheet), g),
     hoverText: (i) => hoverText(i),
+    hooks: timelineHooks,   // templates/why.js: shapes and click handlers on every timeline
+    laneOf: (i) => laneOf(i),
     jump: (id, sheet, g) => views[id].jumpTo(window.__report.findItem(sheet, g)),
     search: (id, text) => {
       const v = views[id];

@@ -23,6 +23,7 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, diagnosis, tables
+from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
@@ -200,6 +201,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         tabs.insert(2 if diag else 1, dict(TAB))      # after the Diagnosis tab
         compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
+    why_template, why_data = why_html.parts(profile) if pmu else (None, None)
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
@@ -209,6 +211,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     }
     if diag:
         data["diagnosis"] = diag.data
+    if why_data:
+        data["why"] = why_data
     if table_heads:
         data["tables"] = table_heads
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
@@ -233,4 +237,4 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         plotly_b64=plotly_bundle_b64(), layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None,
-        compare_html=compare_html)
+        compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None)

@@ -1,0 +1,84 @@
+"""Why it is slow and what would help, in result.html (``Diagnosis.why`` as computed; nothing is
+recomputed here):
+
+* Overview: the critical path as one stacked bar (share of the span per class), beside the
+  findings, with the top what-if scenarios;
+* Diagnosis tab: the ranked what-if table and the longest waits, each explained;
+* timelines (``templates/why.js``): a "critical path" toggle outlines the path's commands on
+  the per-core and all-cores timelines; clicking a waiting command shows what it waited for,
+  with a link to that command.
+
+:func:`parts` returns the template dict and the JSON data the script reads (``data["why"]``).
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.critical_path import CLASSES
+from reportgen.analysis.waits import describe
+from reportgen.writers.html.palette import ENGINE_COLORS, SYSTEM_COLOR
+from reportgen.writers.why_text import class_words
+
+CLASS_COLORS = {"compute": ENGINE_COLORS["TIU"], "transfer": ENGINE_COLORS["GDMA"],
+                "dependency": "#8E24AA", "barrier": "#F9A825", "gap": SYSTEM_COLOR}
+WHAT_IF_SHOWN = 30
+WAITS_SHOWN = 30
+#: waits a click can explain (the longest); every wait is in summary.json (up to its cap)
+WAITS_CLICKABLE = 20000
+#: path commands outlined on the timelines (the path's longest stretches beyond this are kept)
+PATH_SHOWN = 200000
+
+
+def _us(ns) -> str:
+    return f"{ns / 1000.0:,.3f}"
+
+
+def parts(profile) -> tuple[dict[str, Any], dict[str, Any]] | tuple[None, None]:
+    d = getattr(profile, "diagnosis", None)
+    why = getattr(d, "why", None)
+    if why is None or why.path.span_ns <= 0:
+        return None, None
+    c = profile.commands
+    p, w = why.path, why.waits
+    segments = [{"cls": cls, "words": class_words(cls), "color": CLASS_COLORS[cls], "ns": int(ns),
+                 "us": _us(ns), "pct": f"{100 * share:.1f}", "share": float(share)}
+                for cls, ns, share in zip(p.by_class["class"], p.by_class["ns"], p.by_class["share"])]
+    wi = why.what_if.head(WHAT_IF_SHOWN)
+    what_if = [{"rank": int(r["rank"]), "scenario": r["scenario"], "kind": r["kind"],
+                "span_us": _us(r["predicted_span_ns"]), "gain_us": _us(r["gain_ns"]),
+                "gain_pct": f"{100 * r['gain_share']:.1f}"} for r in wi.to_dict("records")]
+    waits = [{"text": describe(r), "kind": r["kind"], "us": _us(r["ns"])}
+             for r in w.table.head(WAITS_SHOWN).to_dict("records")]
+    template = {
+        "span_us": _us(p.span_ns), "segments": segments, "what_if": what_if,
+        "what_if_total": len(why.what_if), "top_what_if": what_if[:3], "waits": waits,
+        "waits_total": len(w.table), "waits_total_us": _us(w.total_ns),
+        "unattributed_us": _us(w.unattributed_ns), "unattributed_pct": f"{100 * w.unattributed_share:.1f}",
+        "main_cause": w.main_cause, "dependency_ids": why.graph.has_dependency_ids,
+        "barriers": int(len(why.graph.release_row)),
+    }
+    return template, _script_data(c, why)
+
+
+def _script_data(c: pd.DataFrame, why) -> dict[str, Any]:
+    """The path's commands per sheet (global_idx lists) and the clickable waits."""
+    sheet = c["sheet"].astype(str).to_numpy()
+    gidx = c["global_idx"].to_numpy(np.int64)
+    rows = why.path.rows
+    if len(rows) > PATH_SHOWN:                  # the longest stretches' commands
+        st = why.path.stretches
+        rows = np.unique(st.nlargest(PATH_SHOWN, "ns")["row"].to_numpy(np.int64))
+    path: dict[str, list[int]] = {}
+    for s, g in zip(sheet[rows].tolist(), gidx[rows].tolist()):
+        path.setdefault(s, []).append(g)
+    t = why.waits.table.head(WAITS_CLICKABLE)
+    waits = []
+    for r in t.to_dict("records"):
+        other = r["waited_for_row"]
+        waits.append([sheet[r["row"]], int(gidx[r["row"]]), describe(r),
+                      sheet[other] if other >= 0 else None, int(gidx[other]) if other >= 0 else None])
+    return {"path": path, "waits": waits, "classes": list(CLASSES),
+            "colors": [CLASS_COLORS[k] for k in CLASSES]}
