@@ -19,7 +19,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.depgraph import DEP, DepGraph, last_work_engine
-from reportgen.analysis.retime import walk
+from reportgen.analysis.retime import contiguous, walk
 from reportgen.model import ENGINES
 
 CLASSES = ("compute", "transfer", "dependency", "barrier", "gap")
@@ -58,8 +58,8 @@ def critical_path(g: DepGraph, c: pd.DataFrame) -> CriticalPath:
                             pd.DataFrame(), np.zeros(0, np.int64))
     span_start, last = int(g.start.min()), int(np.argmax(g.end))
     span = int(g.end[last]) - span_start
-    node, kind, ek, t0, t1, other = walk(last, span_start, g.start, g.end, g.bind, g.bind_kind,
-                                         g.barrier, g.release_row, g.fallback, 2 * n + 2)
+    node, kind, ek, t0, t1, other = walk(last, span_start, *contiguous(
+        g.start, g.end, g.bind, g.bind_kind, g.barrier, g.release_row, g.fallback), 2 * n + 2)
     # class of each stretch
     own = np.where(g.engine[node] == 0, 0, 1)              # compute / transfer
     own = np.where(g.is_sys[node], 4, own)                 # system commands: gap

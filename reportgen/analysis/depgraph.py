@@ -216,10 +216,11 @@ def last_work_engine(g: "DepGraph", rows: np.ndarray) -> np.ndarray:
 
 def build_graph(c: pd.DataFrame) -> DepGraph:
     """The graph of ``Profile.commands`` (PMU captures); whole-array work only."""
-    start = c["start_ns"].to_numpy(np.int64)
-    end = c["end_ns"].to_numpy(np.int64)
-    core = c["core"].to_numpy(np.int64)
-    engine = engine_index(c["engine"])
+    # contiguous arrays: one machine-code signature for the compiled passes (analysis/retime.py)
+    start = np.ascontiguousarray(c["start_ns"].to_numpy(np.int64))
+    end = np.ascontiguousarray(c["end_ns"].to_numpy(np.int64))
+    core = np.ascontiguousarray(c["core"].to_numpy(np.int64))
+    engine = np.ascontiguousarray(engine_index(c["engine"]))
     port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
     is_sys = c["is_sys"].to_numpy(bool)
     sys_wait = c["sys_wait"].to_numpy(bool)

@@ -176,6 +176,12 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_row, fa
     return node_o[:m], kind_o[:m], ek_o[:m], t0_o[:m], t1_o[:m], other_o[:m]
 
 
+def contiguous(*arrays):
+    """The arrays C-contiguous and writable (copies where needed): pandas hands out read-only
+    views, and each layout / flag would compile a machine-code signature of its own."""
+    return tuple(np.require(a, requirements=("C", "W")) for a in arrays)
+
+
 def compile_all() -> None:
     """Compile (or load from cache) every pass on a tiny graph."""
     z = np.zeros(1, np.int64)

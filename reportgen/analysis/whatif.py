@@ -15,7 +15,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.depgraph import DepGraph, label_codes
-from reportgen.analysis.retime import retime, topological_order
+from reportgen.analysis.retime import contiguous, retime, topological_order
 from reportgen.model import ENGINES
 
 WHAT_IF_COLUMNS = ("rank", "scenario", "kind", "target", "core", "factor", "predicted_span_ns",
@@ -40,8 +40,8 @@ class Retimer:
     def __init__(self, g: DepGraph):
         self.g = g
         self.indptr, self.preds = g.in_edges()
-        self.order = topological_order(g.n, len(g.release_row), self.indptr, self.preds, g.barrier,
-                                       g.start)
+        self.order = topological_order(g.n, len(g.release_row),
+                                       *contiguous(self.indptr, self.preds, g.barrier, g.start))
         self.dur = g.end - g.start
         self.work = ~g.is_sys
         self.span0 = int(g.end.max() - g.start.min()) if g.n else 0
@@ -58,8 +58,8 @@ class Retimer:
             w = barrier >= 0
             dur = np.where(w, np.maximum(lat, 0), dur)
             barrier = np.full(g.n, -1, np.int64)
-        start, end = retime(self.order, g.n, self.indptr, self.preds, g.start, g.gap, dur,
-                            barrier, lat)
+        start, end = retime(self.order, g.n, *contiguous(self.indptr, self.preds, g.start, g.gap,
+                                                         dur, barrier, lat))
         return int(end.max() - start.min())
 
 
