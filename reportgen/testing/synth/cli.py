@@ -51,6 +51,10 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--layer-format", default="new", choices=("new", "old"))
     ap.add_argument("--layer-tail", type=int, default=3,
                     help="TIU and GDMA commands per core owned by no layer")
+    ap.add_argument("--dataflow", action="store_true",
+                    help="every start from its predecessors; generator_meta.json gets the critical path")
+    ap.add_argument("--speedup", default=None, metavar="ENGINE=F",
+                    help="with --dataflow: ENGINE's work durations divided by F, every draw kept")
     ap.add_argument("--dump-name", default="cdm_profile_data_dev0-0")
     ap.add_argument("--no-truth", action="store_true",
                     help="skip expected_commands.csv (faster for big benchmark dumps)")
@@ -65,7 +69,8 @@ def main(argv: list[str] | None = None) -> int:
                       bmodel=a.bmodel, dyn_ratio=a.dyn_ratio, layers=a.layers,
                       layer_format=a.layer_format, layer_tail=a.layer_tail,
                       slow_kernel=a.slow_kernel, slow_factor=a.slow_factor, extra_kernel=a.extra_kernel,
-                      dump_name=a.dump_name, write_truth=not a.no_truth)
+                      dump_name=a.dump_name, write_truth=not a.no_truth, dataflow=a.dataflow,
+                      **_speedup(a.speedup))
     t0 = time.perf_counter()
     try:
         res = write_dump(a.outdir, cfg)
@@ -77,3 +82,13 @@ def main(argv: list[str] | None = None) -> int:
     print(f"wrote {res.dump_dir} ({len(res.files)} files, {size / 1e6:.2f} MB, "
           f"{len(res.truth)} commands) in {dt:.2f} s")
     return 0
+
+
+def _speedup(text: str | None) -> dict:
+    if not text:
+        return {}
+    engine, _, factor = text.partition("=")
+    try:
+        return {"speedup_engine": engine.strip().upper(), "speedup": float(factor)}
+    except ValueError:
+        raise SystemExit(f"reportgen-synth: --speedup expects ENGINE=FACTOR (e.g. GDMA=2), not {text!r}")
