@@ -88,7 +88,7 @@ def test_perfetto_critical_args_and_flows(run):
     assert sorted((s["args"]["Sheet"], s["args"]["Global Idx"]) for s in crit) == want
     g = why.graph
     waits = np.flatnonzero(g.barrier >= 0)
-    barrier_flows = int(((g.release_row[g.barrier[waits]] != waits) & (g.dep_src[waits] < 0)).sum())
+    barrier_flows = int(((g.release_cmd[g.barrier[waits]] != waits) & (g.dep_src[waits] < 0)).sum())
     assert len(dec["flows_in"]) == int((g.dep_src >= 0).sum()) + barrier_flows
     assert barrier_flows > 0
 

@@ -59,7 +59,8 @@ def critical_path(g: DepGraph, c: pd.DataFrame) -> CriticalPath:
     span_start, last = int(g.start.min()), int(np.argmax(g.end))
     span = int(g.end[last]) - span_start
     node, kind, ek, t0, t1, other = walk(last, span_start, *contiguous(
-        g.start, g.end, g.bind, g.bind_kind, g.barrier, g.release_row, g.fallback), 2 * n + 2)
+        g.start, g.end, g.bind, g.bind_kind, g.barrier, g.release_cmd, g.release_kind, g.fallback),
+        2 * n + 2)
     # class of each stretch
     own = np.where(g.engine[node] == 0, 0, 1)              # compute / transfer
     own = np.where(g.is_sys[node], 4, own)                 # system commands: gap
@@ -67,7 +68,9 @@ def critical_path(g: DepGraph, c: pd.DataFrame) -> CriticalPath:
     wf = np.full(len(node), -1, np.int64)
     wfe = np.full(len(node), -1, np.int64)
     bar = kind == 2                                        # waited for the releasing core
-    wf[bar], wfe[bar] = g.core[other[bar]], last_work_engine(g, other[bar])
+    by_end = g.release_kind[g.barrier[node[bar]]] == 1
+    wf[bar] = g.core[other[bar]]
+    wfe[bar] = np.where(by_end, g.engine[other[bar]], last_work_engine(g, other[bar]))
     dep = (kind == 1) & (ek == DEP)
     wf[dep], wfe[dep] = g.core[other[dep]], g.engine[other[dep]]
     names = np.array([*ENGINES, None], object)

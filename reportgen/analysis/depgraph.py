@@ -46,7 +46,11 @@ class DepGraph:
     dep_src: np.ndarray       # -1: no resolved descriptor dependency
     launch_pred: np.ndarray   # -1: no launch edge
     barrier: np.ndarray       # barrier index of a barrier wait, else -1
-    release_row: np.ndarray   # per barrier: the wait that arrived last (its start releases it)
+    release_row: np.ndarray   # per barrier: the wait of the core that arrived last
+    release_cmd: np.ndarray   # per barrier: the command whose end (or wait whose start) released it
+    release_kind: np.ndarray  # per barrier: 1 release_cmd's end released it, 0 its start (a wait)
+    release_ns: np.ndarray    # per barrier: the release (the last arrival)
+    arrive_group: np.ndarray  # per command: the barrier whose arrival its end sets (-1 none)
     bind: np.ndarray          # binding predecessor, -1 none
     bind_kind: np.ndarray     # int8: EDGE_KINDS code
     gap: np.ndarray           # start - binding predecessor's end (0 without one)
@@ -161,36 +165,54 @@ def _launch_pred(core, engine, scope, lane_pred, start, end) -> np.ndarray:
 
 
 def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS):
-    """Barrier index per command (-1: not a barrier wait) and each barrier's releasing wait.
+    """Barrier index per command (-1: not a barrier wait) and, per barrier, how it was released.
 
     The rule: TIU system waits sorted by end; a wait joins the previous one's group when it ends
-    within ``tol`` ns of it.  A group is a barrier when it spans two cores or more; its release
-    is the latest start among its waits (the last core to arrive), that wait's core released it.
+    within ``tol`` ns of it.  A group is a barrier when it spans two cores or more.  A core
+    *arrives* when its wait has started and its last command (TIU/GDMA/SDMA, and CDMA it
+    submitted) before the barrier's first end has ended (the TIU queue reaches the wait before
+    the core's stores finish); the
+    last core to arrive released the barrier.  Returns (barrier, release_row, release_cmd,
+    release_kind, release_ns, arrive_group); see :class:`DepGraph`.
     """
     n = len(core)
     barrier = np.full(n, -1, np.int64)
+    arrive_group = np.full(n, -1, np.int64)
+    none = (barrier, *(np.zeros(0, np.int64) for _ in range(4)), arrive_group)
     rows = np.flatnonzero(sys_wait & (engine == 0))
     if len(rows) < 2:
-        return barrier, np.zeros(0, np.int64)
+        return none
     rows = rows[np.argsort(end[rows], kind="stable")]
     grp = np.concatenate([[0], np.cumsum(np.diff(end[rows]) > tol)])
     t = pd.DataFrame({"grp": grp, "core": core[rows], "start": start[rows], "row": rows})
     ncores = t.groupby("grp")["core"].nunique()
-    keep = t["grp"].map(ncores).to_numpy() >= 2
-    t = t[keep]
+    t = t[t["grp"].map(ncores).to_numpy() >= 2]
     if t.empty:
-        return barrier, np.zeros(0, np.int64)
+        return none
     gid, _ = pd.factorize(t["grp"])
-    t = t.assign(gid=gid)
-    release = t.loc[t.groupby("gid")["start"].idxmax()].sort_values("gid")["row"].to_numpy(np.int64)
-    barrier[t["row"].to_numpy()] = gid
-    return barrier, release
+    w = t["row"].to_numpy(np.int64)
+    barrier[w] = gid
+    first_end = np.full(gid.max() + 1, np.iinfo(np.int64).max)
+    np.minimum.at(first_end, gid, end[w])
+    # the core's last command before the barrier's first end, CDMA transfers it submitted
+    # included (an all-reduce's barrier waits for them); waits of barriers left out
+    cand_engine = np.where(barrier >= 0, 9, np.where(engine == 3, 2, engine))
+    last = prev_on_core(core, cand_engine, start, end, w, at=first_end[gid])
+    by_work = (last >= 0) & (end[np.maximum(last, 0)] > start[w])
+    arrival = np.where(by_work, end[np.maximum(last, 0)], start[w])
+    t = pd.DataFrame({"gid": gid, "arrival": arrival, "k": np.arange(len(w))})
+    top = t.loc[t.groupby("gid")["arrival"].idxmax()].sort_values("gid")["k"].to_numpy()
+    release_row = w[top]
+    release_kind = by_work[top].astype(np.int64)
+    release_cmd = np.where(by_work[top], last[top], w[top])
+    arrive_group[last[by_work]] = gid[by_work]
+    return barrier, release_row, release_cmd, release_kind, arrival[top].astype(np.int64), arrive_group
 
 
-def prev_on_core(core, engine, start, end, query=None) -> np.ndarray:
+def prev_on_core(core, engine, start, end, query=None, at=None) -> np.ndarray:
     """Per query row (default: every row): the latest-ending TIU/GDMA/SDMA command (``engine``
-    0..2; pass another code to leave a command out) of the same core that ended by its start;
-    -1 when none."""
+    0..2; pass another code to leave a command out) of the same core that ended by its start
+    (or by ``at``, one time per query row); -1 when none."""
     n = len(core)
     q = np.arange(n) if query is None else np.asarray(query, np.int64)
     out = np.full(len(q), -1, np.int64)
@@ -200,7 +222,8 @@ def prev_on_core(core, engine, start, end, query=None) -> np.ndarray:
     key_c = core[cand] * (1 << 40) + end[cand]
     o = np.argsort(key_c, kind="stable")
     sorted_key, sorted_rows = key_c[o], cand[o]
-    pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + start[q], side="right") - 1
+    when = start[q] if at is None else np.asarray(at, np.int64)
+    pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + when, side="right") - 1
     hit = sorted_rows[np.maximum(pos, 0)]
     ok = (pos >= 0) & (core[hit] == core[q]) & (hit != q)
     out[ok] = hit[ok]
@@ -233,7 +256,8 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
     scope = c["func_scope"].astype("Float64").fillna(-1).astype("int64").to_numpy() \
         if "func_scope" in c else np.full(n, -1, np.int64)
     launch_pred = _launch_pred(core, engine, scope, lane_pred, start, end)
-    barrier, release_row = barrier_groups(core, engine, sys_wait, start, end)
+    barrier, release_row, release_cmd, release_kind, release_ns, arrive_group = barrier_groups(
+        core, engine, sys_wait, start, end)
     # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
     lo = np.iinfo(np.int64).min
     ends = np.stack([np.where(p >= 0, end[np.maximum(p, 0)], lo) for p in (dep_src, launch_pred, lane_pred)])
@@ -245,9 +269,10 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
     gap = np.where(bind >= 0, start - best, 0)
     lat = np.zeros(n, np.int64)
     w = barrier >= 0
-    lat[w] = end[w] - start[release_row[barrier[w]]]
+    lat[w] = end[w] - release_ns[barrier[w]]
     return DepGraph(start=start, end=end, core=core, engine=engine, port=port, is_sys=is_sys,
                     sys_wait=sys_wait, lane_pred=lane_pred, dep_src=dep_src, launch_pred=launch_pred,
-                    barrier=barrier, release_row=release_row, bind=bind, bind_kind=bind_kind, gap=gap,
+                    barrier=barrier, release_row=release_row, release_cmd=release_cmd,
+                    release_kind=release_kind, release_ns=release_ns, arrive_group=arrive_group, bind=bind, bind_kind=bind_kind, gap=gap,
                     lat=lat, fallback=prev_on_core(core, engine, start, end),
                     has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()))

@@ -26,9 +26,10 @@ def _end_of(p, start, dur, barrier, lat, release):
 
 
 @njit(cache=True)
-def topological_order(n, n_groups, indptr, preds, barrier, start):
+def topological_order(n, n_groups, indptr, preds, barrier, arrive_group, start):
     """Kahn's order of the n + n_groups nodes: a command after every predecessor's end (for a
-    barrier wait: after its barrier), a barrier after all its waits' starts.  Ties are taken
+    barrier wait: after its barrier), a barrier after all its waits' starts and its arrival
+    commands' ends.  Ties are taken
     in ``start`` order (the caller passes nodes sorted by start as the seed order).  Nodes left
     on a cycle (inconsistent input) are appended in start order."""
     total = n + n_groups
@@ -44,6 +45,9 @@ def topological_order(n, n_groups, indptr, preds, barrier, start):
         if barrier[i] >= 0:
             cnt[i + 1] += 1
             indeg[n + barrier[i]] += 1
+        if arrive_group[i] >= 0:
+            cnt[i + 1] += 1
+            indeg[n + arrive_group[i]] += 1
     for i in range(total):
         cnt[i + 1] += cnt[i]
     succ = np.empty(cnt[total], np.int64)
@@ -56,6 +60,9 @@ def topological_order(n, n_groups, indptr, preds, barrier, start):
             fill[src] += 1
         if barrier[i] >= 0:
             succ[fill[i]] = n + barrier[i]
+            fill[i] += 1
+        if arrive_group[i] >= 0:
+            succ[fill[i]] = n + arrive_group[i]
             fill[i] += 1
     # a heap would give exact start order among ready nodes; a FIFO seeded in start order
     # is a valid topological order, which is all the pass needs
@@ -100,11 +107,12 @@ def topological_order(n, n_groups, indptr, preds, barrier, start):
 
 
 @njit(cache=True)
-def retime(order, n, indptr, preds, start0, gap, dur, barrier, lat):
+def retime(order, n, indptr, preds, start0, gap, dur, barrier, arrive_group, lat):
     """Start times after re-timing: a command with predecessors starts at the latest of their
     (re-timed) ends plus its own gap; one without keeps its start.  ``dur``: the (scaled)
-    durations; a barrier wait ends at its barrier's release + ``lat`` (barriers removed: the
-    caller passes ``barrier`` -1 and the latency as the wait's duration).  Returns (start, end)
+    durations; a barrier is released by the latest of its waits' starts and its arrival
+    commands' ends (``arrive_group``), a barrier wait ends at its barrier's release + ``lat``
+    (barriers removed: the caller passes ``barrier`` -1 and the latency as the wait's duration).  Returns (start, end)
     per command."""
     n_groups = order.shape[0] - n
     start = start0.copy()
@@ -123,6 +131,9 @@ def retime(order, n, indptr, preds, start0, gap, dur, barrier, lat):
         g = barrier[v]
         if g >= 0 and start[v] > release[g]:
             release[g] = start[v]
+        g = arrive_group[v]
+        if g >= 0 and start[v] + dur[v] > release[g]:
+            release[g] = start[v] + dur[v]
     end = np.empty(n, np.int64)
     for i in range(n):
         g = barrier[i]
@@ -131,11 +142,13 @@ def retime(order, n, indptr, preds, start0, gap, dur, barrier, lat):
 
 
 @njit(cache=True)
-def walk(last, span_start, start, end, bind, bind_kind, barrier, release_row, fallback, max_steps):
+def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, release_kind, fallback,
+         max_steps):
     """The critical path from command ``last`` back to ``span_start``.  Returns, per stretch
     (latest first): node, kind (0 own duration, 1 edge gap, 2 barrier release), edge kind
     (``bind_kind`` code for kind 1, else -1), from, to (ns), and the other node (the releasing
-    wait for kind 2, the predecessor for kind 1, else -1)."""
+    command for kind 2, the predecessor for kind 1, else -1).  A barrier wait's end leads to
+    the command that released it: its end (a core's last work) or its start (a wait)."""
     cap = 3 * max_steps + 3
     node_o = np.empty(cap, np.int64)
     kind_o = np.empty(cap, np.int8)
@@ -151,11 +164,15 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_row, fa
         steps += 1
         g = barrier[v]
         if g >= 0:
-            r = release_row[g]
-            a = min(start[r], t)
+            r = release_cmd[g]
+            a = min(end[r] if release_kind[g] == 1 else start[r], t)
             node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 2, -1, a, t, r
             m += 1
-            v, t = r, a
+            t = a
+            if release_kind[g] == 1:           # continue with the releasing command's duration
+                v = r
+                continue
+            v = r
         else:
             a = min(start[v], t)
             node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 0, -1, a, t, -1
@@ -187,6 +204,6 @@ def compile_all() -> None:
     z = np.zeros(1, np.int64)
     neg = np.full(1, -1, np.int64)
     ip = np.zeros(2, np.int64)
-    order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, z)
-    retime(order, 1, ip, np.zeros(0, np.int64), z, z, z, neg, z)
-    walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, 1)
+    order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
+    retime(order, 1, ip, np.zeros(0, np.int64), z, z, z, neg, neg, z)
+    walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)

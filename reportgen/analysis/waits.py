@@ -2,8 +2,8 @@
 (docs/metrics.md "Dependency graph and critical path").
 
 * a **barrier wait** waited from its own start until the last core arrived (the barrier's
-  releasing wait started): ``waited_for_core`` is that core, ``waited_for_engine`` the engine of
-  its last command that ended before it arrived;
+  release): ``waited_for_core`` is that core, ``waited_for_engine`` the engine of its last
+  command to finish (the command that released the barrier, or the last work before its wait);
 * a **dependency stall**: a command whose binding predecessor is its descriptor dependency
   waited from its lane predecessor's end (or its own launch) until the source ended;
 * any other system wait is **unattributed** (``waited_for_*`` unknown): nothing in the graph
@@ -42,9 +42,10 @@ def waits(g: DepGraph, c: pd.DataFrame) -> Waits:
     # barrier waits
     b = np.flatnonzero(g.barrier >= 0)
     if len(b):
-        r = g.release_row[g.barrier[b]]
-        parts.append(("barrier", b, np.maximum(g.start[r] - g.start[b], 0), g.core[r],
-                      last_work_engine(g, r), r))
+        grp = g.barrier[b]
+        r = g.release_cmd[grp]
+        engine = np.where(g.release_kind[grp] == 1, g.engine[r], last_work_engine(g, r))
+        parts.append(("barrier", b, np.maximum(g.release_ns[grp] - g.start[b], 0), g.core[r], engine, r))
     # dependency stalls
     d = np.flatnonzero(g.bind_kind == DEP)
     if len(d):

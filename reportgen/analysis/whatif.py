@@ -41,7 +41,8 @@ class Retimer:
         self.g = g
         self.indptr, self.preds = g.in_edges()
         self.order = topological_order(g.n, len(g.release_row),
-                                       *contiguous(self.indptr, self.preds, g.barrier, g.start))
+                                       *contiguous(self.indptr, self.preds, g.barrier,
+                                                   g.arrive_group, g.start))
         self.dur = g.end - g.start
         self.work = ~g.is_sys
         self.span0 = int(g.end.max() - g.start.min()) if g.n else 0
@@ -53,13 +54,13 @@ class Retimer:
             return 0
         dur = self.dur if speed is None else np.where(
             self.work, np.rint(self.dur / speed).astype(np.int64), self.dur)
-        barrier, lat = g.barrier, g.lat
+        barrier, arrive, lat = g.barrier, g.arrive_group, g.lat
         if free_barriers:
             w = barrier >= 0
             dur = np.where(w, np.maximum(lat, 0), dur)
-            barrier = np.full(g.n, -1, np.int64)
+            barrier = arrive = np.full(g.n, -1, np.int64)
         start, end = retime(self.order, g.n, *contiguous(self.indptr, self.preds, g.start, g.gap,
-                                                         dur, barrier, lat))
+                                                         dur, barrier, arrive, lat))
         return int(end.max() - start.min())
 
 

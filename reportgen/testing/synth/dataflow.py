@@ -6,7 +6,8 @@ previous command of the lane (engine of a core; CDMA: port), the descriptor depe
 compute of an iteration -> last load of it; first store -> last compute of its iteration;
 closing send -> last GDMA command of the kernel), the launch (first command of each lane in a
 kernel -> the previous kernel's last-ending TIU/GDMA/SDMA command on the core), and the closing
-barrier (a wait ends 145 ns + jitter after the last core's wait started).  ``critical_path``
+barrier (a wait ends 145 ns + jitter after the last core arrived: its wait started and its
+kernel's commands ended, CDMA transfers it submitted included).  ``critical_path``
 walks the recorded bindings back from the command that ends last: the ground truth for the
 analysis' path shares.  Python loops here run per command: a test tool for small captures.
 """
@@ -25,10 +26,11 @@ class Sim:
         self.bind: list[int] = []
         self.kind: list[int] = []
         self.cls: list[int] = []          # own duration: 0 compute, 1 transfer, 4 gap (system)
-        self.release: dict[int, int] = {}  # barrier wait -> the wait that arrived last
+        self.release: dict[int, tuple] = {}  # barrier wait -> (releasing uid, 1: its end, 0: start)
         self.lanes: dict[tuple, int] = {}
         self.launch: dict[int, int] = {}   # core -> the previous kernel's last-ending command
         self.kernel_cmds: dict[int, list[int]] = {}
+        self.kernel_all: dict[int, list[int]] = {}
 
     def place(self, lane: tuple, core: int, dur: int, gap: int, cls: int, floor: int,
               dep: int = -1, first: bool = False) -> int:
@@ -54,21 +56,32 @@ class Sim:
         self.kind.append(kind)
         self.cls.append(cls)
         self.lanes[lane] = uid
-        if lane[1] != "CDMA":
+        self.kernel_all.setdefault(core, []).append(uid)      # a barrier waits for all of them
+        if lane[1] != "CDMA":                                  # the next launch for these
             self.kernel_cmds.setdefault(core, []).append(uid)
         return uid
 
     def end_kernel(self, core: int) -> None:
+        self.kernel_all.pop(core, None)
         uids = self.kernel_cmds.pop(core, [])
         if uids:
             self.launch[core] = max(uids, key=lambda u: self.end[u])
 
     def barrier(self, waits: dict[int, int], jit: dict[int, int], latency: int = 145) -> None:
-        """The waits (core -> uid) end ``latency`` + jitter after the last one started."""
-        last = max(waits.values(), key=lambda u: self.start[u])
+        """The waits (core -> uid) end ``latency`` + jitter after the last core arrived: a core
+        arrives when its wait has started and its kernel's commands have ended."""
+        arrivals = []
         for core, u in waits.items():
-            self.end[u] = self.start[last] + latency + jit[core]
-            self.release[u] = last
+            done = [x for x in self.kernel_all.get(core, []) if x != u]
+            last = max(done, key=lambda x: self.end[x]) if done else -1
+            if last >= 0 and self.end[last] > self.start[u]:
+                arrivals.append((self.end[last], last, 1))
+            else:
+                arrivals.append((self.start[u], u, 0))
+        when, cmd, kind = max(arrivals)
+        for core, u in waits.items():
+            self.end[u] = when + latency + jit[core]
+            self.release[u] = (cmd, kind)
 
     def critical_path(self, span_start: int) -> dict:
         """Per class ns and share of the span, walking the recorded bindings back."""
@@ -78,9 +91,12 @@ class Sim:
         ns = dict.fromkeys(CLASSES, 0)
         while True:
             if v in self.release:
-                r = self.release[v]
-                ns["barrier"] += t - min(start[r], t)
-                v, t = r, min(start[r], t)
+                r, kind = self.release[v]
+                a = min(end[r] if kind else start[r], t)
+                ns["barrier"] += t - a
+                v, t = r, a
+                if kind:                      # the releasing command's own duration next
+                    continue
             else:
                 ns[CLASSES[self.cls[v]]] += t - min(start[v], t)
                 t = min(start[v], t)

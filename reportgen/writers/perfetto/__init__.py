@@ -29,8 +29,8 @@ and ``Commands``.  So SQL such as
 Dependency flows.  A TIU descriptor's ``cmd_id_dep`` names the GDMA command the TIU command waits
 for, and a GDMA descriptor's names the TIU command it waits for; the rule that resolves them is
 the analysis' (``analysis.depgraph.descriptor_dependencies``, docs/metrics.md "Dependency graph
-and critical path"), one rule for every output.  Barrier flows go from the wait that arrived
-last (it released the barrier) to every other wait of the barrier.  One flow per dependent,
+and critical path"), one rule for every output.  Barrier flows go from the command that
+released the barrier (the last core's last work, or its wait) to every other wait of it.  One flow per dependent,
 id = dependent row + 1, starting on the source slice and terminating on the dependent one.
 The commands on the critical path carry ``critical = true`` (a bool debug arg), so
 ``EXTRACT_ARG(arg_set_id, 'debug.critical')`` selects them.

@@ -21,14 +21,14 @@ CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
 
 def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
     """(source row, dependent row) of every flow: descriptor dependencies (the analysis' one
-    rule, analysis/depgraph.py) and barriers (the releasing wait -> each other wait of the
-    barrier that has no dependency flow of its own)."""
+    rule, analysis/depgraph.py) and barriers (the command that released it: the last core's last
+    work, or its wait -> each other wait of the barrier without a dependency flow of its own)."""
     if why is None:
         return descriptor_dependencies(c)
     g = why.graph
     dep_dst = np.flatnonzero(g.dep_src >= 0)
     waits = np.flatnonzero(g.barrier >= 0)
-    rel = g.release_row[g.barrier[waits]]
+    rel = g.release_cmd[g.barrier[waits]]
     keep = (rel != waits) & (g.dep_src[waits] < 0)
     return (np.concatenate([g.dep_src[dep_dst], rel[keep]]),
             np.concatenate([dep_dst, waits[keep]]))
