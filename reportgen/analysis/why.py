@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.critical_path import CriticalPath, critical_path
+from reportgen.analysis.critical_path import CLASSES, CriticalPath, critical_path
 from reportgen.analysis.depgraph import DepGraph, build_graph
 from reportgen.analysis.waits import Waits, waits
 from reportgen.analysis.whatif import Retimer, scenarios, what_if
@@ -24,6 +24,7 @@ class Why:
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
     retimer: Retimer
     labels: dict              # column -> per-command labels (object arrays) for extra scenarios
+    path_by_layer: pd.DataFrame | None = None   # layer captures: the path's time per layer
 
     @property
     def span_ns(self) -> int:
@@ -58,5 +59,22 @@ def explain(profile: Profile) -> Why:
     layer_of, layer_names = _layers(profile)
     table = what_if(rt, scenarios(g, c, layer_of=layer_of, layer_names=layer_names))
     labels = {k: c[k].astype(object).to_numpy() for k in ("func_type", "kernel") if k in c}
-    return Why(graph=g, path=critical_path(g, c), waits=waits(g, c), what_if=table, retimer=rt,
-               labels=labels)
+    path = critical_path(g, c)
+    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, labels=labels,
+               path_by_layer=_path_by_layer(path, layer_of, layer_names))
+
+
+def _path_by_layer(path: CriticalPath, layer_of, names) -> pd.DataFrame | None:
+    """The path's ns per layer and class (a stretch counts for its command's layer; commands
+    without a layer under "(no layer)"), longest first."""
+    if layer_of is None or path.stretches.empty:
+        return None
+    st = path.stretches
+    k = layer_of[st["row"].to_numpy(np.int64)]
+    label = np.array(list(names) + ["(no layer)"], object)[np.where(k >= 0, k, len(names))]
+    t = st.assign(layer=label).pivot_table(index="layer", columns="class", values="ns", aggfunc="sum",
+                                           fill_value=0, observed=True)
+    t = t.reindex(columns=list(CLASSES), fill_value=0)
+    t["ns"] = t.sum(axis=1)
+    t["share"] = t["ns"] / max(path.span_ns, 1)
+    return t.reset_index().sort_values("ns", ascending=False, kind="stable").reset_index(drop=True)

@@ -40,6 +40,7 @@ def why_document(why) -> dict:
             "path_by_class": _records(p.by_class),
             "path_by_kernel": _records(p.by_kernel.head(50)),
             "path_top_commands": _records(p.top_commands),
+            "path_by_layer": None if why.path_by_layer is None else _records(why.path_by_layer.head(50)),
             "waits_total_ns": w.total_ns, "waits_count": int(len(w.table)),
             "waits_listed": int(len(waits)),
             "waits_unattributed_ns": w.unattributed_ns,
