@@ -99,9 +99,21 @@
     if (w[3] !== null) {
       const a = document.createElement('a');
       a.href = '#'; a.className = 'why-jump'; a.textContent = ` show ${w[3]} #${w[4]}`;
-      a.addEventListener('click', (ev) => { ev.preventDefault(); R.jump(view.spec.id, w[3], w[4]); });
+      a.addEventListener('click', (ev) => { ev.preventDefault(); jumpTo(view, w[3], w[4]); });
       note.append(' ·', a);
     }
+  }
+
+  /* Show a command in this view when it has the command's lane, else in a view that has it
+   * (the command's core tab, then all cores). */
+  async function jumpTo(view, sheet, g) {
+    const lane = laneIndex.get(sheet);
+    const has = (id) => R.data.views.some((v) => v.id === id && v.lanes.includes(lane));
+    const core = LANES[lane] && LANES[lane].cores.length ? `core-${LANES[lane].cores[0]}` : null;
+    const id = has(view.spec.id) ? view.spec.id : core && has(core) ? core : 'all';
+    const tab = R.data.tabs.find((t) => t.views.includes(id));
+    if (tab && id !== view.spec.id) { history.replaceState(null, '', '#' + tab.id); await R.show(tab.id); }
+    return R.jump(id, sheet, g);
   }
 
   R.hooks.wired.push(wire);

@@ -162,3 +162,16 @@ def test_what_if_matches_the_resimulated_capture(dataflow_pair, engine):
     w = explain(profile)
     predicted = w.scenario("engine", engine, None)["predicted_span_ns"]
     assert abs(predicted - fast[engine]) <= 0.02 * w.path.span_ns
+
+
+def test_synth_cli_dataflow_speedup(tmp_path):
+    import json
+
+    from reportgen.testing.synth import main
+    assert main(["--cores", "2", "--cmds-per-core", "200", "--ports", "", "--dataflow",
+                 "--speedup", "GDMA=2", str(tmp_path)]) == 0
+    meta = json.loads((tmp_path / "generator_meta.json").read_text())
+    assert meta["speedup"] == {"engine": "GDMA", "factor": 2.0}
+    assert sum(meta["critical_path"]["ns"].values()) == meta["critical_path"]["span_ns"]
+    with pytest.raises(SystemExit):
+        main(["--speedup", "GDMA", str(tmp_path / "x")])

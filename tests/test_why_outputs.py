@@ -127,8 +127,19 @@ def test_html_page(run, tmp_path_factory):
         w = why.waits.table.iloc[0]
         c = run["profile"].commands
         sheet, g = str(c["sheet"].iloc[w["row"]]), int(c["global_idx"].iloc[w["row"]])
-        p.evaluate(f"window.__report.why.explain('{view}', {json.dumps(sheet)}, {g})")
+        # a click on it (the plot's own click event, as Plotly emits it for a bar)
+        i = p.evaluate(f"__report.findItem({json.dumps(sheet)}, {g})")
+        assert i >= 0
+        p.evaluate(f"__report.views['{view}'].plot.emit('plotly_click', {{points: [{{customdata: {i}}}]}})")
         note = p.evaluate(f"__report.views['{view}'].whyNote.textContent")
         assert note.startswith(describe(w))
+        # its link jumps to the command it waited for
+        other = int(w["waited_for_row"])
+        p.evaluate(f"__report.views['{view}'].whyNote.querySelector('a.why-jump').click()")
+        watch.wait_idle(view)
+        hl = p.evaluate(f"__report.views['{view}'].highlight")
+        want = p.evaluate(f"__report.findItem({json.dumps(str(c['sheet'].iloc[other]))}, "
+                          f"{int(c['global_idx'].iloc[other])})")
+        assert hl == want
         watch.check()
         context.close()

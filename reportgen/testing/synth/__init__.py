@@ -42,7 +42,11 @@ no descriptors); ``des_ratio`` (kernels dispatched as DES chains in BLOCK_DES_KV
 kernel names only for those); ``slow_kernel``/``slow_factor`` (that kernel kind's TIU commands
 take slow_factor times longer, every random draw unchanged) and ``extra_kernel`` (one more
 kernel of that kind at the end of every busy core, drawn after all others): pairs of runs with
-known differences. Same seed and options -> byte-identical files.
+known differences; ``dataflow`` (``--dataflow``: every command starts when its last predecessor
+ends plus an issue gap, the simulation records which one, ``generator_meta.json``
+``critical_path`` holds its own path shares; module ``dataflow``) with ``speedup_engine`` /
+``speedup`` (``--speedup GDMA=2``: that engine's work durations divided, every draw kept). Same
+seed and options -> byte-identical files.
 
 Modules: ``catalogue`` (operations and kernels), ``config`` (SynthConfig), ``schedule`` (step 1:
 physical timeline), ``rows`` (step 3: program order, ids, raw counters), ``records`` (PMU
