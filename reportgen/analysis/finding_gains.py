@@ -6,8 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.depgraph import label_codes
 from reportgen.analysis.waits import describe
 from reportgen.analysis.whatif import FACTOR, Scenario, what_if
+from reportgen.model import ENGINES
 
 
 def _core(v):
@@ -36,7 +38,6 @@ def _scenario_for(f: dict, why) -> tuple[str, str | None, int | None]:
 def _gain(why, kind, target, core) -> tuple[float, str | None]:
     row = why.scenario(kind, target, core)
     if row is None and kind in ("engine", "function_type", "kernel"):
-        g, c = why.graph, why.path
         col = {"engine": None, "function_type": "func_type", "kernel": "kernel"}[kind]
         return _evaluate(why, kind, target, core, col)
     if row is None:
@@ -46,19 +47,20 @@ def _gain(why, kind, target, core) -> tuple[float, str | None]:
 
 def _evaluate(why, kind, target, core, col):
     """A scenario the standard table does not hold (a Function Type beyond its top 10)."""
-    g = why.graph
-    labels = why.labels.get(col) if col else None
+    g, c = why.graph, why.commands
     if col is None:
-        from reportgen.model import ENGINES
         mask = g.engine == ENGINES.index(target) if target in ENGINES else np.zeros(g.n, bool)
-    elif labels is None:
+    elif col not in c:
         return np.nan, None
     else:
-        mask = labels == target
+        codes, names = label_codes(c[col])
+        mask = codes == names.index(target) if target in names else np.zeros(g.n, bool)
     mask = mask & ~g.is_sys & ((g.core == core) if core is not None else True)
     if not mask.any():
         return np.nan, None
-    s = Scenario(f"{target} {FACTOR:g}x faster", kind, target, core, FACTOR, np.where(mask, FACTOR, 1.0))
+    where = f" on core {core}" if core is not None else ""
+    s = Scenario(f"{target} {FACTOR:g}x faster{where}", kind, target, core, FACTOR,
+                 np.where(mask, FACTOR, 1.0))
     row = what_if(why.retimer, [s]).iloc[0]
     return float(row["gain_ns"]), row["scenario"]
 

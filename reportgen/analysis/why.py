@@ -23,7 +23,7 @@ class Why:
     waits: Waits
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
     retimer: Retimer
-    labels: dict              # column -> per-command labels (object arrays) for extra scenarios
+    commands: pd.DataFrame    # Profile.commands (a reference): labels of scenarios on demand
     path_by_layer: pd.DataFrame | None = None   # layer captures: the path's time per layer
 
     @property
@@ -58,9 +58,8 @@ def explain(profile: Profile) -> Why:
     rt = Retimer(g)
     layer_of, layer_names = _layers(profile)
     table = what_if(rt, scenarios(g, c, layer_of=layer_of, layer_names=layer_names))
-    labels = {k: c[k].astype(object).to_numpy() for k in ("func_type", "kernel") if k in c}
     path = critical_path(g, c)
-    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, labels=labels,
+    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, commands=c,
                path_by_layer=_path_by_layer(path, layer_of, layer_names))
 
 
