@@ -98,7 +98,8 @@ def findings_list(profile: Profile) -> list[dict[str, str]]:
     if table is None or table.empty:
         return []
     ranked = table.sort_values("rank", kind="stable") if "rank" in table else table
-    return [{"severity": str(r.get("severity") or ""), "text": str(r.get("text") or "")}
+    return [{"severity": str(r.get("severity") or ""), "text": str(r.get("text") or ""),
+             "gain": why_html.finding_gain(r)}
             for r in ranked.to_dict("records") if r.get("text")]
 
 

@@ -36,6 +36,14 @@ def _us(ns) -> str:
     return f"{ns / 1000.0:,.3f}"
 
 
+def finding_gain(r: dict) -> str:
+    """A finding's estimated gain in words ("" without one), as the overview lists it."""
+    g = r.get("gain_ns")
+    if g is None or g != g:
+        return ""
+    return f"est. gain {_us(g)} µs = {100 * r['gain_share']:.1f} % of the span ({r['gain_scenario']})"
+
+
 def parts(profile) -> tuple[dict[str, Any], dict[str, Any]] | tuple[None, None]:
     d = getattr(profile, "diagnosis", None)
     why = getattr(d, "why", None)
