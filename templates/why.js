@@ -72,11 +72,7 @@
       label.title = 'outline the commands on the critical path';
       label.append(box, ' critical path');
       bar.append(label);
-      box.addEventListener('change', () => {
-        showPath = box.checked;
-        for (const el of document.querySelectorAll('input.why-toggle')) el.checked = showPath;
-        for (const v of Object.values(R.views)) if (v.wired) v.schedule();
-      });
+      box.addEventListener('change', () => setPath(box.checked));
     }
     const note = document.createElement('p');
     note.className = 'why-note';
@@ -118,6 +114,10 @@
 
   R.hooks.wired.push(wire);
   for (const v of Object.values(R.views)) if (v.wired) wire(v);
-  R.why = {explain: (id, sheet, g) => explain(R.views[id], waitOf.get(`${sheet}#${g}`)),
-           setPath: (on) => { showPath = on; for (const v of Object.values(R.views)) if (v.wired) v.schedule(); }};
+  function setPath(on) {
+    showPath = on;
+    for (const el of document.querySelectorAll('input.why-toggle')) el.checked = on;
+    for (const v of Object.values(R.views)) if (v.wired) v.schedule();
+  }
+  R.why = {explain: (id, sheet, g) => explain(R.views[id], waitOf.get(`${sheet}#${g}`)), setPath};
 })();
