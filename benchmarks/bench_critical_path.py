@@ -118,7 +118,7 @@ def main() -> None:
     from reportgen.analysis.critical_path import critical_path
     from reportgen.analysis.depgraph import build_graph
     from reportgen.analysis.waits import waits
-    from reportgen.analysis.whatif import Retimer, scenarios, what_if
+    from reportgen.analysis.whatif import Retimer, label_groups, scenarios, what_if
     from reportgen.analysis.why import explain
     from reportgen.parsers.pmu import load_dump
     retime.compile_all()
@@ -141,15 +141,17 @@ def main() -> None:
     w = measure(lambda: build_graph(c), args.repeat)
     rows.append(("graph", w))
     g = w[3]
-    w = measure(lambda: Retimer(g), args.repeat)
-    rows.append(("order", w))
+    labels = label_groups(c)
+    w = measure(lambda: Retimer(g, labels), args.repeat)
+    rows.append(("order + layout", w))
     rt = w[3]
     rows.append(("path", measure(lambda: critical_path(g, c), args.repeat)))
     rows.append(("waits", measure(lambda: waits(g, c), args.repeat)))
-    scens = scenarios(g, c)
+    scens = scenarios(g, rt, labels)
     w = measure(lambda: what_if(rt, scens), args.repeat)
     rows.append((f"scenarios ({len(scens)})", w))
-    rows.append(("one re-timing", measure(lambda: rt.span(np.where(g.engine == 1, 2.0, 1.0)), args.repeat)))
+    gdma2 = rt.engine_table(1, None, 2.0)
+    rows.append(("one re-timing", measure(lambda: rt.span("engine_core", gdma2), args.repeat)))
     rows.append(("explain (all)", measure(lambda: explain(p), args.repeat)))
     print(f"{'part':<22}{'best s':>9}{'median s':>10}{'cpu s':>8}")
     for name, (best, med, cpu, _) in rows:
@@ -158,7 +160,7 @@ def main() -> None:
     t, cpu = time.perf_counter(), time.process_time()
     span, passes, ok = numpy_retime(g, dur, args.max_passes)
     wall, cpu = time.perf_counter() - t, time.process_time() - cpu
-    numba_span = rt.span(np.where(g.engine == 1, 2.0, 1.0))
+    numba_span = rt.span("engine_core", gdma2)
     print(f"numpy fixpoint, GDMA 2x: {passes} passes in {wall:.2f} s (cpu {cpu:.2f} s), "
           f"{'converged' if ok else 'NOT converged'}; span {span:,} vs numba pass {numba_span:,}")
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.depgraph import label_codes
 from reportgen.analysis.waits import describe
 from reportgen.analysis.whatif import FACTOR, Scenario, what_if
 from reportgen.model import ENGINES
@@ -38,30 +37,28 @@ def _scenario_for(f: dict, why) -> tuple[str, str | None, int | None]:
 def _gain(why, kind, target, core) -> tuple[float, str | None]:
     row = why.scenario(kind, target, core)
     if row is None and kind in ("engine", "function_type", "kernel"):
-        col = {"engine": None, "function_type": "func_type", "kernel": "kernel"}[kind]
-        return _evaluate(why, kind, target, core, col)
+        return _evaluate(why, kind, target, core)
     if row is None:
         return np.nan, None
     return float(row["gain_ns"]), row["scenario"]
 
 
-def _evaluate(why, kind, target, core, col):
+def _evaluate(why, kind, target, core):
     """A scenario the standard table does not hold (a Function Type beyond its top 10)."""
-    g, c = why.graph, why.commands
-    if col is None:
-        mask = g.engine == ENGINES.index(target) if target in ENGINES else np.zeros(g.n, bool)
-    elif col not in c:
-        return np.nan, None
-    else:
-        codes, names = label_codes(c[col])
-        mask = codes == names.index(target) if target in names else np.zeros(g.n, bool)
-    mask = mask & ~g.is_sys & ((g.core == core) if core is not None else True)
-    if not mask.any():
-        return np.nan, None
+    rt = why.retimer
     where = f" on core {core}" if core is not None else ""
-    s = Scenario(f"{target} {FACTOR:g}x faster{where}", kind, target, core, FACTOR,
-                 np.where(mask, FACTOR, 1.0))
-    row = what_if(why.retimer, [s]).iloc[0]
+    if kind == "engine":
+        if target not in ENGINES or core is None or core >= rt.ncores:
+            return np.nan, None
+        groups, table = "engine_core", rt.engine_table(ENGINES.index(target), core, FACTOR)
+    else:
+        codes_names = why.labels.get(kind)
+        if codes_names is None or core is not None or target not in codes_names[1]:
+            return np.nan, None
+        names = codes_names[1]
+        groups, table = kind, np.where(np.arange(len(names)) == names.index(target), FACTOR, 1.0)
+    s = Scenario(f"{target} {FACTOR:g}x faster{where}", kind, target, core, FACTOR, groups, table)
+    row = what_if(rt, [s]).iloc[0]
     return float(row["gain_ns"]), row["scenario"]
 
 

@@ -8,21 +8,14 @@ needed; ``cache=True`` keeps the machine code next to this file or in numba's us
 only the first run on a machine pays the compile, measured in benchmarks/bench_critical_path.py).
 
 Node numbering: commands are 0..n-1 (rows of ``Profile.commands``); barrier ``g`` is node
-``n + g``.  A barrier node's value is its release (the latest arrival of its waits); a barrier
-wait ends at its barrier's release plus its own release latency.
+``n + g``; ``retime_span`` reads them renumbered in topological order.  A barrier node's value
+is its release (the latest arrival of its waits); a barrier wait ends at its barrier's release
+plus its own release latency.
 """
 from __future__ import annotations
 
 import numpy as np
 from numba import njit
-
-
-@njit(cache=True)
-def _end_of(p, start, dur, barrier, lat, release):
-    g = barrier[p]
-    if g >= 0:
-        return release[g] + lat[p]
-    return start[p] + dur[p]
 
 
 @njit(cache=True)
@@ -107,38 +100,64 @@ def topological_order(n, n_groups, indptr, preds, barrier, arrive_group, start):
 
 
 @njit(cache=True)
-def retime(order, n, indptr, preds, start0, gap, dur, barrier, arrive_group, lat):
-    """Start times after re-timing: a command with predecessors starts at the latest of their
-    (re-timed) ends plus its own gap; one without keeps its start.  ``dur``: the (scaled)
-    durations; a barrier is released by the latest of its waits' starts and its arrival
-    commands' ends (``arrive_group``), a barrier wait ends at its barrier's release + ``lat``
-    (barriers removed: the caller passes ``barrier`` -1 and the latency as the wait's duration).  Returns (start, end)
-    per command."""
-    n_groups = order.shape[0] - n
-    start = start0.copy()
-    release = np.full(max(n_groups, 1), -(1 << 62), np.int64)
-    for v in order:
-        if v >= n:
-            continue                      # a barrier's release is raised by its waits below
+def retime_span(is_release, indptr, preds, start0, gap, dur, group, table, release_of, arrive_at,
+                lat, waits, free_barriers):
+    """The span after re-timing, over nodes numbered in topological order (commands and
+    barriers; :class:`~reportgen.analysis.whatif.Retimer` lays the arrays out once, so this pass
+    reads memory in order).  A command with predecessors starts at the latest of their re-timed
+    ends plus its own gap; one without keeps its start.  Its duration is ``dur`` divided by
+    ``table[group]`` (``group`` -1: unchanged; system commands are never in a group).  A barrier
+    is released by the latest of its waits' starts and its arrival commands' ends
+    (``arrive_at``: the barrier node a command's end arrives at); a barrier wait
+    (``release_of`` >= 0) ends at that release + ``lat``, or with ``free_barriers`` at its own
+    start + max(lat, 0).  ``waits``: the nodes of the barrier waits.  Returns (earliest start,
+    latest end)."""
+    total = is_release.shape[0]
+    low = -(1 << 62)
+    end = np.full(total, low, np.int64)       # commands: their end; barriers: their release
+    smin, emax = 1 << 62, low
+    for v in range(total):
+        if is_release[v]:
+            continue
         lo, hi = indptr[v], indptr[v + 1]
         if hi > lo:
-            best = -(1 << 62)
+            best = low
             for k in range(lo, hi):
-                e = _end_of(preds[k], start, dur, barrier, lat, release)
+                q = preds[k]
+                r = release_of[q]
+                e = end[r] + lat[q] if (r >= 0 and not free_barriers) else end[q]
                 if e > best:
                     best = e
-            start[v] = best + gap[v]
-        g = barrier[v]
-        if g >= 0 and start[v] > release[g]:
-            release[g] = start[v]
-        g = arrive_group[v]
-        if g >= 0 and start[v] + dur[v] > release[g]:
-            release[g] = start[v] + dur[v]
-    end = np.empty(n, np.int64)
-    for i in range(n):
-        g = barrier[i]
-        end[i] = release[g] + lat[i] if g >= 0 else start[i] + dur[i]
-    return start, end
+            s = best + gap[v]
+        else:
+            s = start0[v]
+        d = dur[v]
+        g = group[v]
+        if g >= 0:
+            f = table[g]
+            if f != 1.0:
+                d = np.int64(np.rint(d / f))
+        if s < smin:
+            smin = s
+        r = release_of[v]
+        if r >= 0 and not free_barriers:
+            if s > end[r]:
+                end[r] = s
+        else:
+            if r >= 0:
+                d = max(lat[v], 0)
+            end[v] = s + d
+            if end[v] > emax:
+                emax = end[v]
+        a = arrive_at[v]
+        if a >= 0 and not free_barriers and s + d > end[a]:
+            end[a] = s + d
+    if not free_barriers:
+        for w in waits:
+            e = end[release_of[w]] + lat[w]
+            if e > emax:
+                emax = e
+    return smin, emax
 
 
 @njit(cache=True)
@@ -205,5 +224,6 @@ def compile_all() -> None:
     neg = np.full(1, -1, np.int64)
     ip = np.zeros(2, np.int64)
     order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
-    retime(order, 1, ip, np.zeros(0, np.int64), z, z, z, neg, neg, z)
+    retime_span(np.zeros(1, np.bool_), ip, np.zeros(0, np.int64), z, z, z, neg, np.ones(1),
+                neg, neg, z, np.zeros(0, np.int64), False)
     walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)

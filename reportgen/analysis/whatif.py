@@ -2,10 +2,14 @@
 "What-if scenarios").
 
 Every command keeps its edges and its issue gap (start minus its binding predecessor's end); a
-command with no predecessor keeps its start.  A scenario multiplies the durations of the
-non-system commands it targets by ``1 / factor`` (``factor`` 2: twice as fast); system commands
-keep theirs, barrier waits end at their barrier's re-timed release (last arrival) plus their
-release latency.  The predicted span is the re-timed latest end minus the earliest start.
+command with no predecessor keeps its start.  A scenario divides the durations of the
+non-system commands it targets by ``factor`` (2: twice as fast); system commands keep theirs,
+barrier waits end at their barrier's re-timed release (last arrival) plus their release
+latency.  The predicted span is the re-timed latest end minus the earliest start.
+
+A scenario is a table of factors over one grouping of the commands (engine x core, core,
+kernel, Function Type, layer): the graph is laid out once in topological order
+(:class:`Retimer`) and each scenario is one compiled pass over it (analysis/retime.py).
 """
 from __future__ import annotations
 
@@ -15,13 +19,14 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.depgraph import DepGraph, label_codes
-from reportgen.analysis.retime import contiguous, retime, topological_order
+from reportgen.analysis.retime import contiguous, retime_span, topological_order
 from reportgen.model import ENGINES
 
 WHAT_IF_COLUMNS = ("rank", "scenario", "kind", "target", "core", "factor", "predicted_span_ns",
                    "gain_ns", "gain_share")
 TOP_TARGETS = 10
 FACTOR = 2.0
+_KIND_WORDS = {"kernel": "kernel", "function_type": "Function Type", "layer": "layer"}
 
 
 @dataclass
@@ -31,45 +36,98 @@ class Scenario:
     target: str | None
     core: int | None         # None: all cores
     factor: float | None     # None: barriers free
-    speed: np.ndarray | None  # per command duration divisor (None: barrier scenario)
+    groups: str = ""         # Retimer.groups key the table is indexed by ("": barriers free)
+    table: np.ndarray | None = None   # duration divisor per group
+
+
+def label_groups(c: pd.DataFrame, layer_of: np.ndarray | None = None) -> dict:
+    """(code per command, -1 unknown; names) of every label a scenario may target."""
+    out = {}
+    for kind, col in (("kernel", "kernel"), ("function_type", "func_type")):
+        if col in c and c[col].notna().any():
+            out[kind] = label_codes(c[col])
+    if layer_of is not None:
+        out["layer"] = (np.asarray(layer_of, np.int64), None)
+    return out
 
 
 class Retimer:
-    """A graph prepared once (in-edges, topological order) and re-timed per scenario."""
+    """A graph laid out once in topological order, re-timed per scenario."""
 
-    def __init__(self, g: DepGraph):
+    def __init__(self, g: DepGraph, labels: dict | None = None):
         self.g = g
-        self.indptr, self.preds = g.in_edges()
-        self.order = topological_order(g.n, len(g.release_row),
-                                       *contiguous(self.indptr, self.preds, g.barrier,
-                                                   g.arrive_group, g.start))
-        self.dur = g.end - g.start
-        self.work = ~g.is_sys
-        self.span0 = int(g.end.max() - g.start.min()) if g.n else 0
+        n, n_groups = g.n, len(g.release_row)
+        indptr, preds = g.in_edges()
+        order = topological_order(n, n_groups, *contiguous(indptr, preds, g.barrier, g.arrive_group,
+                                                           g.start))
+        total = n + n_groups
+        pos = np.empty(total, np.int64)
+        pos[order] = np.arange(total)
+        self.is_release = order >= n
+        cmd = np.where(self.is_release, 0, order)          # command of each position
+        on = ~self.is_release
 
-    def span(self, speed: np.ndarray | None = None, free_barriers: bool = False) -> int:
-        """Predicted span with durations divided by ``speed`` (1 = unchanged)."""
-        g = self.g
-        if not g.n:
+        def lay(a, fill=0):
+            out = np.full(total, fill, np.int64)
+            out[on] = a[cmd[on]]
+            return out
+
+        counts = np.where(on, np.diff(indptr)[cmd], 0)
+        self.indptr = np.zeros(total + 1, np.int64)
+        np.cumsum(counts, out=self.indptr[1:])
+        first = np.repeat(indptr[cmd] - self.indptr[:-1], counts)
+        self.preds = pos[preds[first + np.arange(self.indptr[-1])]] if len(preds) else np.zeros(0, np.int64)
+        self.start0, self.gap, self.lat = lay(g.start), lay(g.gap), lay(g.lat)
+        self.dur = lay(g.end - g.start)
+        def barrier_node(b):                               # position of barrier b, -1 none
+            out = np.full(n, -1, np.int64)
+            out[b >= 0] = pos[n + b[b >= 0]]
+            return out
+
+        self.release_of = lay(barrier_node(g.barrier), -1)
+        self.arrive_at = lay(barrier_node(g.arrive_group), -1)
+        self.waits = np.flatnonzero(self.release_of >= 0)
+        work = ~g.is_sys & (g.engine >= 0)
+        self.ncores = int(g.core.max()) + 1 if n else 1
+        keys = {"engine_core": np.where(work, np.maximum(g.engine, 0) * self.ncores + g.core, -1),
+                "core": np.where(work, g.core, -1)}
+        for kind, (codes, _) in (labels or {}).items():
+            keys[kind] = np.where(work, codes, -1)
+        self.groups = {k: lay(v, -1) for k, v in keys.items()}
+        self.span0 = int(g.end.max() - g.start.min()) if n else 0
+
+    def span(self, groups: str = "core", table: np.ndarray | None = None,
+             free_barriers: bool = False) -> int:
+        """Predicted span with durations divided by ``table`` over ``groups`` (None: unchanged)."""
+        if not self.g.n:
             return 0
-        dur = self.dur if speed is None else np.where(
-            self.work, np.rint(self.dur / speed).astype(np.int64), self.dur)
-        barrier, arrive, lat = g.barrier, g.arrive_group, g.lat
-        if free_barriers:
-            w = barrier >= 0
-            dur = np.where(w, np.maximum(lat, 0), dur)
-            barrier = arrive = np.full(g.n, -1, np.int64)
-        start, end = retime(self.order, g.n, *contiguous(self.indptr, self.preds, g.start, g.gap,
-                                                         dur, barrier, arrive, lat))
-        return int(end.max() - start.min())
+        if table is None:
+            table = np.ones(1)
+            groups = "none"
+        group = self.groups.get(groups)
+        if group is None:
+            group = np.full(len(self.is_release), -1, np.int64)
+        smin, emax = retime_span(self.is_release, self.indptr, self.preds, self.start0, self.gap,
+                                 self.dur, group, np.asarray(table, np.float64), self.release_of,
+                                 self.arrive_at, self.lat, self.waits, free_barriers)
+        return int(emax - smin)
+
+    def engine_table(self, engine: int, core: int | None, factor: float) -> np.ndarray:
+        t = np.ones(len(ENGINES) * self.ncores)
+        if core is None:
+            t[engine * self.ncores:(engine + 1) * self.ncores] = factor
+        else:
+            t[engine * self.ncores + core] = factor
+        return t
 
 
-def _speed(mask: np.ndarray, factor: float) -> np.ndarray:
-    return np.where(mask, factor, 1.0)
+def _table(size: int, at, factor: float) -> np.ndarray:
+    t = np.ones(max(size, 1))
+    t[at] = factor
+    return t
 
 
-def scenarios(g: DepGraph, c: pd.DataFrame, kernels: pd.DataFrame | None = None,
-              layer_of: np.ndarray | None = None, layer_names: list[str] | None = None,
+def scenarios(g: DepGraph, rt: Retimer, labels: dict, layer_names: list[str] | None = None,
               factor: float = FACTOR) -> list[Scenario]:
     """The standard scenarios of a capture (issue order): each engine 2x faster on all cores and
     on each core alone; the top kernels, layers and Function Types 2x faster; each core's work
@@ -82,65 +140,53 @@ def scenarios(g: DepGraph, c: pd.DataFrame, kernels: pd.DataFrame | None = None,
         on = (g.engine == e) & work
         if not on.any():
             continue
-        out.append(Scenario(f"{name} {factor:g}x faster", "engine", name, None, factor, _speed(on, factor)))
-        for core in cores:
-            m = on & (g.core == core)
-            if m.any() and len(cores) > 1:
+        out.append(Scenario(f"{name} {factor:g}x faster", "engine", name, None, factor, "engine_core",
+                            rt.engine_table(e, None, factor)))
+        if len(cores) > 1:
+            for core in np.unique(g.core[on]):
                 out.append(Scenario(f"{name} {factor:g}x faster on core {core}", "engine", name,
-                                    int(core), factor, _speed(m, factor)))
-    for kind, (labels, names) in (("kernel", _col(c, "kernel")),
-                                  ("function_type", _col(c, "func_type")),
-                                  ("layer", (layer_of, layer_names))):
-        if labels is None or not names:
+                                    int(core), factor, "engine_core", rt.engine_table(e, int(core), factor)))
+    for kind in ("kernel", "function_type", "layer"):
+        if kind not in labels:
             continue
-        for target, mask in _top_targets(labels, dur, work, names):
-            out.append(Scenario(f"{_KIND_WORDS[kind]} {target} {factor:g}x faster", kind, target, None,
-                                factor, _speed(mask, factor)))
-    out += _balance(g, cores, dur, work)
+        codes, names = labels[kind]
+        names = layer_names if kind == "layer" else names
+        if not names:
+            continue
+        for i in _top_targets(codes, dur, work, len(names)):
+            out.append(Scenario(f"{_KIND_WORDS[kind]} {names[i]} {factor:g}x faster", kind, str(names[i]),
+                                None, factor, kind, _table(len(names), i, factor)))
+    out += _balance(g, rt, cores, dur, work)
     if len(g.release_row):
-        out.append(Scenario("barriers free (no core waits)", "barrier", None, None,
-                            None, None))
+        out.append(Scenario("barriers free (no core waits)", "barrier", None, None, None))
     return out
 
 
-_KIND_WORDS = {"kernel": "kernel", "function_type": "Function Type", "layer": "layer"}
+def _top_targets(codes, dur, work, size: int) -> list[int]:
+    """The TOP_TARGETS labels with the most work time."""
+    ok = (codes >= 0) & work
+    tot = np.bincount(codes[ok], weights=dur[ok], minlength=size)
+    return [int(i) for i in np.argsort(-tot, kind="stable")[:TOP_TARGETS] if tot[i] > 0]
 
 
-def _col(c: pd.DataFrame, name: str):
-    """(code per command, -1 unknown; names) of a label column."""
-    if name not in c or not c[name].notna().any():
-        return None, None
-    codes, names = label_codes(c[name])
-    return codes, names
-
-
-def _top_targets(labels, dur, work, names):
-    """The TOP_TARGETS labels with the most work time, each with its command mask."""
-    ok = (labels >= 0) & work
-    tot = np.bincount(labels[ok], weights=dur[ok], minlength=len(names))
-    top = np.argsort(-tot, kind="stable")[:TOP_TARGETS]
-    return [(str(names[i]), (labels == i) & work) for i in top if tot[i] > 0]
-
-
-def _balance(g: DepGraph, cores, dur, work) -> list[Scenario]:
+def _balance(g: DepGraph, rt: Retimer, cores, dur, work) -> list[Scenario]:
     """Each core's work (summed non-system durations) evened out to the median over the cores
     that work: a core above the median has its work scaled down to it."""
-    busy = np.array([dur[(g.core == c) & work].sum() for c in cores])
+    busy = np.bincount(g.core[work], weights=dur[work], minlength=rt.ncores)[cores]
     active = busy > 0
     if active.sum() < 2:
         return []
     med = float(np.median(busy[active]))
-    out, every = [], np.ones(g.n)
+    out, every = [], np.ones(rt.ncores)
     for core, b in zip(cores, busy):
         if b > med > 0:
             f = b / med
-            m = (g.core == core) & work
-            every = np.where(m, f, every)
+            every[core] = f
             out.append(Scenario(f"core {core} evened out to the median work", "balance", None,
-                                int(core), round(f, 3), _speed(m, f)))
+                                int(core), round(f, 3), "core", _table(rt.ncores, core, f)))
     if len(out) > 1:
         out.append(Scenario("every core evened out to the median work", "balance", None, None,
-                            float(np.max(every)), every))
+                            float(np.max(every)), "core", every))
     return out
 
 
@@ -148,7 +194,7 @@ def what_if(rt: Retimer, scens: list[Scenario]) -> pd.DataFrame:
     """The ranked "what would help most" table (WHAT_IF_COLUMNS), largest gain first."""
     rows = []
     for s in scens:
-        span = rt.span(free_barriers=True) if s.kind == "barrier" else rt.span(s.speed)
+        span = rt.span(free_barriers=True) if s.kind == "barrier" else rt.span(s.groups, s.table)
         rows.append({"scenario": s.scenario, "kind": s.kind, "target": s.target, "core": s.core,
                      "factor": s.factor, "predicted_span_ns": span, "gain_ns": rt.span0 - span})
     t = pd.DataFrame(rows, columns=list(WHAT_IF_COLUMNS[1:-1]))

@@ -12,7 +12,7 @@ import pandas as pd
 from reportgen.analysis.critical_path import CLASSES, CriticalPath, critical_path
 from reportgen.analysis.depgraph import DepGraph, build_graph
 from reportgen.analysis.waits import Waits, waits
-from reportgen.analysis.whatif import Retimer, scenarios, what_if
+from reportgen.analysis.whatif import Retimer, label_groups, scenarios, what_if
 from reportgen.model import Profile
 
 
@@ -23,7 +23,7 @@ class Why:
     waits: Waits
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
     retimer: Retimer
-    commands: pd.DataFrame    # Profile.commands (a reference): labels of scenarios on demand
+    labels: dict              # whatif.label_groups: label codes scenarios may target
     path_by_layer: pd.DataFrame | None = None   # layer captures: the path's time per layer
 
     @property
@@ -55,11 +55,12 @@ def _layers(profile: Profile):
 def explain(profile: Profile) -> Why:
     c = profile.commands
     g = build_graph(c)
-    rt = Retimer(g)
     layer_of, layer_names = _layers(profile)
-    table = what_if(rt, scenarios(g, c, layer_of=layer_of, layer_names=layer_names))
+    labels = label_groups(c, layer_of)
+    rt = Retimer(g, labels)
+    table = what_if(rt, scenarios(g, rt, labels, layer_names))
     path = critical_path(g, c)
-    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, commands=c,
+    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, labels=labels,
                path_by_layer=_path_by_layer(path, layer_of, layer_names))
 
 
