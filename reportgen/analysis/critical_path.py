@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.depgraph import DEP, DepGraph, last_work_engine
+from reportgen.analysis.depgraph import DEP, DepGraph, labels_of, last_work_engine
 from reportgen.analysis.retime import contiguous, walk
 from reportgen.model import ENGINES
 
@@ -96,10 +96,9 @@ def critical_path(g: DepGraph, c: pd.DataFrame) -> CriticalPath:
 
 def _by_kernel(st: pd.DataFrame, c: pd.DataFrame, denom: int) -> pd.DataFrame:
     rows = st["row"].to_numpy(np.int64)
-    kernel = c["kernel"].astype(object).to_numpy()[rows] if "kernel" in c else np.full(len(rows), None)
     scope = (c["func_scope"].astype("Float64").to_numpy(float, na_value=np.nan)[rows]
              if "func_scope" in c else np.full(len(rows), np.nan))
-    t = st.assign(kernel=[k if isinstance(k, str) else "(no kernel)" for k in kernel], scope=scope)
+    t = st.assign(kernel=labels_of(c, "kernel", rows, "(no kernel)"), scope=scope)
     p = t.pivot_table(index=["kernel", "core", "scope"], columns="class", values="ns", aggfunc="sum",
                       fill_value=0, dropna=False, observed=True)
     p = p.reindex(columns=list(CLASSES), fill_value=0)
@@ -112,10 +111,10 @@ def _by_kernel(st: pd.DataFrame, c: pd.DataFrame, denom: int) -> pd.DataFrame:
 def _top_commands(st: pd.DataFrame, c: pd.DataFrame, denom: int) -> pd.DataFrame:
     own = st[st["class"].isin(["compute", "transfer"])].nlargest(TOP_COMMANDS, "ns")
     rows = own["row"].to_numpy(np.int64)
-    out = pd.DataFrame({"row": rows, "sheet": c["sheet"].astype(str).to_numpy()[rows],
+    out = pd.DataFrame({"row": rows, "sheet": labels_of(c, "sheet", rows),
                         "global_idx": c["global_idx"].to_numpy()[rows],
-                        "func_name": c["func_name"].astype(object).to_numpy()[rows],
-                        "kernel": c["kernel"].astype(object).to_numpy()[rows],
+                        "func_name": labels_of(c, "func_name", rows),
+                        "kernel": labels_of(c, "kernel", rows),
                         "class": own["class"].to_numpy(), "start_ns": own["start_ns"].to_numpy(),
                         "ns": own["ns"].to_numpy()})
     out["share"] = out["ns"] / denom

@@ -81,6 +81,17 @@ def label_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
     return codes.astype(np.int64), [str(x) for x in uniq]
 
 
+def labels_of(c: pd.DataFrame, col: str, rows: np.ndarray, missing=None) -> np.ndarray:
+    """A label column's values at ``rows`` as an object array (unknown -> ``missing``), looked up
+    through its codes (no per-command Python)."""
+    if col not in c:
+        return np.full(len(rows), missing, object)
+    codes, names = label_codes(c[col])
+    table = np.array(list(names) + [missing], object)
+    k = codes[rows]
+    return table[np.where(k >= 0, k, len(names))]
+
+
 def engine_index(col: pd.Series) -> np.ndarray:
     """Per row: index of the engine in ENGINES, -1 for anything else."""
     codes, names = label_codes(col)

@@ -224,6 +224,7 @@ def compile_all() -> None:
     neg = np.full(1, -1, np.int64)
     ip = np.zeros(2, np.int64)
     order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
-    retime_span(np.zeros(1, np.bool_), ip, np.zeros(0, np.int64), z, z, z, neg, np.ones(1),
-                neg, neg, z, np.zeros(0, np.int64), False)
+    neg32, ip32 = neg.astype(np.int32), ip.astype(np.int32)      # whatif.Retimer's layout
+    retime_span(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z, z, z, neg32, np.ones(1),
+                neg32, neg32, z, np.zeros(0, np.int64), False)
     walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)

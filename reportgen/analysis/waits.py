@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
-from reportgen.analysis.depgraph import DEP, DepGraph, last_work_engine
+from reportgen.analysis.depgraph import DEP, DepGraph, labels_of, last_work_engine
 from reportgen.model import ENGINES
 
 WAIT_COLUMNS = ("row", "kind", "core", "engine", "kernel", "start_ns", "ns", "waited_for_core",
@@ -37,7 +37,6 @@ class Waits:
 
 def waits(g: DepGraph, c: pd.DataFrame) -> Waits:
     names = np.array([*ENGINES, None], object)
-    kernel = c["kernel"].astype(object).to_numpy() if "kernel" in c else np.full(g.n, None, object)
     parts = []
     # barrier waits
     b = np.flatnonzero(g.barrier >= 0)
@@ -67,7 +66,7 @@ def waits(g: DepGraph, c: pd.DataFrame) -> Waits:
     for kind, rows, ns, wcore, weng, wrow in parts:
         frames.append(pd.DataFrame({
             "row": rows, "kind": kind, "core": g.core[rows], "engine": names[g.engine[rows]],
-            "kernel": [k if isinstance(k, str) else None for k in kernel[rows]],
+            "kernel": labels_of(c, "kernel", rows),
             "start_ns": g.start[rows], "ns": ns.astype(np.int64),
             "waited_for_core": pd.array(np.where(wcore >= 0, wcore, 0), "Int64"),
             "waited_for_engine": names[weng], "waited_for_row": wrow}))

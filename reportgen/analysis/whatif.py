@@ -66,10 +66,11 @@ class Retimer:
         self.is_release = order >= n
         cmd = np.where(self.is_release, 0, order)          # command of each position
         on = ~self.is_release
+        releases = np.flatnonzero(self.is_release)          # a few: one per barrier
 
         def lay(a, fill=0):
-            out = np.full(total, fill, np.int64)
-            out[on] = a[cmd[on]]
+            out = a[cmd].astype(np.int64, copy=False)
+            out[releases] = fill
             return out
 
         counts = np.where(on, np.diff(indptr)[cmd], 0)
@@ -79,13 +80,15 @@ class Retimer:
         self.preds = pos[preds[first + np.arange(self.indptr[-1])]] if len(preds) else np.zeros(0, np.int64)
         self.start0, self.gap, self.lat = lay(g.start), lay(g.gap), lay(g.lat)
         self.dur = lay(g.end - g.start)
+        # node indexes as int32: the pass reads less memory (captures stay far below 2^31 nodes)
+        self.indptr, self.preds = self.indptr.astype(np.int32), self.preds.astype(np.int32)
         def barrier_node(b):                               # position of barrier b, -1 none
             out = np.full(n, -1, np.int64)
             out[b >= 0] = pos[n + b[b >= 0]]
             return out
 
-        self.release_of = lay(barrier_node(g.barrier), -1)
-        self.arrive_at = lay(barrier_node(g.arrive_group), -1)
+        self.release_of = lay(barrier_node(g.barrier), -1).astype(np.int32)
+        self.arrive_at = lay(barrier_node(g.arrive_group), -1).astype(np.int32)
         self.waits = np.flatnonzero(self.release_of >= 0)
         work = ~g.is_sys & (g.engine >= 0)
         self.ncores = int(g.core.max()) + 1 if n else 1
@@ -93,7 +96,7 @@ class Retimer:
                 "core": np.where(work, g.core, -1)}
         for kind, (codes, _) in (labels or {}).items():
             keys[kind] = np.where(work, codes, -1)
-        self.groups = {k: lay(v, -1) for k, v in keys.items()}
+        self.groups = {k: lay(v, -1).astype(np.int32) for k, v in keys.items()}
         self.span0 = int(g.end.max() - g.start.min()) if n else 0
 
     def span(self, groups: str = "core", table: np.ndarray | None = None,
@@ -106,7 +109,7 @@ class Retimer:
             groups = "none"
         group = self.groups.get(groups)
         if group is None:
-            group = np.full(len(self.is_release), -1, np.int64)
+            group = np.full(len(self.is_release), -1, np.int32)
         smin, emax = retime_span(self.is_release, self.indptr, self.preds, self.start0, self.gap,
                                  self.dur, group, np.asarray(table, np.float64), self.release_of,
                                  self.arrive_at, self.lat, self.waits, free_barriers)
