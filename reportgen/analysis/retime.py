@@ -8,7 +8,7 @@ needed; ``cache=True`` keeps the machine code next to this file or in numba's us
 only the first run on a machine pays the compile, measured in benchmarks/bench_critical_path.py).
 
 Node numbering: commands are 0..n-1 (rows of ``Profile.commands``); barrier ``g`` is node
-``n + g``; ``retime_span`` reads them renumbered in topological order.  A barrier node's value
+``n + g``; ``retime_spans`` reads them renumbered in topological order.  A barrier node's value
 is its release (the latest arrival of its waits); a barrier wait ends at its barrier's release
 plus its own release latency.
 """
@@ -100,63 +100,74 @@ def topological_order(n, n_groups, indptr, preds, barrier, arrive_group, start):
 
 
 @njit(cache=True)
-def retime_span(is_release, indptr, preds, start0, gap, dur, group, table, release_of, arrive_at,
-                lat, waits, free_barriers):
-    """The span after re-timing, over nodes numbered in topological order (commands and
-    barriers; :class:`~reportgen.analysis.whatif.Retimer` lays the arrays out once, so this pass
-    reads memory in order).  A command with predecessors starts at the latest of their re-timed
-    ends plus its own gap; one without keeps its start.  Its duration is ``dur`` divided by
-    ``table[group]`` (``group`` -1: unchanged; system commands are never in a group).  A barrier
-    is released by the latest of its waits' starts and its arrival commands' ends
-    (``arrive_at``: the barrier node a command's end arrives at); a barrier wait
-    (``release_of`` >= 0) ends at that release + ``lat``, or with ``free_barriers`` at its own
-    start + max(lat, 0).  ``waits``: the nodes of the barrier waits.  Returns (earliest start,
-    latest end)."""
+def retime_spans(is_release, indptr, preds, start0, gap, dur, group, tables, release_of, arrive_at,
+                 lat, waits, free_barriers):
+    """The spans after re-timing, one per row of ``tables``, over nodes numbered in topological
+    order (commands and barriers; :class:`~reportgen.analysis.whatif.Retimer` lays the arrays
+    out once, so each pass reads memory in order, and several scenarios share one pass).  A
+    command with predecessors starts at the latest of their re-timed ends plus its own gap; one
+    without keeps its start.  Its duration is ``dur`` divided by ``tables[k, group]`` (``group``
+    -1: unchanged; system commands are never in a group).  A barrier is released by the latest
+    of its waits' starts and its arrival commands' ends (``arrive_at``: the barrier node a
+    command's end arrives at); a barrier wait (``release_of`` >= 0) ends at that release +
+    ``lat``, or with ``free_barriers`` at its own start + max(lat, 0).  ``waits``: the nodes of
+    the barrier waits.  Returns (earliest start, latest end) per scenario."""
     total = is_release.shape[0]
+    K = tables.shape[0]
     low = -(1 << 62)
-    end = np.full(total, low, np.int64)       # commands: their end; barriers: their release
-    smin, emax = 1 << 62, low
+    end = np.full((total, K), low, np.int64)  # commands: their end; barriers: their release
+    smin = np.full(K, 1 << 62, np.int64)
+    emax = np.full(K, low, np.int64)
+    best = np.empty(K, np.int64)
     for v in range(total):
         if is_release[v]:
             continue
         lo, hi = indptr[v], indptr[v + 1]
         if hi > lo:
-            best = low
+            best[:] = low
             for k in range(lo, hi):
                 q = preds[k]
                 r = release_of[q]
-                e = end[r] + lat[q] if (r >= 0 and not free_barriers) else end[q]
-                if e > best:
-                    best = e
-            s = best + gap[v]
+                if r >= 0 and not free_barriers:
+                    for j in range(K):
+                        e = end[r, j] + lat[q]
+                        if e > best[j]:
+                            best[j] = e
+                else:
+                    for j in range(K):
+                        if end[q, j] > best[j]:
+                            best[j] = end[q, j]
+            for j in range(K):
+                best[j] += gap[v]
         else:
-            s = start0[v]
-        d = dur[v]
-        g = group[v]
-        if g >= 0:
-            f = table[g]
-            if f != 1.0:
-                d = np.int64(np.rint(d / f))
-        if s < smin:
-            smin = s
-        r = release_of[v]
-        if r >= 0 and not free_barriers:
-            if s > end[r]:
-                end[r] = s
-        else:
-            if r >= 0:
-                d = max(lat[v], 0)
-            end[v] = s + d
-            if end[v] > emax:
-                emax = end[v]
-        a = arrive_at[v]
-        if a >= 0 and not free_barriers and s + d > end[a]:
-            end[a] = s + d
+            best[:] = start0[v]
+        g, r, a, d0 = group[v], release_of[v], arrive_at[v], dur[v]
+        for j in range(K):
+            d = d0
+            if g >= 0:
+                f = tables[j, g]
+                if f != 1.0:
+                    d = np.int64(np.rint(d0 / f))
+            s = best[j]
+            if s < smin[j]:
+                smin[j] = s
+            if r >= 0 and not free_barriers:
+                if s > end[r, j]:
+                    end[r, j] = s
+            else:
+                if r >= 0:
+                    d = max(lat[v], 0)
+                end[v, j] = s + d
+                if s + d > emax[j]:
+                    emax[j] = s + d
+            if a >= 0 and not free_barriers and s + d > end[a, j]:
+                end[a, j] = s + d
     if not free_barriers:
         for w in waits:
-            e = end[release_of[w]] + lat[w]
-            if e > emax:
-                emax = e
+            for j in range(K):
+                e = end[release_of[w], j] + lat[w]
+                if e > emax[j]:
+                    emax[j] = e
     return smin, emax
 
 
@@ -225,6 +236,6 @@ def compile_all() -> None:
     ip = np.zeros(2, np.int64)
     order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
     neg32, ip32 = neg.astype(np.int32), ip.astype(np.int32)      # whatif.Retimer's layout
-    retime_span(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z, z, z, neg32, np.ones(1),
-                neg32, neg32, z, np.zeros(0, np.int64), False)
+    retime_spans(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z, z, z, neg32, np.ones((1, 1)),
+                 neg32, neg32, z, np.zeros(0, np.int64), False)
     walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)
