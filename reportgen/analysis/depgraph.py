@@ -182,9 +182,9 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     within ``tol`` ns of it.  A group is a barrier when it spans two cores or more.  A core
     *arrives* when its wait has started and its last command (TIU/GDMA/SDMA, and CDMA it
     submitted) before the barrier's first end has ended (the TIU queue reaches the wait before
-    the core's stores finish); the
-    last core to arrive released the barrier.  Returns (barrier, release_row, release_cmd,
-    release_kind, release_ns, arrive_group); see :class:`DepGraph`.
+    the core's stores finish); the last core to arrive released the barrier.  Returns
+    (barrier, release_row, release_cmd, release_kind, release_ns, arrive_group); see
+    :class:`DepGraph`.
     """
     n = len(core)
     barrier = np.full(n, -1, np.int64)
