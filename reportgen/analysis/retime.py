@@ -101,7 +101,7 @@ def topological_order(n, n_groups, indptr, preds, barrier, arrive_group, start):
 
 @njit(cache=True)
 def retime_spans(is_release, indptr, preds, start0, gap, dur, group, tables, release_of, arrive_at,
-                 lat, waits, free_barriers):
+                 lat, waits, free_barriers, end):
     """The spans after re-timing, one per row of ``tables``, over nodes numbered in topological
     order (commands and barriers; :class:`~reportgen.analysis.whatif.Retimer` lays the arrays
     out once, so each pass reads memory in order, and several scenarios share one pass).  A
@@ -111,15 +111,18 @@ def retime_spans(is_release, indptr, preds, start0, gap, dur, group, tables, rel
     of its waits' starts and its arrival commands' ends (``arrive_at``: the barrier node a
     command's end arrives at); a barrier wait (``release_of`` >= 0) ends at that release +
     ``lat``, or with ``free_barriers`` at its own start + max(lat, 0).  ``waits``: the nodes of
-    the barrier waits.  Returns (earliest start, latest end) per scenario."""
-    total = is_release.shape[0]
+    the barrier waits.  ``end``: a (nodes, >= scenarios) int64 buffer, overwritten (commands:
+    their end; barriers: their release).  Returns (earliest start, latest end) per scenario."""
     K = tables.shape[0]
     low = -(1 << 62)
-    end = np.full((total, K), low, np.int64)  # commands: their end; barriers: their release
+    for r in range(is_release.shape[0]):          # releases are raised from the lowest value
+        if is_release[r]:
+            for j in range(K):
+                end[r, j] = low
     smin = np.full(K, 1 << 62, np.int64)
     emax = np.full(K, low, np.int64)
     best = np.empty(K, np.int64)
-    for v in range(total):
+    for v in range(is_release.shape[0]):
         if is_release[v]:
             continue
         lo, hi = indptr[v], indptr[v + 1]
@@ -237,5 +240,5 @@ def compile_all() -> None:
     order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
     neg32, ip32 = neg.astype(np.int32), ip.astype(np.int32)      # whatif.Retimer's layout
     retime_spans(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z, z, z, neg32, np.ones((1, 1)),
-                 neg32, neg32, z, np.zeros(0, np.int64), False)
+                 neg32, neg32, z, np.zeros(0, np.int64), False, np.zeros((1, 1), np.int64))
     walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)

@@ -101,16 +101,21 @@ class Retimer:
         self.groups = {k: lay(v, -1).astype(np.int32) for k, v in keys.items()}
         self.span0 = int(g.end.max() - g.start.min()) if n else 0
 
-    def spans(self, groups: str, tables: np.ndarray, free_barriers: bool = False) -> np.ndarray:
-        """Predicted spans, one per row of ``tables`` (duration divisors over ``groups``)."""
+    def spans(self, groups: str, tables: np.ndarray, free_barriers: bool = False,
+              buffer: np.ndarray | None = None) -> np.ndarray:
+        """Predicted spans, one per row of ``tables`` (duration divisors over ``groups``);
+        ``buffer``: a (nodes, >= rows) int64 array to work in (reused across calls)."""
         if not self.g.n:
             return np.zeros(len(tables), np.int64)
+        if buffer is None or buffer.shape[1] < len(tables):
+            buffer = np.empty((len(self.is_release), len(tables)), np.int64)
         group = self.groups.get(groups)
         if group is None:
             group = np.full(len(self.is_release), -1, np.int32)
         smin, emax = retime_spans(self.is_release, self.indptr, self.preds, self.start0, self.gap,
                                   self.dur, group, np.ascontiguousarray(tables, np.float64),
-                                  self.release_of, self.arrive_at, self.lat, self.waits, free_barriers)
+                                  self.release_of, self.arrive_at, self.lat, self.waits, free_barriers,
+                                  buffer)
         return emax - smin
 
     def span(self, groups: str = "core", table: np.ndarray | None = None,
@@ -201,6 +206,7 @@ def _balance(g: DepGraph, rt: Retimer, cores, dur, work) -> list[Scenario]:
 def what_if(rt: Retimer, scens: list[Scenario]) -> pd.DataFrame:
     """The ranked "what would help most" table (WHAT_IF_COLUMNS), largest gain first."""
     span = np.zeros(len(scens), np.int64)
+    buffer = np.empty((len(rt.is_release), min(BATCH, max(len(scens), 1))), np.int64)
     for key in dict.fromkeys(s.groups for s in scens):       # one pass per BATCH of a grouping
         idx = [i for i, s in enumerate(scens) if s.groups == key]
         for lo in range(0, len(idx), BATCH):
@@ -208,7 +214,7 @@ def what_if(rt: Retimer, scens: list[Scenario]) -> pd.DataFrame:
             if key == "":
                 span[part] = rt.span(free_barriers=True)
             else:
-                span[part] = rt.spans(key, np.stack([scens[i].table for i in part]))
+                span[part] = rt.spans(key, np.stack([scens[i].table for i in part]), buffer=buffer)
     rows = [{"scenario": s.scenario, "kind": s.kind, "target": s.target, "core": s.core,
              "factor": s.factor, "predicted_span_ns": int(p), "gain_ns": rt.span0 - int(p)}
             for s, p in zip(scens, span)]
