@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen.analysis.ascend import attach_ascend_tables
 from reportgen.analysis.host_device import host_device_summary, host_device_table, seed_categories
 from reportgen.analysis.kernels import kernel_table, op_statistic
 from reportgen.analysis.memory import memory_tables, vendor_memory_tables
@@ -130,6 +131,7 @@ def _attach_vendor_tables(profile: Profile) -> None:
         profile.tables["Operators"] = key_averages_from_calls(t)
         if t["Input Shapes"].astype(str).str.len().gt(0).any():
             profile.tables["Operators by Shape"] = key_averages_from_calls(t, True)
+    attach_ascend_tables(profile)   # the NPU plugin's and MindSpore's further tables
 
 
 def order_tables(profile: Profile) -> None:

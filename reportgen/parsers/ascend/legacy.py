@@ -15,7 +15,7 @@ from reportgen.model import Meta, Profile, VendorOutput
 from reportgen.parsers import chrome as ct
 from reportgen.parsers.ascend.mindspore import read_rank_files
 from reportgen.parsers.ascend.layout import MS_TIMELINE, rank_id
-from reportgen.parsers.ascend.rank import finish_commands, finish_profile
+from reportgen.parsers.ascend.rank import count_communication, finish_commands, finish_profile
 from reportgen.parsers.walk import glob_below
 
 
@@ -120,6 +120,7 @@ def load_cann_prof(path: Path) -> Profile:
     if not traces:
         raise InputError(str(path), "CANN PROF folder without device_*/timeline/msprof_*.json")
     profile = ct.build_profile(traces, cores, "ascend", str(path))
+    profile.commands = count_communication(profile.commands, profile.meta, str(path))
     finish_profile(profile)
     return profile
 

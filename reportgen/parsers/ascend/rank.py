@@ -116,7 +116,8 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
         with tolerated(meta, tv):
             prof = ct.build_profile([ct.read_trace(tv)], [rank], "ascend", str(tv))
             meta.warnings.extend(prof.meta.warnings)
-            host, trace_cmds, memory = prof.host, prof.commands, prof.memory_events
+            host, memory = prof.host, prof.memory_events
+            trace_cmds = count_communication(prof.commands, meta, str(tv))
     kd = apo / "kernel_details.csv"
     summaries = sorted(apo.glob("op_summary_*.csv"))
     src = kd if kd.is_file() else (summaries[0] if summaries else None)
@@ -143,6 +144,28 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
     read_memory_files(apo, vendor, meta)
     vendor.tables.update(communication_tables(apo, meta))
     return cmds, host, vendor, memory
+
+
+#: lanes of communication tasks (CANN's "HCCL" process: the op lane and its planes; DB exports'
+#: "HCCL Plane N")
+COMMUNICATION_LANE = r"^HCCL "
+
+
+def count_communication(commands: pd.DataFrame, meta: Meta, where: str) -> pd.DataFrame:
+    """Communication lanes are device busy: every slice of an HCCL lane (the communication op
+    and its plane tasks, waits for peers included, as HCCL counts communication time) is work,
+    so a lane's busy time is the union of its slices. (The chrome trace reader keeps them out as
+    a view of the stream tasks; the streams' own copies keep their kinds.)"""
+    if commands.empty:
+        return commands
+    lane = commands["engine"].astype(str).str.contains(COMMUNICATION_LANE).to_numpy()
+    if lane.any() and commands["is_sys"].to_numpy(bool)[lane].any():
+        commands = commands.copy()
+        commands.loc[lane, "is_sys"] = False
+        meta.warn("communication-lanes", f"{int(lane.sum())} slices on HCCL lanes (communication "
+                  "ops and plane tasks, waits included) are counted as communication busy time: "
+                  "each HCCL lane's busy = the union of its slices", where)
+    return commands
 
 
 def finish_profile(profile: Profile) -> None:
