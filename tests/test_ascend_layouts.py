@@ -39,6 +39,13 @@ def test_mindspore_multi_card_layout(tmp_path):
     assert sorted(set(prof.commands["core"])) == [0, 1]
     assert len(prof.commands) == 2 * KERNELS
     assert sorted(prof.tables["Steps"]["Rank"]) == [0, 1]
+    # the per-rank step breakdown: step_trace_time.csv's µs as ms, one row per rank and step
+    src = next(csv.DictReader(open(RANK0 / ascend.APO / "step_trace_time.csv", encoding="utf-8-sig")))
+    b = prof.tables["Rank Step Breakdown"]
+    assert sorted(b["Rank"]) == [0, 1]
+    for col, name in (("Computation (ms)", "Computing"), ("Free (ms)", "Free"), ("Stage (ms)", "Stage"),
+                      ("Communication Not Overlapped (ms)", "Communication(Not Overlapped)")):
+        assert b[col].tolist() == [float(src[name]) / 1e3] * 2
 
 
 def test_rank_from_folder_names_without_profiler_info(tmp_path):

@@ -37,6 +37,9 @@ def test_step_trace_ticks_are_10ns(prof):
     cl = prof.tables["Cluster Step"]
     src = rows(MS / "ascend_cluster_analyse_data-parallel_1_1_1.csv")
     assert cl["fp_and_bp (ms)"].tolist() == pytest.approx([int(r["fp_and_bp"]) / 1e5 for r in src])
+    b = prof.tables["Rank Step Breakdown"]
+    assert b["FP and BP (ms)"].tolist() == pytest.approx([int(r["fp_and_bp"]) / 1e5 for r in src])
+    assert b["Tail (ms)"].tolist() == pytest.approx([int(r["tail"]) / 1e5 for r in src])
 
 
 def test_framework_raw_shapes_joined_to_ai_core_ops(prof):

@@ -15,6 +15,10 @@
 * ``Memory Allocations`` (operator_memory.csv as the plugin lists it, one row per allocation)
   and ``Component Peaks`` (npu_module_mem.csv: each component's peak reserved memory per
   device and when it was reached);
+* ``Rank Step Breakdown``: each rank's steps split into computation, communication (all /
+  not overlapped), overlapped, free, bubble and stage time in ms, from step_trace_time.csv (µs)
+  or MindSpore's ascend_cluster_analyse (10 ns ticks) - with a Rank column, the per-rank view
+  a cluster user opens first;
 * ``Input Pipeline Summary`` (MindSpore device queue): steps, empty-queue steps, their ratio,
   and the verdict "the data pipeline is the bottleneck" when the queue was empty on more than
   :data:`EMPTY_QUEUE_BOTTLENECK` of the steps (MindInsight's rule).
@@ -117,6 +121,39 @@ def input_pipeline_summary(queue: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
+#: the per-rank step breakdown's columns and, per source table, the column each comes from
+#: and its unit divisor to ms: torch_npu step_trace_time.csv (µs), MindSpore
+#: ascend_cluster_analyse (already ms after 10 ns ticks were converted on reading)
+STEP_BREAKDOWN = {
+    "Steps": (1e3, {"Step": "Step", "Computation (ms)": "Computing",
+                    "Communication (ms)": "Communication",
+                    "Communication Not Overlapped (ms)": "Communication(Not Overlapped)",
+                    "Overlapped (ms)": "Overlapped", "Free (ms)": "Free", "Bubble (ms)": "Bubble",
+                    "Stage (ms)": "Stage"}),
+    "Cluster Step": (1.0, {"Computation (ms)": "computation_time (ms)",
+                           "Communication Not Overlapped (ms)": "communication_alone_time (ms)",
+                           "Stage (ms)": "stage_time (ms)", "Bubble (ms)": "receive_alone_time (ms)",
+                           "Iteration Interval (ms)": "iteration_interval (ms)",
+                           "FP and BP (ms)": "fp_and_bp (ms)", "Tail (ms)": "tail (ms)"}),
+}
+
+
+def step_breakdown(v: VendorOutput) -> pd.DataFrame:
+    """One rank's steps split into computation / communication / free / bubble / stage (ms),
+    from whichever of its step files holds them (:data:`STEP_BREAKDOWN`)."""
+    for table, (to_ms, cols) in STEP_BREAKDOWN.items():
+        t = v.tables.get(table)
+        if t is None or not len(t) or not any(c in t.columns for n, c in cols.items() if n != "Step"):
+            continue
+        out = pd.DataFrame({"Source": table}, index=t.index)
+        for name, c in cols.items():
+            if c in t.columns:
+                vals = pd.to_numeric(t[c], errors="coerce")
+                out[name] = vals if name == "Step" else vals / to_ms
+        return out.reset_index(drop=True)
+    return pd.DataFrame()
+
+
 def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
     out: dict[str, pd.DataFrame] = {}
     if v.operator_calls is not None and "Call Stack" in v.operator_calls and \
@@ -129,6 +166,9 @@ def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
         out["Memory Allocations"] = memory_allocations(v.operator_memory)
     if v.module_memory is not None and len(v.module_memory):
         out["Component Peaks"] = component_peaks(v.module_memory)
+    steps = step_breakdown(v)
+    if len(steps):
+        out["Rank Step Breakdown"] = steps
     queue = v.tables.get("Input Pipeline")
     if queue is not None and len(queue):
         out["Input Pipeline Summary"] = input_pipeline_summary(queue)
