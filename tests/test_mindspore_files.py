@@ -37,7 +37,10 @@ def test_step_trace_ticks_are_10ns(prof):
     cl = prof.tables["Cluster Step"]
     src = rows(MS / "ascend_cluster_analyse_data-parallel_1_1_1.csv")
     assert cl["fp_and_bp (ms)"].tolist() == pytest.approx([int(r["fp_and_bp"]) / 1e5 for r in src])
+    # the per-rank breakdown takes the per-step file (step_trace_raw) over the cluster summary
     b = prof.tables["Rank Step Breakdown"]
+    src = rows(MS / "step_trace_raw_1_detail_time.csv")
+    assert b["Step"].tolist() == [int(r["step_num"]) for r in src]
     assert b["FP and BP (ms)"].tolist() == pytest.approx([int(r["fp_and_bp"]) / 1e5 for r in src])
     assert b["Tail (ms)"].tolist() == pytest.approx([int(r["tail"]) / 1e5 for r in src])
 
@@ -116,3 +119,16 @@ def test_undocumented_samples_written_as_documented(tmp_path):
     assert facts.loc["config.stageDevices", "Value"] == "[0, 1]"
     assert any(w.code == "unreadable-file" and w.where.endswith("dynamic_shape_info_1.json")
                for w in prof.meta.warnings)
+
+
+def test_multi_rank_step_trace_and_cluster_files(tmp_path):
+    data = tmp_path / "profiler_data"
+    for r in (0, 1):
+        shutil.copytree(MS, data / f"rank_{r}" / "profiler")
+    prof = derived(ascend.load_ascend(data))
+    b = prof.tables["Rank Step Breakdown"]
+    src = rows(MS / "step_trace_raw_1_detail_time.csv")
+    assert sorted(set(b["Rank"])) == [0, 1]
+    for r in (0, 1):
+        assert b[b["Rank"] == r]["Total (ms)"].tolist() == pytest.approx([int(x["total"]) / 1e5 for x in src])
+    assert sorted(set(prof.tables["Cluster Step"]["Rank"])) == [0, 1]

@@ -123,25 +123,29 @@ def input_pipeline_summary(queue: pd.DataFrame) -> pd.DataFrame:
 
 #: the per-rank step breakdown's columns and, per source table, the column each comes from
 #: and its unit divisor to ms: torch_npu step_trace_time.csv (µs), MindSpore
-#: ascend_cluster_analyse (already ms after 10 ns ticks were converted on reading)
-STEP_BREAKDOWN = {
-    "Steps": (1e3, {"Step": "Step", "Computation (ms)": "Computing",
+#: step_trace_raw / ascend_cluster_analyse (already ms: their 10 ns ticks are converted on
+#: reading); the first that fits a rank is used
+STEP_BREAKDOWN = (
+    ("Steps", 1e3, {"Step": "Step", "Computation (ms)": "Computing",
                     "Communication (ms)": "Communication",
                     "Communication Not Overlapped (ms)": "Communication(Not Overlapped)",
                     "Overlapped (ms)": "Overlapped", "Free (ms)": "Free", "Bubble (ms)": "Bubble",
                     "Stage (ms)": "Stage"}),
-    "Cluster Step": (1.0, {"Computation (ms)": "computation_time (ms)",
+    ("Steps", 1.0, {"Step": "step_num", "Total (ms)": "total (ms)",
+                    "Iteration Interval (ms)": "iteration_interval (ms)",
+                    "FP and BP (ms)": "fp_and_bp (ms)", "Tail (ms)": "tail (ms)"}),
+    ("Cluster Step", 1.0, {"Computation (ms)": "computation_time (ms)",
                            "Communication Not Overlapped (ms)": "communication_alone_time (ms)",
                            "Stage (ms)": "stage_time (ms)", "Bubble (ms)": "receive_alone_time (ms)",
                            "Iteration Interval (ms)": "iteration_interval (ms)",
                            "FP and BP (ms)": "fp_and_bp (ms)", "Tail (ms)": "tail (ms)"}),
-}
+)
 
 
 def step_breakdown(v: VendorOutput) -> pd.DataFrame:
     """One rank's steps split into computation / communication / free / bubble / stage (ms),
     from whichever of its step files holds them (:data:`STEP_BREAKDOWN`)."""
-    for table, (to_ms, cols) in STEP_BREAKDOWN.items():
+    for table, to_ms, cols in STEP_BREAKDOWN:
         t = v.tables.get(table)
         if t is None or not len(t) or not any(c in t.columns for n, c in cols.items() if n != "Step"):
             continue
