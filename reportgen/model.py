@@ -247,8 +247,12 @@ class VendorOutput:
     #: kernel_details.csv, one row per device task: the NPU plugin's columns (shapes, data
     #: types, formats, block dims, PMU counters named with their unit; parsers.ascend.tables)
     kernel_details: pd.DataFrame | None = None
+    #: trace_view.json's "Overlap Analysis" lanes: core, lane (Computing, Communication,
+    #: Communication(Not Overlapped), Free), start_ns, end_ns
+    overlap_lanes: pd.DataFrame | None = None
     #: the frame fields above, by name (merged across a worker's spans)
-    FRAMES = ("operator_calls", "memory_record", "operator_memory", "module_memory", "kernel_details")
+    FRAMES = ("operator_calls", "memory_record", "operator_memory", "module_memory", "kernel_details",
+              "overlap_lanes")
 
     def is_empty(self) -> bool:
         return not self.tables and all(getattr(self, f) is None for f in self.FRAMES)

@@ -19,6 +19,8 @@
   not overlapped), overlapped, free, bubble and stage time in ms, from step_trace_time.csv (µs)
   or MindSpore's ascend_cluster_analyse (10 ns ticks) - with a Rank column, the per-rank view
   a cluster user opens first;
+* ``Overlap Analysis``: trace_view.json's precomputed lanes (Computing, Communication,
+  Communication(Not Overlapped), Free): slices and the union of their intervals (us);
 * ``Input Pipeline Summary`` (MindSpore device queue): steps, empty-queue steps, their ratio,
   and the verdict "the data pipeline is the bottleneck" when the queue was empty on more than
   :data:`EMPTY_QUEUE_BOTTLENECK` of the steps (MindInsight's rule).
@@ -28,6 +30,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.metrics import union_length
 from reportgen.model import Profile, VendorOutput
 
 #: share of steps with an empty device queue above which the data pipeline is the bottleneck
@@ -158,6 +161,16 @@ def step_breakdown(v: VendorOutput) -> pd.DataFrame:
     return pd.DataFrame()
 
 
+def overlap_table(lanes: pd.DataFrame) -> pd.DataFrame:
+    """trace_view.json's Overlap Analysis lanes: per lane, slices and the union of their
+    intervals (us)."""
+    rows = []
+    for lane, g in lanes.groupby("lane", sort=False):
+        rows.append({"Lane": lane, "Slices": len(g),
+                     "Time (us)": union_length(g["start_ns"].to_numpy(np.int64), g["end_ns"].to_numpy(np.int64)) / 1e3})
+    return pd.DataFrame(rows)
+
+
 def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
     out: dict[str, pd.DataFrame] = {}
     if v.operator_calls is not None and "Call Stack" in v.operator_calls and \
@@ -170,6 +183,8 @@ def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
         out["Memory Allocations"] = memory_allocations(v.operator_memory)
     if v.module_memory is not None and len(v.module_memory):
         out["Component Peaks"] = component_peaks(v.module_memory)
+    if v.overlap_lanes is not None and len(v.overlap_lanes):
+        out["Overlap Analysis"] = overlap_table(v.overlap_lanes)
     steps = step_breakdown(v)
     if len(steps):
         out["Rank Step Breakdown"] = steps

@@ -16,6 +16,7 @@ from reportgen.model import Meta, Profile, VendorOutput, empty_commands, finaliz
 from reportgen.parsers import chrome as ct
 from reportgen.parsers.ascend.files import col, num, numeric_table, read_csv, tolerated
 from reportgen.parsers.ascend.layout import APO, DB_EXPORT
+from reportgen.parsers.ascend.levels import command_levels, host_levels, overlap_lanes
 from reportgen.parsers.ascend.tables import (communication_tables, kernel_details, operator_calls,
                                              read_memory_files)
 from reportgen.parsers.times import parse_us, spans
@@ -114,10 +115,14 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
     tv = apo / "trace_view.json"
     if tv.is_file():
         with tolerated(meta, tv):
-            prof = ct.build_profile([ct.read_trace(tv)], [rank], "ascend", str(tv))
+            data = ct.read_trace(tv)
+            prof = ct.build_profile([data], [rank], "ascend", str(tv))
             meta.warnings.extend(prof.meta.warnings)
             host, memory = prof.host, prof.memory_events
+            if len(host):
+                host = host.assign(level=host_levels(host, data.process_names))
             trace_cmds = count_communication(prof.commands, meta, str(tv))
+            vendor.overlap_lanes = overlap_lanes(data.events, data.process_names, data.thread_names, rank)
     kd = apo / "kernel_details.csv"
     summaries = sorted(apo.glob("op_summary_*.csv"))
     src = kd if kd.is_file() else (summaries[0] if summaries else None)
@@ -133,6 +138,8 @@ def load_rank(rank_dir: Path, rank: int, meta: Meta
             rows["engine"] = rows["engine"].astype(str)
             rows["core"] = rows["core"].astype(np.int64)
             cmds = finish_commands(rows, links)
+    if len(cmds):
+        cmds = cmds.assign(level=command_levels(cmds))
     od = apo / "operator_details.csv"
     if od.is_file():
         with tolerated(meta, od):
