@@ -8,6 +8,7 @@ import pandas as pd
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
+from reportgen.writers.perfetto.flows import launch_flows
 from reportgen.writers.perfetto.trace import Plan, pairs
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
@@ -44,8 +45,17 @@ def _command_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     return np.concatenate(src_rows), np.concatenate(dst_rows)
 
 
-def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
-    """Every command as a slice on its engine lane, with args and dependency flows."""
+def position_of(order: np.ndarray) -> np.ndarray:
+    """Each row's output position given the output ``order`` of rows."""
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    return position
+
+
+def commands_plan(device: Device, c: pd.DataFrame, n_host: int = 0) -> Plan:
+    """Every command as a slice on its engine lane, with args and dependency flows (and the
+    launch flows from ``n_host`` host rows: :mod:`.flows`); lanes of a framework trace with a
+    ``level`` column are grouped under their level's track."""
     t = device.t
     eng_code, eng_names = category_codes(c["engine"])
     core = c["core"].to_numpy(np.int64)
@@ -64,6 +74,7 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
     lane = first_fit_lanes(base_code, start, end)
     track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
     # declare the tracks
+    level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     cdma_root, port_tracks = None, {}
     uuid_of = np.zeros(len(track_keys), np.int64)
     for k, key in enumerate(track_keys.to_numpy()):
@@ -86,8 +97,8 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
                                  rank=ch * 64 + ln)
         else:
             rank = ENGINE_RANK.get(eng, 7) * 64 + ln
-            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label,
-                                 device.core_track(int(own)), rank=rank)
+            parent = device.level_track(int(own), level_of.get(eng)) if level_of else device.core_track(int(own))
+            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank)
     seq_ids = t.sequences(len(track_keys))
     order = np.lexsort((end, start, track_code))
     track_code = track_code.astype(np.int32)
@@ -121,6 +132,9 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
     so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
     src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
     dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
+    launched, _, launch_id = launch_flows(c, n_host)
+    launch_at = np.zeros(len(c), np.uint64)
+    launch_at[position_of(order)[launched]] = launch_id.astype(np.uint64)
     base = device.base
 
     def encode(lo: int, hi: int) -> bytes:
@@ -147,6 +161,7 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
+        terminating = np.where(terminating > 0, terminating, launch_at[lo:hi])
         te.fixed64(48, terminating, terminating > 0)
         rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)
