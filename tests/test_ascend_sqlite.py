@@ -105,6 +105,17 @@ def test_db_export_reads_like_the_csv(export):
     comm = c[c["core_type"] == "COMMUNICATION"]
     assert sorted(comm["func_name"]) == sorted(r["Name"] for r in src if r["Accelerator Core"] == "HCCL")
     assert set(comm["engine"]) == {"HCCL Plane 0"}
+    assert comm["lane_busy"].all() and comm["is_sys"].all()
+    kernel_names = set(prof.tables["Kernels"].iloc[:, 0].astype(str))
+    assert not kernel_names & set(comm["func_name"])
+    lanes = prof.tables["Device lanes"]
+    plane = lanes[lanes["engine"] == "HCCL Plane 0"]["busy_ns"].iloc[0]
+    iv = sorted(zip(comm["start_ns"], comm["end_ns"]))
+    union, end = 0, -1
+    for s, e in iv:
+        union += max(0, e - max(s, end)) if e > end else 0
+        end = max(end, e)
+    assert plane == union > 0
     runtime = c[c["core_type"] == "RUNTIME"]
     assert len(runtime) == 3 and runtime["is_sys"].all() and set(runtime["func_name"]) == {"EVENT_RECORD"}
     assert "EVENT_RECORD" not in set(prof.tables["Kernels"].iloc[:, 0].astype(str))

@@ -160,18 +160,17 @@ COMMUNICATION_LANE = r"^HCCL "
 
 def count_communication(commands: pd.DataFrame, meta: Meta, where: str) -> pd.DataFrame:
     """Communication lanes are device busy: every slice of an HCCL lane (the communication op
-    and its plane tasks, waits for peers included, as HCCL counts communication time) is work,
-    so a lane's busy time is the union of its slices. (The chrome trace reader keeps them out as
-    a view of the stream tasks; the streams' own copies keep their kinds.)"""
+    and its plane tasks, waits for peers included, as HCCL counts communication time) counts
+    for busy time (``lane_busy``), so a lane's busy is the union of its slices. They stay out of
+    the kernel tables (``is_sys``): the plane tasks repeat the streams' own tasks."""
     if commands.empty:
         return commands
     lane = commands["engine"].astype(str).str.contains(COMMUNICATION_LANE).to_numpy()
-    if lane.any() and commands["is_sys"].to_numpy(bool)[lane].any():
-        commands = commands.copy()
-        commands.loc[lane, "is_sys"] = False
+    if lane.any():
+        commands = commands.assign(lane_busy=lane)
         meta.warn("communication-lanes", f"{int(lane.sum())} slices on HCCL lanes (communication "
-                  "ops and plane tasks, waits included) are counted as communication busy time: "
-                  "each HCCL lane's busy = the union of its slices", where)
+                  "ops and plane tasks, waits included) count as communication busy time (each "
+                  "HCCL lane's busy = the union of its slices), not as kernels", where)
     return commands
 
 

@@ -11,7 +11,8 @@ globalTaskId, taskType, planeId, groupName, ..., srcRank, dstRank, transportType
 
 A kernel is a TASK row with a COMPUTE_TASK_INFO row (core type = its taskType, e.g. AI_CORE);
 a TASK row with a COMMUNICATION_TASK_INFO row is a communication task (core type
-``COMMUNICATION``, lane ``HCCL Plane N``); any other TASK row is a runtime task (core type
+``COMMUNICATION``, lane ``HCCL Plane N``: busy time of its lane, ``lane_busy``, but no kernel);
+any other TASK row is a runtime task (core type
 ``RUNTIME``, e.g. EVENT_RECORD) - device time that is not kernel work (``is_sys``).
 Times are integer ns (no conversion).
 """
@@ -105,7 +106,7 @@ def _read(con, db: Path, rank: int, meta: Meta):
             "engine": "HCCL Plane " + plane, "start_ns": comms["startNs"], "end_ns": comms["endNs"],
             "func_type": text(comms["commType"]), "func_name": text(comms["name"]),
             "core_type": "COMMUNICATION", "op_type": text(comms["commType"]), "block_dim": np.nan,
-            "is_sys": False, "sys_wait": False}))
+            "is_sys": True, "lane_busy": True, "sys_wait": False}))
     if len(runtime):
         kind = text(runtime["taskType"])
         parts.append(pd.DataFrame({
@@ -114,6 +115,8 @@ def _read(con, db: Path, rank: int, meta: Meta):
             "op_type": kind, "block_dim": np.nan, "is_sys": True,
             "sys_wait": kind.astype(str).str.contains("WAIT").to_numpy()}))
     rows = pd.concat(parts, ignore_index=True) if parts else pd.DataFrame()
+    if "lane_busy" in rows.columns:
+        rows["lane_busy"] = rows["lane_busy"].fillna(False).astype(bool)
     bad = (rows["end_ns"] < rows["start_ns"]) if len(rows) else pd.Series(dtype=bool)
     if bad.any():
         meta.warn("bad-times", f"{int(bad.sum())} TASK rows end before they start; dropped", str(db))
