@@ -22,10 +22,8 @@ pytestmark = [needs(FRAMEWORK), *browser_marks]
 def test_levels_are_lane_groups(browser, tmp_path):
     prof = derived(ascend.load_ascend(TV))
     path = html_writer.write(prof, engine_summary(prof), tmp_path, quiet=True)
-    watch = PageWatch(browser, path.as_uri())
+    watch = PageWatch.ready(browser, path.as_uri())
     p = watch.page
-    p.wait_for_function("document.body.dataset.ready !== '0'", timeout=60_000)
-    p.evaluate("__report.ready")
     p.evaluate("__report.show('core-0')")
     labels = _lane_labels(p, "core-0")
     # independent: the file's threads of the Python and CANN processes that hold X events
@@ -46,9 +44,7 @@ def test_levels_are_lane_groups(browser, tmp_path):
     # groups are contiguous: PTA lanes, then CANN lanes, then the device lanes
     runs = [k for i, k in enumerate(kinds) if i == 0 or kinds[i - 1] != k]
     assert runs == ["PTA", "CANN", "device"]
-    shapes = p.evaluate("document.querySelector('#view-core-0 .js-plotly-plot, #view-core-0')"
-                        ".querySelector('.js-plotly-plot')?.layout?.shapes ?? "
-                        "document.querySelector('#view-core-0 .js-plotly-plot')?.layout?.shapes ?? []")
+    shapes = p.evaluate("document.querySelector('#view-core-0 .js-plotly-plot')?.layout?.shapes ?? []")
     dotted = Counter(s.get("line", {}).get("dash") for s in shapes)
     assert dotted["dot"] == len(runs) - 1                      # one separator between levels
     watch.check()

@@ -171,7 +171,8 @@ def overlap_table(lanes: pd.DataFrame) -> pd.DataFrame:
     return pd.DataFrame(rows)
 
 
-def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
+def ascend_rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
+    """One rank's tables of this module (merged across ranks by analysis.framework)."""
     out: dict[str, pd.DataFrame] = {}
     if v.operator_calls is not None and "Call Stack" in v.operator_calls and \
             v.operator_calls["Call Stack"].astype(str).str.len().gt(0).any():
@@ -194,22 +195,9 @@ def _rank_tables(v: VendorOutput) -> dict[str, pd.DataFrame]:
     return out
 
 
-def attach_ascend_tables(profile: Profile) -> None:
-    """The tables above into ``profile.tables`` (a Rank column when there are several ranks),
-    and the AI Core columns onto the Operators tables built from operator_details.csv."""
-    outputs = profile.vendor_outputs
-    multi = len(outputs) > 1
-    merged: dict[str, list] = {}
-    for r, v in outputs.items():
-        for name, t in _rank_tables(v).items():
-            merged.setdefault(name, []).append(t.assign(Rank=r) if multi else t)
-    for name, parts in merged.items():
-        profile.tables[name] = pd.concat(parts, ignore_index=True)
-    calls = [v.operator_calls.assign(Rank=r) if multi else v.operator_calls
-             for r, v in outputs.items() if v.operator_calls is not None]
-    if not calls:
-        return
-    calls = pd.concat(calls, ignore_index=True)
+def ai_core_operators(profile: Profile, calls: pd.DataFrame) -> None:
+    """The AI Core columns onto the Operators table built from operator_details.csv ``calls``
+    (all ranks)."""
     if "Operators" in profile.tables and "Name" in profile.tables["Operators"]:
         profile.tables["Operators"] = profile.tables["Operators"].merge(
             ai_core_columns(calls, ["Name"]), on="Name", how="left")
