@@ -132,3 +132,23 @@ def test_multi_rank_step_trace_and_cluster_files(tmp_path):
     for r in (0, 1):
         assert b[b["Rank"] == r]["Total (ms)"].tolist() == pytest.approx([int(x["total"]) / 1e5 for x in src])
     assert sorted(set(prof.tables["Cluster Step"]["Rank"])) == [0, 1]
+
+
+def test_timeline_tasks_joined_to_framework_raw(prof):
+    """Kernel Shapes of a legacy timeline: each task by its op name, with framework_raw's shapes."""
+    k = prof.tables["Kernel Shapes"].set_index("Name")
+    events = json.loads((MS / "ascend_timeline_display_1.json").read_text())
+    src = {r["op_name"]: r for r in rows(MS / "framework_raw_1.csv")}
+    dur = {}
+    for e in events:
+        if e.get("ph") == "X" and str(e["pid"]) == "1" and e["name"] in src:
+            dur[e["name"]] = dur.get(e["name"], 0.0) + float(e["dur"])
+    assert dur
+    for name, total in dur.items():
+        info = json.loads(src[name]["op_info"])
+        outs = [info[x] for x in sorted(info) if x.startswith("output_")]
+        assert k.loc[name, "Output Shapes"] == ";".join(o["shape"] for o in outs)
+        assert k.loc[name, "Total (us)"] == pytest.approx(total, rel=1e-6)
+        assert k.loc[name, "Type"] == src[name]["op_type"]
+    util = prof.tables["Accelerator Core Utilization"]
+    assert util.groupby("Type")["Utilization (%)"].sum().round(9).eq(100).all()

@@ -87,8 +87,9 @@ def kernel_shapes(details: pd.DataFrame) -> pd.DataFrame:
            and pd.api.types.is_numeric_dtype(d[c])]
     spec = {"Calls": ("Duration (us)", "size"), "Total (us)": ("Duration (us)", "sum"),
             "Avg (us)": ("Duration (us)", "mean"), "Min (us)": ("Duration (us)", "min"),
-            "Max (us)": ("Duration (us)", "max"), "Block Dim": ("Block Dim", "max"),
-            "Mix Block Dim": ("Mix Block Dim", "max"), **{f"Mean {c}": (c, "mean") for c in pmu}}
+            "Max (us)": ("Duration (us)", "max"),
+            **{c: (c, "max") for c in ("Block Dim", "Mix Block Dim") if c in d.columns},
+            **{f"Mean {c}": (c, "mean") for c in pmu}}
     out = d.groupby(keys, sort=False).agg(**spec).reset_index()
     return out.sort_values("Total (us)", ascending=False, kind="stable").reset_index(drop=True)
 

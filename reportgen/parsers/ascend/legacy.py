@@ -72,6 +72,25 @@ def _mindspore_rank(folder: Path, r: int, rank: int, meta: Meta) -> tuple[pd.Dat
     return cmds, tables
 
 
+def kernel_details_of(cmds: pd.DataFrame, shapes: pd.DataFrame | None) -> pd.DataFrame | None:
+    """The timeline's device tasks (no step-trace markers) in kernel_details.csv's columns, with
+    framework_raw's shapes, data types and formats joined by op name (``MatMul-op19``)."""
+    if cmds.empty:
+        return None
+    work = cmds[~cmds["is_sys"].to_numpy(bool)]
+    out = pd.DataFrame({"Name": work["func_name"].to_numpy(), "Type": work["op_type"].to_numpy(),
+                        "Accelerator Core": work["core_type"].to_numpy(),
+                        "Duration (us)": (work["end_ns"] - work["start_ns"]).to_numpy() / 1e3})
+    if shapes is None or shapes.empty:
+        return out
+    keep = shapes.drop_duplicates("Op Name").set_index("Op Name")
+    for c in ("Input Shapes", "Input Data Types", "Input Formats", "Output Shapes", "Output Data Types",
+              "Output Formats", "Block Dim"):
+        out[c] = out["Name"].map(keep[c]).to_numpy()
+    out["Type"] = out["Type"].where(out["Type"].notna(), out["Name"].map(keep["Op Type"]))
+    return out
+
+
 def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
     """``profiler/`` (single card) or ``profiler_data/`` with ``rank_N/profiler`` folders;
     ``only``: just that one timeline file (and its rank's CSVs)."""
@@ -87,7 +106,8 @@ def load_mindspore_legacy(path: Path, only: Path | None = None) -> Profile:
                 if len(folders) > 1 else r
             cmds, tables = _mindspore_rank(folder, r, rank, meta)
             parts.append(cmds)
-            vendor_outputs[rank] = VendorOutput(tables=tables)
+            vendor_outputs[rank] = VendorOutput(tables=tables,
+                                                kernel_details=kernel_details_of(cmds, tables.get("Op Shapes")))
     if not parts:
         raise InputError(str(path), "MindSpore profiler folder without *timeline_display_*.json")
     rows = pd.concat(parts, ignore_index=True)

@@ -8,6 +8,7 @@ aicore_intermediate_{r}_type.csv   "Op Statistic" (execution_time in ms, as writ
 aicore_intermediate_{r}_detail.csv "AI Core Ops" (per full op name, joined to framework_raw)
 framework_raw_{r}.csv              "Op Shapes": task/stream id -> op, type, block dim, and every
                                    input/output's shape, data type and format from op_info
+                                   (joined to the timeline's tasks by op name: Kernel Shapes)
 aicpu_intermediate_{r}.csv         "AI CPU"
 step_trace_raw_{r}_detail_time.csv "Steps": ticks of 10 ns (device system counter) -> ms
 ascend_cluster_analyse_*_{r}.csv   "Cluster Step" (same 10 ns ticks -> ms)
@@ -58,7 +59,8 @@ def read_rank_files(folder: Path, r: int, meta: Meta) -> dict[str, pd.DataFrame]
     if "Op Shapes" in tables and "AI Core Ops" in tables:
         shapes = tables["Op Shapes"].drop_duplicates("Full Op Name")
         tables["AI Core Ops"] = tables["AI Core Ops"].merge(
-            shapes.drop(columns=["Task ID", "Stream ID"], errors="ignore"), on="Full Op Name", how="left")
+            shapes.drop(columns=["Task ID", "Stream ID", "Op Name"], errors="ignore"), on="Full Op Name",
+            how="left")
     return tables
 
 
@@ -105,7 +107,7 @@ def _framework_raw(f: Path) -> dict[str, pd.DataFrame]:
             cols[f"{label} Data Types"].append(";".join(str(p.get("data_type", "")) for p in parts))
             cols[f"{label} Formats"].append(";".join(str(p.get("format", "")) for p in parts))
     out = pd.DataFrame({"Task ID": num(t["task_id"]), "Stream ID": num(t["stream_id"]),
-                        "Full Op Name": t["full_op_name"], "Op Type": t["op_type"],
+                        "Full Op Name": t["full_op_name"], "Op Name": t["op_name"], "Op Type": t["op_type"],
                         "Block Dim": num(t.get("block_dim")), **cols})
     return {"Op Shapes": out}
 
