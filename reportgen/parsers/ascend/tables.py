@@ -44,12 +44,12 @@ def pmu_name(name: str) -> str:
 
 def kernel_details(df: pd.DataFrame, keep: np.ndarray) -> pd.DataFrame:
     """The plugin's per-task columns of kernel_details.csv (rows kept by the time check):
-    shapes, data types and formats as text (tripled quotes already stripped), block dims, and
+    shapes, data types and formats as text, block dims, and
     every PMU column as numbers named with their unit (:func:`pmu_name`)."""
     out = pd.DataFrame(index=df.index)
     for c in KERNEL_TEXT:
         s = col(df, c, {"Name": "Op Name", "Type": "OP Type", "Accelerator Core": "Task Type"}.get(c, c))
-        out[c] = s.str.replace('"', "", regex=False) if s is not None else None
+        out[c] = s if s is not None else None          # read_csv stripped the tripled quotes
     out["Duration (us)"] = num(col(df, "Duration(us)", "Task Duration(us)"))
     out["Block Dim"] = num(col(df, "Block Dim", "Block Num"))
     out["Mix Block Dim"] = num(col(df, "Mix Block Dim", "Mix Block Num"))
