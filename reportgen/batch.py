@@ -139,7 +139,8 @@ def report_one(options: Options, name: str, kind: str = "dump") -> DeviceRun:
         name, options.input, options.output, "ok", done.seconds, len(done.files),
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
          "warnings": len(m.warnings)},
-        _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind)
+        _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind,
+        _rows(done.profile.tables.get("Rank Step Breakdown", pd.DataFrame())))
 
 
 def _rows(frame: pd.DataFrame) -> list[dict]:

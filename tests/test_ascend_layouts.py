@@ -108,3 +108,29 @@ def test_broken_trace_view_keeps_kernel_details(tmp_path):
     prof = ascend.load_ascend(d)
     assert len(prof.commands) == KERNELS
     assert any(w.code == "unreadable-file" and w.where.endswith("trace_view.json") for w in prof.meta.warnings)
+
+
+def test_logdir_runs_feed_the_cluster_report(tmp_path):
+    """Each run of a logdir is its own report; the cluster report gathers their per-rank step
+    breakdowns (cluster.json rank_steps, the Rank steps sheet, a table in index.html)."""
+    import openpyxl
+
+    from reportgen.analysis.cluster import cluster_analysis
+    from reportgen.options import Options
+    from reportgen.writers.cluster import write_cluster
+
+    logdir, out = tmp_path / "logdir", tmp_path / "out"
+    for run in ("run_a", "run_b"):
+        _rank_folder(logdir / run / "host_123_1700000000000_ascend_pt", 0)
+    runs = [batch.report_one(Options(input=str(r), output=str(out / r.name), workbook=False, perfetto=False,
+                                     quiet=True), r.name, batch._kind(r)) for r in batch.find_runs(logdir)]
+    assert [r.status for r in runs] == ["ok", "ok"]
+    files = write_cluster(out, cluster_analysis(runs), runs)
+    doc = json.loads((out / "cluster.json").read_text())
+    src = next(csv.DictReader(open(RANK0 / ascend.APO / "step_trace_time.csv", encoding="utf-8-sig")))
+    steps = doc["rank_steps"]
+    assert [s["run"] for s in steps] == ["run_a", "run_b"]
+    assert [s["Computation (ms)"] for s in steps] == [float(src["Computing"]) / 1e3] * 2
+    sheet = openpyxl.load_workbook(out / "cluster.xlsx")["Rank steps"]
+    assert [c.value for c in sheet[1]][:3] == ["run", "Source", "Step"]
+    assert "Steps per rank" in files[0].read_text()
