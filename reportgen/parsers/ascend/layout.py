@@ -122,11 +122,15 @@ def rank_id(rank_dir: Path, default: int) -> int:
 def is_legacy_mindspore(path: Path) -> bool:
     """A legacy MindSpore ``profiler/`` folder, or a folder of them (``rank_N/profiler``)."""
     return any(MS_TIMELINE.match(p.name) for p in path.iterdir()) or \
-        any(path.glob("rank_*/profiler")) or any(path.glob("profiler/*timeline_display_*.json")) or \
+        any(path.glob("profiler/*timeline_display_*.json")) or \
         any(path.glob("*/profiler/*timeline_display_*.json"))
 
 
-def is_cann_prof(path: Path) -> bool:
-    """A CANN ``PROF_*`` folder or a folder holding them."""
-    return path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
-        any(glob_below(path, "mindstudio_profiler_output/msprof_*.json"))
+def is_cann_prof(path: Path, deep: bool = False) -> bool:
+    """A CANN ``PROF_*`` folder or a folder holding them; ``deep``: exported timelines
+    (``mindstudio_profiler_output/msprof_*.json``) at any depth count too (the loader's test;
+    detection looks one level down only, as it runs on every folder of a batch search)."""
+    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
+            any(path.glob("PROF_*/mindstudio_profiler_output")):
+        return True
+    return deep and any(glob_below(path, "mindstudio_profiler_output/msprof_*.json"))

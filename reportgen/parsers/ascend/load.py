@@ -37,7 +37,7 @@ def _load_ascend(path: Path) -> Profile:
     # data: the processed output wins
     rank_dirs = find_rank_dirs(path)
     if not rank_dirs:
-        if is_cann_prof(path):
+        if is_cann_prof(path, deep=True):
             return load_cann_prof(path)
         if is_legacy_mindspore(path):
             return load_mindspore_legacy(path)
