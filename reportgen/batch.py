@@ -100,14 +100,18 @@ def find_traces(path: Path) -> list[Path]:
 
 def find_runs(path: Path) -> list[Path]:
     """The dump folders below ``path`` (:func:`find_dumps`); when there are none, its trace
-    files (:func:`find_traces`). Dumps win: a trace beside dumps is their host trace
-    (``--trace_file``), not another device."""
-    return find_dumps(path) or find_traces(path)
+    files (:func:`find_traces`); when there are none, the runs of a TensorBoard logdir of
+    Ascend / MindSpore profiles (each run one report). Dumps win: a trace beside dumps is
+    their host trace (``--trace_file``), not another device."""
+    from reportgen.parsers.ascend import runs_below
+
+    return find_dumps(path) or find_traces(path) or runs_below(path)
 
 
 def _kind(path: Path) -> str:
-    """A found run's kind: a dump is a folder, a trace a file."""
-    return "dump" if path.is_dir() else "trace"
+    """A found run's kind: a dump is a folder holding global.profile, a trace a file or an
+    Ascend run folder (a framework trace's report)."""
+    return "dump" if _is_dump(path) else "trace"
 
 
 def _counted(kinds: list[str]) -> str:
@@ -135,7 +139,8 @@ def report_one(options: Options, name: str, kind: str = "dump") -> DeviceRun:
         name, options.input, options.output, "ok", done.seconds, len(done.files),
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
          "warnings": len(m.warnings)},
-        _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind)
+        _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind,
+        _rows(done.profile.tables.get("Rank Step Breakdown", pd.DataFrame())))
 
 
 def _rows(frame: pd.DataFrame) -> list[dict]:

@@ -244,10 +244,18 @@ class VendorOutput:
     operator_memory: pd.DataFrame | None = None
     #: npu_module_mem.csv: Device, Component, Total Reserved (MB)
     module_memory: pd.DataFrame | None = None
+    #: kernel_details.csv, one row per device task: the NPU plugin's columns (shapes, data
+    #: types, formats, block dims, PMU counters named with their unit; parsers.ascend.tables)
+    kernel_details: pd.DataFrame | None = None
+    #: trace_view.json's "Overlap Analysis" lanes: core, lane (Computing, Communication,
+    #: Communication(Not Overlapped), Free), start_ns, end_ns
+    overlap_lanes: pd.DataFrame | None = None
+    #: the frame fields above, by name (merged across a worker's spans)
+    FRAMES = ("operator_calls", "memory_record", "operator_memory", "module_memory", "kernel_details",
+              "overlap_lanes")
 
     def is_empty(self) -> bool:
-        return not self.tables and all(t is None for t in (
-            self.operator_calls, self.memory_record, self.operator_memory, self.module_memory))
+        return not self.tables and all(getattr(self, f) is None for f in self.FRAMES)
 
 
 #: Columns of ``Diagnosis.breakdown`` (``Diagnosis.functions`` adds ``func_name`` after

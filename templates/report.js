@@ -590,10 +590,11 @@
     layout(rows, a, b) {
       const R = Math.max(rows.length, 1);   // an empty view keeps one (blank) row
       const shapes = [];
-      // separators between cores in multi-core views, and between host and device lanes
+      // separators between cores in multi-core views, between host and device lanes, and
+      // between the levels of an Ascend trace view (host PTA / CANN, Ascend Hardware / HCCL)
       for (let r = 1; r < rows.length; r++) {
         const p = LANES[rows[r - 1]], q = LANES[rows[r]];
-        if (p.host !== q.host || (!p.host && p.group !== q.group)) {
+        if (p.host !== q.host || p.group !== q.group) {
           shapes.push({type: 'line', xref: 'paper', x0: 0, x1: 1, yref: 'y', y0: r - 0.5, y1: r - 0.5,
                        line: {color: '#90a4ae', width: 1, dash: 'dot'}});
         }

@@ -262,8 +262,10 @@ def test_device_id_without_rank_and_db_only(tmp_path):
     db = tmp_path / "db_ascend_pt" / ascend.APO
     db.mkdir(parents=True)
     (db / "ascend_pytorch_profiler_0.db").write_bytes(b"SQLite format 3\x00")
-    with pytest.raises(InputError, match="only SQLite DB exports"):
-        load_ascend(db.parent)
+    # a broken DB export is a warning naming it, not a refusal of the folder
+    prof = load_ascend(db.parent)
+    assert any(w.code == "unreadable-file" and w.where.endswith("ascend_pytorch_profiler_0.db")
+               for w in prof.meta.warnings)
 
 
 @needs_shared

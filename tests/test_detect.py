@@ -42,8 +42,13 @@ def test_detect_by_content_not_name(tmp_path):
         detect_kind(e)
     db = tmp_path / "ascend_pytorch_profiler_0.db"
     db.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    assert detect_kind(db) == "ascend"            # a DB export by its name and header (issue 27)
     with pytest.raises(InputError, match="SQLite"):
-        detect_kind(db)
+        load_profile(db)                          # ... that is broken: one line naming it
+    other = tmp_path / "other.db"
+    other.write_bytes(b"SQLite format 3\x00" + b"\x00" * 100)
+    with pytest.raises(InputError, match="SQLite"):
+        detect_kind(other)
 
 
 def test_missing_and_empty_folder(tmp_path):

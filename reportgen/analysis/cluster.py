@@ -48,6 +48,7 @@ class DeviceRun:
     kernels: list[dict] = field(default_factory=list)   # digest kernel rows
     lanes: list[dict] = field(default_factory=list)     # digest lane rows (traces: Device lanes)
     kind: str = "dump"                                   # a KIND_LANES key
+    steps: list[dict] = field(default_factory=list)     # Ascend/MindSpore Rank Step Breakdown rows
 
     @property
     def ok(self) -> bool:
@@ -73,6 +74,8 @@ class Cluster:
     calls: pd.DataFrame
     median_span_ns: float | None    # None when dumps and traces are mixed (a median per kind)
     rule: str = STRAGGLER_RULE
+    #: every run's per-rank step breakdown (Ascend / MindSpore, docs/metrics.md), with its run
+    rank_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
 
     @property
     def failed(self) -> int:
@@ -202,4 +205,6 @@ def _calls(devices: pd.DataFrame) -> pd.DataFrame:
 def cluster_analysis(runs: list[DeviceRun]) -> Cluster:
     devices = _devices(runs)
     stragglers, median = _stragglers(devices)
-    return Cluster(devices, _heat(runs), stragglers, _kernels(runs), _calls(devices), median)
+    steps = pd.DataFrame([{"run": r.name, **row} for r in runs if r.ok for row in r.steps])
+    return Cluster(devices, _heat(runs), stragglers, _kernels(runs), _calls(devices), median,
+                   rank_steps=steps)

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import pandas as pd
 
+from reportgen.analysis.ascend import ai_core_operators, ascend_rank_tables
 from reportgen.analysis.host_device import host_device_summary, host_device_table, seed_categories
 from reportgen.analysis.kernels import kernel_table, op_statistic
 from reportgen.analysis.memory import memory_tables, vendor_memory_tables
@@ -107,7 +108,7 @@ def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
 
 def _rank_tables(vendor: VendorOutput) -> dict[str, pd.DataFrame]:
     """One rank's vendor tables as shown, in :data:`VENDOR_TABLE_ORDER`."""
-    shown = {**vendor.tables, **vendor_memory_tables(vendor)}
+    shown = {**vendor.tables, **vendor_memory_tables(vendor), **ascend_rank_tables(vendor)}
     position = {name: i for i, name in enumerate(VENDOR_TABLE_ORDER)}
     return {name: shown[name] for name in sorted(shown, key=lambda n: position.get(n, len(position)))}
 
@@ -130,6 +131,7 @@ def _attach_vendor_tables(profile: Profile) -> None:
         profile.tables["Operators"] = key_averages_from_calls(t)
         if t["Input Shapes"].astype(str).str.len().gt(0).any():
             profile.tables["Operators by Shape"] = key_averages_from_calls(t, True)
+        ai_core_operators(profile, t)   # the NPU plugin's AI Core columns
 
 
 def order_tables(profile: Profile) -> None:

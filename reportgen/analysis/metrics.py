@@ -195,7 +195,8 @@ def lane_summary(profile: Profile) -> pd.DataFrame:
     span = int(c["end_ns"].max() - c["start_ns"].min())
     a = _arrays(c)
     engine = c["engine"].astype(str).to_numpy()
-    work_all = ~a["is_sys"]
+    # communication lanes (``lane_busy``: HCCL ops and planes) are busy although no kernel work
+    work_all = ~a["is_sys"] | (c["lane_busy"].fillna(False).to_numpy(bool) if "lane_busy" in c.columns else False)
 
     def row(core, label, sel) -> dict:
         busy = union_length(a["start"][sel & work_all], a["end"][sel & work_all])

@@ -23,7 +23,10 @@ def rank_table(profile: Profile) -> pd.DataFrame:
                    | (set(host["rank"].astype(int)) if "rank" in host.columns and len(host) else set()))
     for core in cores:
         c = cmds[cmds["core"].to_numpy() == core] if len(cmds) else cmds
-        work = c[~c["is_sys"].to_numpy(bool)] if len(c) else c
+        busy = ~c["is_sys"].to_numpy(bool)
+        if "lane_busy" in c.columns:         # communication lanes: busy, though no kernels
+            busy |= c["lane_busy"].fillna(False).to_numpy(bool)
+        work = c[busy] if len(c) else c
         names = work["func_name"].astype(str) if len(work) else pd.Series(dtype=str)
         ftype = work["func_type"].astype(object).fillna("").astype(str) if len(work) else pd.Series(dtype=str)
         comm = (names.str.contains(COMM_PATTERN) | ftype.str.contains(r"(?i)hccl|comm")).to_numpy(bool)

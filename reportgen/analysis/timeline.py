@@ -11,7 +11,7 @@ compared in tests).
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
@@ -52,8 +52,10 @@ def device_lanes(profile: Profile) -> Lanes:
 class HostLanes:
     """Host event lanes: one per (pid, tid, depth), in pid, tid, depth order."""
 
-    names: list[str]            # "pid 12 / tid 7" (depth > 0 adds " · d2")
+    names: list[str]            # "pid 12 / tid 7" (depth > 0 adds " · d2"; a level: "PTA · ...")
     of_event: np.ndarray        # int32 lane index per row of profile.host
+    #: each lane's level (Ascend trace views: PTA, CANN), "" without levels
+    levels: list[str] = field(default_factory=list)
 
 
 def host_lanes(profile: Profile) -> HostLanes:
@@ -70,9 +72,13 @@ def host_lanes(profile: Profile) -> HostLanes:
     uniq = uniq.sort_values(["_pidn", "pid", "_tidn", "tid", "depth"]).reset_index(drop=True)
     uniq["lane"] = np.arange(len(uniq), dtype=np.int32)
     lane = keys.merge(uniq[["pid", "tid", "depth", "lane"]], on=["pid", "tid", "depth"], how="left")
-    names = [f"pid {p} / tid {t}" + (f" · d{d}" if d else "")
-             for p, t, d in zip(uniq["pid"], uniq["tid"], uniq["depth"])]
-    return HostLanes(names, lane["lane"].to_numpy(np.int32))
+    levels = [""] * len(uniq)
+    if "level" in h.columns:                  # Ascend trace views: the lane's level first
+        level_of = dict(zip(keys["pid"], h["level"].astype(str)))
+        levels = [level_of.get(p, "") for p in uniq["pid"]]
+    names = [(f"{lv} · " if lv else "") + f"pid {p} / tid {t}" + (f" · d{d}" if d else "")
+             for lv, p, t, d in zip(levels, uniq["pid"], uniq["tid"], uniq["depth"])]
+    return HostLanes(names, lane["lane"].to_numpy(np.int32), levels)
 
 
 def occupancy(starts: np.ndarray, ends: np.ndarray, lanes: np.ndarray, n_lanes: int,

@@ -6,8 +6,9 @@ Kinds (``detect_kind``):
 * ``chrome``       one Chrome trace JSON file (plain, gzip or zip; array or object form)
 * ``chrome-ranks`` a folder of Chrome trace files, one per rank
 * ``ascend``       an ``ASCEND_PROFILER_OUTPUT`` folder, a rank folder holding one, a folder of
-                   rank folders, a bare output folder (kernel_details.csv / trace_view.json),
-                   a CANN ``PROF_*`` folder or a legacy MindSpore profiler folder
+                   rank folders at any depth, a bare output folder (kernel_details.csv /
+                   trace_view.json), an msprof / torch_npu DB export, a CANN ``PROF_*`` folder
+                   or a legacy MindSpore profiler folder
 
 Anything else raises :class:`InputError` naming the path and what was expected.
 """
@@ -46,22 +47,26 @@ def holds_trace_events(path: Path) -> bool:
 
 
 def is_ascend_folder(path: Path) -> bool:
-    """An Ascend / MindSpore profiler folder (one rank or several: read as one report)."""
+    """An Ascend / MindSpore profiler folder (one rank or several at any depth: read as one
+    report). A TensorBoard logdir of several runs is not one: its runs are a batch
+    (:func:`reportgen.parsers.ascend.runs_below`)."""
     from reportgen.parsers import ascend
+    from reportgen.parsers.ascend import layout
 
     if path.name == ascend.APO or (path / ascend.APO).is_dir():
         return True
-    if path.name.startswith("PROF_") or any(path.glob("PROF_*/device_*/timeline")) or \
-            any(path.glob("PROF_*/mindstudio_profiler_output")):
+    if layout.is_cann_prof(path) or layout.is_legacy_mindspore(path):
         return True
-    if any(path.glob(f"*/{ascend.APO}")) or any(path.glob(f"*/*/{ascend.APO}")):
-        return True
-    if any(ascend.MS_TIMELINE.match(p.name) for p in path.iterdir()):
-        return True
-    if any(path.glob("profiler/*timeline_display_*.json")) or \
-            any(path.glob("rank_*/profiler/*timeline_display_*.json")):
-        return True
+    if ascend.find_rank_dirs(path):
+        return not ascend.runs_below(path)
     return ascend.is_output_dir(path)
+
+
+def ascend_db(path: Path) -> bool:
+    """An msprof / torch_npu DB export named as they name it."""
+    from reportgen.parsers.ascend.layout import DB_EXPORT
+
+    return bool(DB_EXPORT.match(path.name))
 
 
 def trace_files(path: Path) -> list[Path]:
@@ -94,8 +99,11 @@ def detect_kind(path: str | Path) -> str:
         if looks_like_trace(p):
             return "chrome"
         head = sniff(p)
-        what = "an empty file" if not head else "SQLite database (profiler DB export, not supported)" \
-            if head.startswith(b"SQLite format 3") else "not JSON"
+        if head.startswith(b"SQLite format 3") and ascend_db(p):
+            return "ascend"
+        what = "an empty file" if not head else "an SQLite database that is no msprof / torch_npu " \
+            "export (msprof_*.db, ascend_pytorch_profiler*.db)" if head.startswith(b"SQLite format 3") \
+            else "not JSON"
         raise InputError(str(p), f"file is {what}; expected " + EXPECTED)
     raise InputError(str(p), "not a regular file or folder; expected " + EXPECTED)
 

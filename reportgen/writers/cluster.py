@@ -109,7 +109,10 @@ def write_index(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> Path:
         **_page_rows(out, cluster, runs),
         stragglers=_frame_rows(cluster.stragglers, {**us, **pct}),
         kernels=_frame_rows(cluster.kernels, {**us, **pct}),
-        calls=_frame_rows(cluster.calls, {**us, **pct}))
+        calls=_frame_rows(cluster.calls, {**us, **pct}),
+        rank_steps_columns=list(cluster.rank_steps.columns),
+        rank_steps=_frame_rows(cluster.rank_steps, {c: "{:.3f}".format for c in cluster.rank_steps.columns
+                                                    if str(c).endswith("(ms)")}))
     target = Path(out) / INDEX
     with atomic_open(target, "w", encoding="utf-8") as fh:
         fh.write(page)
@@ -136,7 +139,7 @@ def cluster_document(cluster: Cluster) -> dict:
     return {"devices": devices, "median_span_ns": cluster.median_span_ns,
             "straggler_rule": cluster.rule, "stragglers": _json_rows(cluster.stragglers),
             "kernels": _json_rows(cluster.kernels), "calls": _json_rows(cluster.calls),
-            "heat": _json_rows(cluster.heat)}
+            "heat": _json_rows(cluster.heat), "rank_steps": _json_rows(cluster.rank_steps)}
 
 
 def write_workbook(path: Path, cluster: Cluster) -> Path:
@@ -144,7 +147,8 @@ def write_workbook(path: Path, cluster: Cluster) -> Path:
     import xlsxwriter
 
     sheets = {"Devices": cluster.devices, "Stragglers": cluster.stragglers,
-              "Kernel spread": cluster.kernels, "Calls": cluster.calls, "Heat map": cluster.heat}
+              "Kernel spread": cluster.kernels, "Calls": cluster.calls, "Heat map": cluster.heat,
+              **({"Rank steps": cluster.rank_steps} if len(cluster.rank_steps) else {})}
     with atomic_path(path) as tmp:
         wb = xlsxwriter.Workbook(str(tmp), {"strings_to_formulas": False, "strings_to_urls": False,
                                             "strings_to_numbers": False, "nan_inf_to_errors": False})

@@ -117,13 +117,19 @@ def accounting_table(profile: Profile) -> dict[str, Any] | None:
 
 def _lane_specs(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.HostLanes) -> list[dict[str, Any]]:
     specs = []
+    c = profile.commands
+    # Ascend trace views: lanes grouped by level (Ascend Hardware, HCCL; host: PTA, CANN)
+    level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     for name, engine, cores in zip(lanes.names, lanes.engines, lanes.cores):
         group = "cdma" if engine == "CDMA" else f"core{cores[0] if cores else ''}"
+        if engine in level_of:
+            group += f" {level_of[engine]}"
         specs.append({"name": name, "engine": engine, "color": engine_color(engine), "host": False,
                       "group": group, "cores": cores})
-    for name in hlanes.names:
+    for k, name in enumerate(hlanes.names):
+        level = hlanes.levels[k] if hlanes.levels else ""
         specs.append({"name": name, "engine": "host", "color": engine_color("host"), "host": True,
-                      "group": "host", "cores": []})
+                      "group": f"host {level}" if level else "host", "cores": []})
     return specs
 
 

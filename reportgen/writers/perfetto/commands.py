@@ -9,6 +9,7 @@ from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
+from reportgen.writers.perfetto.flows import launch_flows
 from reportgen.writers.perfetto.trace import Plan, pairs
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
@@ -34,9 +35,18 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate([dep_dst, waits[keep]]))
 
 
-def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
-    """Every command as a slice on its engine lane, with args, dependency and barrier flows;
-    ``why`` (analysis/why.py): the critical path's commands carry ``critical = true``."""
+def position_of(order: np.ndarray) -> np.ndarray:
+    """Each row's output position given the output ``order`` of rows."""
+    position = np.empty(len(order), np.int64)
+    position[order] = np.arange(len(order))
+    return position
+
+
+def commands_plan(device: Device, c: pd.DataFrame, why=None, n_host: int = 0) -> Plan:
+    """Every command as a slice on its engine lane, with args, dependency and barrier flows (and
+    the launch flows from ``n_host`` host rows: :mod:`.flows`); ``why`` (analysis/why.py): the
+    critical path's commands carry ``critical = true``; lanes of a framework trace with a
+    ``level`` column are grouped under their level's track."""
     t = device.t
     eng_code, eng_names = category_codes(c["engine"])
     core = c["core"].to_numpy(np.int64)
@@ -55,6 +65,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
     lane = first_fit_lanes(base_code, start, end)
     track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
     # declare the tracks
+    level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     cdma_root, port_tracks = None, {}
     uuid_of = np.zeros(len(track_keys), np.int64)
     for k, key in enumerate(track_keys.to_numpy()):
@@ -77,8 +88,8 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
                                  rank=ch * 64 + ln)
         else:
             rank = ENGINE_RANK.get(eng, 7) * 64 + ln
-            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label,
-                                 device.core_track(int(own)), rank=rank)
+            parent = device.level_track(int(own), level_of.get(eng)) if level_of else device.core_track(int(own))
+            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank)
     seq_ids = t.sequences(len(track_keys))
     order = np.lexsort((end, start, track_code))
     track_code = track_code.astype(np.int32)
@@ -109,13 +120,15 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
     del seq, arg_present
     # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
     src, dst = _flows(c, why)
-    position = np.empty(len(c), np.int64)
-    position[order] = np.arange(len(c))
+    position = position_of(order)
     src_pos, dst_pos = position[src], position[dst]
-    del position
     so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
     src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
     dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
+    launched, _, launch_id = launch_flows(c, n_host)
+    launch_at = np.zeros(len(c), np.uint64)
+    launch_at[position[launched]] = launch_id.astype(np.uint64)
+    del position
     base = device.base
 
     def encode(lo: int, hi: int) -> bytes:
@@ -143,6 +156,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
+        terminating = np.where(terminating > 0, terminating, launch_at[lo:hi])
         te.fixed64(48, terminating, terminating > 0)
         rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)

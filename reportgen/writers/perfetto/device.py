@@ -46,6 +46,7 @@ class Device:
         chip = profile.meta.chip or "TPU"
         self.root = trace.track("device", f"{chip} TPU" if chip != "TPU" else "TPU", explicit=True)
         self.core_tracks: dict[int, int] = {}
+        self.level_tracks: dict[tuple[int, str], int] = {}
 
     def core_track(self, core: int) -> int:
         if core not in self.core_tracks:
@@ -53,3 +54,14 @@ class Device:
                                                   rank=core, explicit=True,
                                                   description=_core_description(self.summary, core))
         return self.core_tracks[core]
+
+    def level_track(self, core: int, level: str | None) -> int:
+        """A framework trace's lane group under a core ("Ascend Hardware", "HCCL", "Overlap
+        Analysis"); the core's track itself when the lane has no level."""
+        if not level or level in ("None", "nan"):
+            return self.core_track(core)
+        if (core, level) not in self.level_tracks:
+            self.level_tracks[(core, level)] = self.t.track(
+                f"device/core/{core}/level/{level}", level, self.core_track(core),
+                rank=len(self.level_tracks), explicit=True)
+        return self.level_tracks[(core, level)]

@@ -10,13 +10,17 @@ import pandas as pd
 from reportgen.intervals import lanes as nesting_lanes, nest
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan, Trace
-from reportgen.writers.perfetto.wire import INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations, packet
+from reportgen.writers.perfetto.flows import launch_flows
+from reportgen.writers.perfetto.wire import (INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations,
+                                            fixed64_repeated, packet)
 
 MAX_HOST_ARGS = 32                  # host arg keys written: the most common ones
 
 
-def host_plan(device: Device, h: pd.DataFrame) -> Plan:
-    """Every host event on its process/thread (lane) track."""
+def host_plan(device: Device, h: pd.DataFrame, c: pd.DataFrame | None = None) -> Plan:
+    """Every host event on its process/thread (lane) track; a process is named after its
+    level when the trace has levels (``level``: PTA, CANN); operators that launched commands
+    ``c`` start their launch flows (:mod:`.flows`)."""
     t = device.t
     pid_s, tid_s = h["pid"].astype(str), h["tid"].astype(str)
     pid_num = pd.to_numeric(h["pid"], errors="coerce")
@@ -34,7 +38,8 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
     proc_uuid = {}
     for k, name in enumerate(procs):
         row = int(np.flatnonzero(proc_code == k)[0])
-        proc_uuid[k] = t.track(f"host/{name}", "", process=(int(pid_of[row]), f"host {name}"))
+        label = f"{h['level'].iloc[row]} (pid {name})" if "level" in h.columns else f"host {name}"
+        proc_uuid[k] = t.track(f"host/{name}", "", process=(int(pid_of[row]), label))
     lane_code, lane_keys = pd.factorize(pd.Series(thread_code.astype(np.int64) * 1024 + lane))
     uuid_of = np.zeros(len(lane_keys), np.int64)
     for k, key in enumerate(lane_keys.to_numpy()):
@@ -68,6 +73,14 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
     host_args = _host_args(t, h["args"].to_numpy(object))
     seq = seq_ids[ev_lane]
     base = device.base
+    # launch flows leave each operator's begin event
+    _, flow_host, flow_id = launch_flows(c, n) if c is not None else (None, np.zeros(0, np.int64), None)
+    begin_at = np.empty(n, np.int64)
+    opening = ev_type != SLICE_END
+    begin_at[ev_row[opening]] = np.flatnonzero(opening)
+    flow_pos = begin_at[flow_host]
+    fo = np.argsort(flow_pos, kind="stable")
+    flow_pos, flow_id = flow_pos[fo], (flow_id[fo] if len(fo) else np.zeros(0, np.int64))
 
     def encode(lo: int, hi: int) -> bytes:
         rows, typ = ev_row[lo:hi], ev_type[lo:hi]
@@ -76,6 +89,9 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
         te = Rows(m).varint(9, typ)
         te.varint(10, name_iid[rows], opens).varint(3, cat_iid[rows], opens & (cat_iid[rows] > 0))
         annotations(te, t.arg_iid, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
+        i, j = np.searchsorted(flow_pos, [lo, hi])
+        if j > i:
+            te.dense(*fixed64_repeated(flow_pos[i:j] - lo, flow_id[i:j], 47, m))
         return Rows(m).message(1, packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)

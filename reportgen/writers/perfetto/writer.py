@@ -18,6 +18,7 @@ from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
 from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
 from reportgen.writers.perfetto.layers import layers_plan
+from reportgen.writers.perfetto.overlap import overlap_plan
 from reportgen.writers.perfetto.trace import Plan, Trace, pairs
 
 FILE_NAME = "perfetto.pftrace"
@@ -41,13 +42,14 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     c = profile.commands
     plans: list[Plan | None] = []
     if len(c):
-        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None)))
+        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None), len(profile.host)))
         plans.append(kernels_plan(device, kernel_calls(profile)))
         plans.extend(counters_plan(device, c))
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
+    plans.append(overlap_plan(device, profile))
     if len(profile.host):
-        plans.append(host_plan(device, profile.host))
+        plans.append(host_plan(device, profile.host, c))
     plan = [x for x in plans if x is not None and x.n]
     trace.flush_descriptors()
 
