@@ -1,0 +1,114 @@
+"""BM1688 / CV84X6 decoding beyond the generic golden tests, and TIU clock overrides.
+
+Independent sources: the generator truth (expected_commands.csv: register layouts, bytes) and
+the clock rule of issue 25 (an override rescales TIU around the sync instant; DMA untouched).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shared_data import PMU, needs
+from truth import truth_pairs
+from reportgen.parsers.pmu import load_dump
+from reportgen.parsers.pmu.chips import chip_for_arch
+
+DESCRIPTOR_CASES = ["bm1688-m2-c2", "bm1688-bmodel-c2", "cv84x6-m2-c4", "cv84x6-bmodel-c4"]
+
+
+@pytest.mark.parametrize("case", DESCRIPTOR_CASES)
+def test_function_type_is_the_register_layout(case):
+    """With a descriptor, Function Type is the register op the generator encoded."""
+    base = PMU / case
+    if not base.is_dir():
+        pytest.skip(f"shared golden data not found at {base}")
+    profile = load_dump(base / "input")
+    truth = pd.read_csv(base / "expected_commands.csv", keep_default_na=False)
+    for where, g, t in truth_pairs(profile.commands, truth, False):
+        want = t["register_layout"].str.replace("（0x000）", "", regex=False).tolist()
+        assert g["func_type"].astype(str).tolist() == want, where
+
+
+@pytest.mark.parametrize("arch, chip", [("4", "BM1688"), ("bm1688", "BM1688"), ("CV186X", "BM1688"),
+                                        ("7", "CV84X6"), ("BM1684X2", "CV84X6"), ("cv84x6", "CV84X6")])
+def test_arch_values(arch, chip):
+    assert chip_for_arch(arch).name == chip
+
+
+def test_chip_id_form_is_not_accepted():
+    assert chip_for_arch("0x1686") is None and chip_for_arch("5768") is None
+
+
+@needs(PMU / "cv84x6-m0-c4")
+def test_cv84x6_strays_are_dropped_and_accounted():
+    """One stray at each end of every TIU stream (spec §7.3): dropped, counted, truth met."""
+    profile = load_dump(PMU / "cv84x6-m0-c4" / "input")
+    for core in range(4):
+        entry = profile.meta.accounting[f"TIU_{core}"]
+        assert entry["dropped: TIU edge stray"] == 2
+    assert profile.meta.chip == "CV84X6" and profile.meta.tiu_freq_mhz == 1400
+    assert profile.meta.dma_freq_mhz == 1200
+
+
+# -- clock overrides ---------------------------------------------------------------------------
+
+def _engine(p, engine):
+    c = p.commands[p.commands["engine"] == engine].sort_values(["core", "global_idx"])
+    return c["start_ns"].to_numpy(), c["end_ns"].to_numpy()
+
+
+@needs(PMU / "aks-m2-c8")
+def test_tiu_freq_override_rescales_tiu_around_the_sync_point():
+    """--tiu_freq 800 on a 1000 MHz capture: TIU durations x1.25, DMA untouched, span within 25 %
+    (the reference moves TIU by counter x clock difference: 2,144 -> 235,357 µs, Q22)."""
+    base = load_dump(PMU / "aks-m2-c8" / "input")
+    slow = load_dump(PMU / "aks-m2-c8" / "input", tiu_freq=800)
+    assert slow.meta.tiu_freq_mhz == 800
+    s0, e0 = _engine(base, "TIU")
+    s1, e1 = _engine(slow, "TIU")
+    # cycles are native; each duration is (cycles - 1) / 800 MHz instead of / 1000 MHz
+    assert np.abs((e1 - s1) - 1.25 * (e0 - s0)).max() <= 1
+    for engine in ("GDMA", "SDMA", "CDMA"):
+        a, b = _engine(base, engine), _engine(slow, engine)
+        assert (a[0] == b[0]).all() and (a[1] == b[1]).all(), engine
+    span = lambda p: p.commands["end_ns"].max() - p.commands["start_ns"].min()  # noqa: E731
+    # measured from the sync instant (the end of the preamble's TIU record #1, ~2 µs before the
+    # first shown record) the span grows by at most the clock ratio; overall by 25.02 % here
+    lead = _sync_lead(base)
+    assert 0 < lead < 10_000
+    assert span(base) < span(slow) and span(slow) + lead <= 1.25 * (span(base) + lead) + 1
+    assert span(slow) <= 1.251 * span(base)
+
+
+def _sync_lead(p) -> int:
+    """ns from core 0's sync instant to time 0 of the report (the earliest shown record)."""
+    from reportgen.parsers.pmu.dump import read_dump
+    raw = read_dump(p.meta.input_path)
+    c0 = raw.cores[0]
+    starts = [int(s["start_ns"][0]) for s in c0.streams.values() if len(s)]
+    return min(starts) - c0.sync_ns
+
+
+@needs(PMU / "aks-m2-f900")
+def test_override_equal_to_the_declared_clock_changes_nothing():
+    """aks-m2-f900 declares tpu_freq=900: --tiu_freq 900 is the capture itself, and the
+    counters are converted at 900 MHz absolutely (the golden truth)."""
+    a = load_dump(PMU / "aks-m2-f900" / "input")
+    b = load_dump(PMU / "aks-m2-f900" / "input", tiu_freq=900)
+    assert a.commands["start_ns"].equals(b.commands["start_ns"])
+    c = load_dump(PMU / "aks-m2-f900" / "input", tiu_freq=1000)
+    span = lambda p: p.commands["end_ns"].max() - p.commands["start_ns"].min()  # noqa: E731
+    assert 0.8 * span(a) <= span(c) <= span(a)
+
+
+@needs(PMU / "bm1688-m2-c2")
+def test_override_on_bm1688_keeps_cores_aligned():
+    """BM1688 syncs on the closing wait_msg (the last TIU record): every core's last TIU record
+    still ends at the same instant after an override, and GDMA durations are unchanged."""
+    a = load_dump(PMU / "bm1688-m2-c2" / "input")
+    b = load_dump(PMU / "bm1688-m2-c2" / "input", tiu_freq=1080)
+    last = lambda p: p.commands[p.commands["engine"] == "TIU"].groupby("core")["end_ns"].max()  # noqa: E731
+    assert last(b).nunique() == 1 and last(a).nunique() == 1
+    ga, gb = _engine(a, "GDMA"), _engine(b, "GDMA")
+    assert ((ga[1] - ga[0]) == (gb[1] - gb[0])).all()
