@@ -24,9 +24,14 @@ from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
-SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
-                   "gdma_busy_ns", "gdma_util", "gdma_ddr_bw_busy", "gdma_l2m_bw_busy",
-                   "sdma_busy_ns", "sdma_util", "sdma_ddr_bw_busy", "cdma_ddr_bw_busy"]
+SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_idle_ns", "tiu_util",
+                   "tiu_uarch_rate"]
+# per DMA engine: busy, idle, util, bandwidth in every direction (mode 0 too), DDR total / read /
+# write, L2M (GDMA) -- what the vendor's README promises per core and engine (issue 25)
+for _key in ("gdma", "sdma", "cdma"):
+    SUMMARY_COLUMNS += [f"{_key}_busy_ns", f"{_key}_idle_ns", f"{_key}_util", f"{_key}_bw_busy",
+                        f"{_key}_ddr_bw_busy", f"{_key}_ddr_read_bw_busy", f"{_key}_ddr_write_bw_busy"]
+    SUMMARY_COLUMNS += ["gdma_l2m_bw_busy"] if _key == "gdma" else []
 
 def _header(entry: catalogue.SummaryMetric) -> str:
     unit = TEXT_FORMATS[entry.metric.kind][0]
@@ -95,7 +100,8 @@ SOURCE_NAMES = {"chrome": "chrome trace", "ascend": "Ascend profiler output",
 #: the notes under the table, one short line each
 PMU_NOTES = ["Definitions: docs/metrics.md.",
              "Busy = union of non-system command intervals; util = busy / span.",
-             "BW = bytes / busy time of the commands that moved them.",
+             "BW = bytes / busy time of the commands that moved them (DDR: DDR commands; "
+             "plain BW: every direction, also mode 0).",
              "uArch rate n/a = no command with a modelled op (modes 0/1)."]
 FRAMEWORK_NOTES = ["Definitions: docs/metrics.md.",
                    "Busy = union of a lane's work intervals (a device row: of all its lanes); util = busy / span.",

@@ -28,8 +28,9 @@ def engines_with_commands(summary: pd.DataFrame) -> list[tuple[str, str]]:
 #: engine-summary columns the table shows, per engine group (names, units and definitions come
 #: from analysis/catalogue.py). The span is the same on every row: it is said once above the table.
 CORE_COLUMNS = ["core", "parallelism", "compute_ratio"]
-ENGINE_COLUMNS = {"tiu": ["cmds", "busy_ns", "util", "uarch_rate"],
-                  "dma": ["cmds", "busy_ns", "util", "ddr_bw_busy", "l2m_bw_busy"]}
+ENGINE_COLUMNS = {"tiu": ["cmds", "busy_ns", "idle_ns", "util", "uarch_rate"],
+                  "dma": ["cmds", "busy_ns", "idle_ns", "util", "bw_busy", "ddr_bw_busy",
+                          "ddr_read_bw_busy", "ddr_write_bw_busy", "l2m_bw_busy"]}
 
 #: metric kind -> value -> text; a time column ("ns") gets one unit for the whole column
 HTML_FORMATS = {
