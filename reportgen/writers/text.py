@@ -66,7 +66,10 @@ def _parts(units: list[list[int]], widths: list[int], key: int, limit: int) -> l
 def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
     """The engine summary as fixed-width tables no wider than ``limit``: the Core column, then
     as many engines' columns as fit; the next engines in a table below, Core repeated."""
-    entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
+    # CDMA only when a port ran (as the HTML summary): most captures, and chips without CDMA
+    # (BM1688, CV84X6), would otherwise carry a table of n/a
+    no_cdma = "cdma_cmds" in summary and not summary["cdma_cmds"].fillna(0).sum()
+    entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS if not (no_cdma and c.startswith("cdma_"))]
     headers = [_header(e) for e in entries]
     rows = [[fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
