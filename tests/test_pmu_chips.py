@@ -112,3 +112,41 @@ def test_override_on_bm1688_keeps_cores_aligned():
     assert last(b).nunique() == 1 and last(a).nunique() == 1
     ga, gb = _engine(a, "GDMA"), _engine(b, "GDMA")
     assert ((ga[1] - ga[0]) == (gb[1] - gb[0])).all()
+
+
+# -- chip facts --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("case, want", [
+    # the reference's RegInfo arch block (spec chips-bm1688-cv84x6.md §10) and the derived peaks
+    ("bm1688-m2-c2", {"NPU lanes per core": 32, "Local memory per core": 4, "DDR frequency": 4266,
+                      "TIU frequency": 900, "DMA frequency": 750, "DDR peak per core": 32,
+                      "DDR peak per chip (derived)": 64,
+                      # 32 lanes x 32 IC x 4 OHOW MACs x 2 ops x 900 MHz
+                      "int8 peak per core (derived)": 32 * 32 * 4 * 2 * 900e6 / 1e12,
+                      "f32 peak per core (derived)": 32 * 4 * 2 * 900e6 / 1e12}),
+    ("cv84x6-m0-c4", {"NPU lanes per core": 16, "Local memory per core": 0.25, "TIU frequency": 1400,
+                      "DMA frequency": 1200, "DDR peak per chip (derived)": 256}),
+])
+def test_chip_facts_in_the_workbook(case, want, tmp_path):
+    """The Engine Summary sheet lists the Detail Spec items with units, and the peaks."""
+    import openpyxl
+    from reportgen.analysis.metrics import engine_summary
+    from reportgen.writers import xlsx
+
+    base = PMU / case
+    if not base.is_dir():
+        pytest.skip(f"shared golden data not found at {base}")
+    p = load_dump(base / "input")
+    path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
+    ws = openpyxl.load_workbook(path, read_only=True)["Engine Summary"]
+    rows = [r for r in ws.iter_rows(values_only=True)]
+    start = next(i for i, r in enumerate(rows) if r[0] == "Chip facts and peaks")
+    assert rows[start + 1][:4] == ("Item", "Value", "Unit", "Source")
+    got = {}
+    for r in rows[start + 2:]:
+        if r[0] is None:
+            break
+        got[r[0]] = (r[1], r[2])
+    for label, value in want.items():
+        assert got[label][0] == pytest.approx(value), label
+    assert got["TIU frequency"][1] == "MHz" and got["Local memory per core"][1] == "MiB"
