@@ -150,3 +150,60 @@ def test_chip_facts_in_the_workbook(case, want, tmp_path):
     for label, value in want.items():
         assert got[label][0] == pytest.approx(value), label
     assert got["TIU frequency"][1] == "MHz" and got["Local memory per core"][1] == "MiB"
+
+
+@pytest.mark.parametrize("case", DESCRIPTOR_CASES)
+def test_dma_dependencies_are_the_truth(case):
+    """DMA cmd_id_dep: BM1688 holds a plain 24-bit TIU id, CV84X6 an enable bit and a 20-bit id
+    (as AKS); both give the generator's dep_cmd_id (0 = none)."""
+    base = PMU / case
+    if not base.is_dir():
+        pytest.skip(f"shared golden data not found at {base}")
+    profile = load_dump(base / "input")
+    truth = pd.read_csv(base / "expected_commands.csv", keep_default_na=False)
+    for where, g, t in truth_pairs(profile.commands, truth, False):
+        got = g["dep_cmd_id"].astype("Int64").fillna(0).to_numpy(int)
+        assert (got == t["dep_cmd_id"].astype(int).to_numpy()).all(), where
+
+
+# -- capture modes without a golden case of their own ------------------------------------------
+
+def _without_blocks(case: str, drop: set[int], out):
+    """``case``'s dump with the blocks of types ``drop`` removed: the same capture taken in a
+    lower mode (no DYN_EXTRA: mode 1; no DYN_DATA either: mode 0)."""
+    import struct
+
+    from reportgen.parsers.pmu import container
+
+    src = PMU / case / "input"
+    out.mkdir()
+    (out / "global.profile").write_bytes((src / "global.profile").read_bytes())
+    for f in container.core_files(src):
+        with (out / f.name).open("wb") as fh:
+            for b in container.read_blocks(f):
+                if b.type not in drop:
+                    fh.write(struct.pack("<II", b.type, len(b.payload)) + bytes(b.payload))
+    return out
+
+
+@pytest.mark.parametrize("case, drop, mode", [
+    ("bm1688-m1-c2", {5, 6}, "0"),          # BM1688 mode 0: no system labelling, sync on the last TIU
+    ("bm1688-m2-c2", {6}, "1"),
+    ("cv84x6-m2-c4", {6}, "1"),             # CV84X6 mode 1: strays dropped before the sync record
+])
+def test_lower_modes_meet_the_truth(case, drop, mode, tmp_path):
+    if not (PMU / case).is_dir():
+        pytest.skip(f"shared golden data not found at {PMU / case}")
+    profile = load_dump(_without_blocks(case, drop, tmp_path / "dump"))
+    assert profile.meta.mode == mode
+    truth = pd.read_csv(PMU / case / "expected_commands.csv", keep_default_na=False)
+    for where, g, t in truth_pairs(profile.commands, truth, mode == "0"):
+        assert len(g) == len(t), where
+        for col in ("cmd_id", "start_ns", "end_ns"):
+            assert (g[col].to_numpy() == t[col].to_numpy()).all(), (where, col)
+        if not where.startswith("TIU"):
+            assert (g["bytes"].to_numpy(int) == t["bytes"].to_numpy(int)).all(), where
+    if mode == "0":
+        # nothing tells a barrier from work on BM1688 (spec §7.5): every record is unknown
+        assert set(profile.commands["func_type"].astype(str)) == {"unknown"}
+        assert not profile.commands["is_sys"].any()

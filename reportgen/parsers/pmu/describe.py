@@ -254,7 +254,10 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 ftype[rows], fname[rows] = ft, fn
                 if "cmd_id_dep" in fields:
                     d = fields["cmd_id_dep"].astype(np.int64)
-                    dep[rows] = np.where(d >> 20 & 1, d & 0xFFFFF, -1) if kind == "DMA" else d
+                    if kind == "DMA" and chip.name == "BM1688":   # a plain 24-bit TIU id, 0 none
+                        dep[rows] = np.where(d > 0, d, -1)
+                    else:
+                        dep[rows] = np.where(d >> 20 & 1, d & 0xFFFFF, -1) if kind == "DMA" else d
                 for hi, lo, name in (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
                                      ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr"),
                                      ("src_start_addr_h8", "src_start_addr_l32", "src_start_addr"),
