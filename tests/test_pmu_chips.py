@@ -207,3 +207,47 @@ def test_lower_modes_meet_the_truth(case, drop, mode, tmp_path):
         # nothing tells a barrier from work on BM1688 (spec §7.5): every record is unknown
         assert set(profile.commands["func_type"].astype(str)) == {"unknown"}
         assert not profile.commands["is_sys"].any()
+
+
+# -- every output ------------------------------------------------------------------------------
+
+@needs(PMU / "cv84x6-m0-c4")
+def test_every_output_on_a_new_chip(tmp_path):
+    """The CLI on a CV84X6 mode-0 capture: every output written; summary.json carries the
+    all-direction GDMA bandwidth (DDR BW unknown without directions) and summary.txt prints the
+    same number; the perfetto trace holds every command at its decoded time, with no SDMA or
+    CDMA track (the chip has neither)."""
+    import json
+    import os
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from test_perfetto import command_slices, decode
+    from reportgen.analysis.metrics import engine_summary
+
+    root = Path(__file__).resolve().parents[1]
+    out = tmp_path / "out"
+    res = subprocess.run([sys.executable, "-m", "reportgen", str(PMU / "cv84x6-m0-c4" / "input"),
+                          str(out), "--quiet"], capture_output=True, text=True, timeout=600,
+                         env=dict(os.environ, PYTHONPATH=str(root)))
+    assert res.returncode == 0, res.stderr
+    for rel in ("summary.txt", "summary.json", "PerfDoc/PerfAI_output.xlsx", "PerfWeb/result.html",
+                "perfetto.pftrace", "tiuRegInfo_3.txt", "tdmaRegInfo_3.txt"):
+        assert (out / rel).stat().st_size > 0, rel
+    assert not list(out.glob("cdmaRegInfo*"))
+    profile = load_dump(PMU / "cv84x6-m0-c4" / "input")
+    want = engine_summary(profile)
+    doc = json.loads((out / "summary.json").read_text())
+    for row, expect in zip(doc["summary"], want.to_dict("records")):
+        assert row["gdma_bytes"] == expect["gdma_bytes"] > 0
+        assert row["gdma_bw_busy"] == pytest.approx(expect["gdma_bw_busy"])
+        assert row["gdma_ddr_bw_busy"] is None                  # no direction in mode 0
+    text = (out / "summary.txt").read_text()
+    assert "GDMA BW(GB/s)" in text and f"{want['gdma_bw_busy'].iloc[-1]:.2f}" in text
+    dec = decode(out / "perfetto.pftrace")
+    paths = {p.split("/")[-1] for p in command_slices(dec)["path"]}
+    assert {"TIU", "GDMA"} <= paths and not {"SDMA", "CDMA"} & paths
+    sl = command_slices(dec)
+    assert len(sl) == len(profile.commands)
+    assert sorted(sl["ts"]) == sorted(profile.commands["start_ns"].tolist())
