@@ -251,3 +251,81 @@ def test_every_output_on_a_new_chip(tmp_path):
     sl = command_slices(dec)
     assert len(sl) == len(profile.commands)
     assert sorted(sl["ts"]) == sorted(profile.commands["start_ns"].tolist())
+
+
+def _as_des_capture(case: str, out):
+    """``case`` (mode 2) re-dispatched through descriptor chains: every kernel's TIU and GDMA
+    NODE_SETs (and their ID_RESETs) become one DES_TIU and one DES_GDMA reference whose chains
+    (BLOCK_DES_KV) hold the kernel's DYN_EXTRA descriptors in order (spec pmu-dump-format.md
+    §6.5, §7.2); DYN_EXTRA is dropped."""
+    import struct
+
+    import numpy as np
+
+    from reportgen.parsers.pmu import container
+    from reportgen.parsers.pmu.dump import _dyn_extra_entries
+    from reportgen.parsers.pmu.nodes import _strings_and_des
+    from reportgen.parsers.pmu.records import Block, Node, node_fields
+
+    src = PMU / case / "input"
+    out.mkdir()
+    (out / "global.profile").write_bytes((src / "global.profile").read_bytes())
+    chip = chip_for_arch([ln.split("=")[1] for ln in (src / "global.profile").read_text().splitlines()
+                          if ln.startswith("arch=")][0])
+    for f in container.core_files(src):
+        blocks = container.read_blocks(f)
+        extra = next(bytes(b.payload) for b in blocks if b.type == Block.DYN_EXTRA)
+        offs, lens = _dyn_extra_entries(memoryview(extra), f, 0, lambda *a: None)
+        words = np.frombuffer(next(b.payload for b in blocks if b.type == Block.DYN_DATA), "<u4")
+        fields = node_fields(words)
+        payload, _, _ = _strings_and_des(words, fields["type"], f, 0)
+        new, kv, pending, entry = [], [], {}, 0
+        key = 1
+        for i, w in enumerate(words.tolist()):
+            t, eng = int(fields["type"][i]), chip.node_engines.get(int(fields["engine"][i]))
+            if payload[i]:
+                new.append(w)
+            elif t == Node.NODE_SET:
+                pending.setdefault(eng, []).append(extra[offs[entry]: offs[entry] + lens[entry]])
+                entry += 1
+            elif t == Node.ID_RESET:
+                continue
+            elif t == Node.FUNC_END:
+                for engine, node in (("TIU", Node.DES_TIU), ("GDMA", Node.DES_GDMA)):
+                    chain = pending.pop(engine, [])
+                    if chain:
+                        new += [int(node) | key << 7, len(chain)]
+                        kv.append(struct.pack("<III", key, len(chain), 0) + b"".join(chain))
+                        key += 1
+                new.append(w)
+            else:
+                new.append(w)
+        with (out / f.name).open("wb") as fh:
+            for b in blocks:
+                if b.type == Block.DYN_EXTRA:
+                    continue
+                data = np.array(new, "<u4").tobytes() if b.type == Block.DYN_DATA else bytes(b.payload)
+                fh.write(struct.pack("<II", b.type, len(data)) + data)
+            for chain in kv:
+                fh.write(struct.pack("<II", int(Block.BLOCK_DES_KV), len(chain)) + chain)
+    return out
+
+
+@pytest.mark.parametrize("case", ["bm1688-m2-c2", "cv84x6-m2-c4"])
+def test_des_dispatch_meets_the_truth(case, tmp_path):
+    """The DES capture path (descriptor chains walked with the chip's head layout and stop
+    rules) gives the same commands, times, bytes, register ops and ops as mode 2."""
+    if not (PMU / case).is_dir():
+        pytest.skip(f"shared golden data not found at {PMU / case}")
+    des = load_dump(_as_des_capture(case, tmp_path / "dump"))
+    m2 = load_dump(PMU / case / "input")
+    assert set(des.commands["mode"].astype(str)) == {"DES"}
+    truth = pd.read_csv(PMU / case / "expected_commands.csv", keep_default_na=False)
+    for where, g, t in truth_pairs(des.commands, truth, False):
+        for col in ("cmd_id", "start_ns", "end_ns"):
+            assert (g[col].to_numpy() == t[col].to_numpy()).all(), (where, col)
+        want = t["register_layout"].str.replace("（0x000）", "", regex=False).tolist()
+        assert g["func_type"].astype(str).tolist() == want, where
+    for col in ("func_name", "bytes", "direction", "alg_ops", "uarch_ops", "kernel"):
+        a, b = des.commands[col].astype(str).tolist(), m2.commands[col].astype(str).tolist()
+        assert a == b, col
