@@ -33,6 +33,7 @@ REFERENCE_BUGS = {
     "bm1688-m2-c2": ("B5",),                        # descriptor bytes doubled DDR->DDR, LMEM->LMEM
 }
 TIME_KEYS = ("Start Time(ns)", "End Time(ns)")
+TIU_ONLY = ("Bank Conflict Cycle", "Bank Conflict Ratio", "Thread Id")
 
 
 def _check_reference_bugs(bugs: tuple[str, ...], g: pd.DataFrame, r: pd.DataFrame) -> None:
@@ -143,12 +144,19 @@ def test_reginfo_files_read_back_like_the_reference(case, tmp_path):
     keys = ("Function Name", "Function Type", "Start Time(ns)", "End Time(ns)", "Cmd Id",
             "Asic Cycle", "Engine Id", "Global Idx", "DMA data size(B)", "Stall Cycle",
             "kernel_func", "des_res0_c", "src_start_addr_h13")
+    if name.startswith("cv84x6"):          # its TIU record counts bank conflicts (spec §8.3)
+        keys += ("Bank Conflict Cycle", "Bank Conflict Ratio", "Thread Id")
     skip = {k for bug in REFERENCE_BUGS.get(name, ()) for k in {
         "B1": TIME_KEYS, "B3": TIME_KEYS, "B4": ("DMA data size(B)",), "B5": ("DMA data size(B)",)}[bug]}
     for sheet in ref:
         assert len(ours[sheet]) == len(ref[sheet])
         for a, b in zip(ours[sheet], ref[sheet]):
-            for k in (k for k in keys if k not in skip):
+            for k in (k for k in keys if k not in skip and (k in TIU_ONLY) <= sheet.startswith("TIU")):
+                if k == "Bank Conflict Ratio" and k in b:
+                    # the reference divides by Asic Cycle + 0.0001 with a descriptor (by Asic
+                    # Cycle without): a half-way ratio prints 0.1 % lower; ours is exact
+                    assert abs(float(a[k][:-1]) - float(b[k][:-1])) <= 0.1 + 1e-9, (name, sheet, a[k], b[k])
+                    continue
                 if k in b and not (k == "Core Id" and sheet.startswith("CDMA")):
                     assert a.get(k) == b[k], (name, sheet, k, a.get(k), b[k])
 

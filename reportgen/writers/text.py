@@ -341,11 +341,18 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     frame["Engine Id"] = frame["engine"].astype(str).map(ENGINE_IDS)
     frame["uArch Rate"] = rate_text(frame["alg_ops"].to_numpy(float), frame["uarch_ops"].to_numpy(float))
     frame.loc[frame["uArch Rate"] == "", "uArch Rate"] = None
+    if "bank_conflict_ratio" in frame:
+        ratio = frame["bank_conflict_ratio"].to_numpy(float)
+        frame["Bank Conflict Ratio"] = rate_text(ratio, np.ones(len(ratio)))
+        frame.loc[frame["Bank Conflict Ratio"] == "", "Bank Conflict Ratio"] = None
     info = [("Function Name", "func_name"), ("Function Type", "func_type"),
             ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"), ("Cmd Id", "cmd_id"),
             ("Asic Cycle", "cycles"), ("Engine Id", "Engine Id")]
     tiu_ops = [("Alg Ops", "alg_ops"), ("uArch Ops", "uarch_ops"), ("uArch Rate", "uArch Rate"),
-               ("Alg Cycle", "alg_cycle")]
+               ("Alg Cycle", "alg_cycle"),
+               # CV84X6 only (its TIU record counts them; spec chips-bm1688-cv84x6.md §8.3)
+               ("Bank Conflict Cycle", "bank_conflict"), ("Bank Conflict Ratio", "Bank Conflict Ratio"),
+               ("Thread Id", "thread_id")]
     dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("Function Type", "func_type"),
            ("Function Name", "func_name"), ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"),
            ("Cmd Id", "cmd_id"), ("Data Type", "dtype"), ("Asic Cycle", "cycles"),

@@ -299,6 +299,9 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 alg_ops=alg, uarch_ops=uarch, alg_cycle=acyc,
                 uarch_rate=np.where(uarch > 0, alg / np.where(uarch > 0, uarch, 1), np.nan),
                 dep_cmd_id=dep)
+    if "bank_conflict" in s.cols:     # CV84X6 TIU records count bank-conflict cycles (spec §4.3)
+        cols["bank_conflict"], cols["thread_id"] = s["bank_conflict"], s["thread_id"]
+        cols["bank_conflict_ratio"] = s["bank_conflict"] / np.maximum(s["cycles"], 1)
     cols["_id"] = s["id"]
     return Binding(engine, cols=cols, regs=regs, field_order=field_order)
 
@@ -367,10 +370,14 @@ def assemble(bindings: list[Binding], meta: Meta):
                                   "cmd_id": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
                                   "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
     names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
-    missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan}
+    missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan,
+               "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
-    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact"):
+    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
+              "bank_conflict", "thread_id"):
+        if k not in data:
+            continue
         v = data[k]
         data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int64 if k != "port" else np.int16),
                                          v < 0)

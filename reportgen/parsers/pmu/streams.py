@@ -95,6 +95,7 @@ def _chip_columns(s: Stream, rec: np.ndarray, engine: str, layout: str) -> None:
         else:
             s["raw_id"] = rec["inst_id"].astype(np.int64)
             s["bank_conflict"] = (rec["thread_id_and_bank_conflict"] >> 1).astype(np.int64)
+            s["thread_id"] = (rec["thread_id_and_bank_conflict"] & 1).astype(np.int64)
         s["sys_like"] = np.zeros(n, bool)          # neither chip's TIU record marks system commands
         return
     if layout == "CV84X6":
