@@ -195,7 +195,7 @@ def cdma_files(directory: Path, chip: Chip) -> dict[int, Path]:
             raise InputError(p, "CDMA file name should be cdma_<port>.profile or cdma<N>_<port>.profile")
         port = int(m.group(1))
         if port >= chip.cdma_ports:
-            raise InputError(p, f"CDMA port {port} does not exist on {chip.name} "
-                             f"(ports 0..{chip.cdma_ports - 1})")
+            raise InputError(p, f"CDMA port {port} does not exist on {chip.name} " + (
+                f"(ports 0..{chip.cdma_ports - 1})" if chip.cdma_ports else "(it has no CDMA engine)"))
         ports[port] = p
     return dict(sorted(ports.items()))
