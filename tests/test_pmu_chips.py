@@ -17,12 +17,18 @@ from reportgen.parsers.pmu.chips import chip_for_arch
 DESCRIPTOR_CASES = ["bm1688-m2-c2", "bm1688-bmodel-c2", "cv84x6-m2-c4", "cv84x6-bmodel-c4"]
 
 
+def _case(name: str):
+    """A golden case's folder, or a skip naming where it was looked for."""
+    base = PMU / name
+    if not base.is_dir():
+        pytest.skip(f"shared golden data not found at {base}")
+    return base
+
+
 @pytest.mark.parametrize("case", DESCRIPTOR_CASES)
 def test_function_type_is_the_register_layout(case):
     """With a descriptor, Function Type is the register op the generator encoded."""
-    base = PMU / case
-    if not base.is_dir():
-        pytest.skip(f"shared golden data not found at {base}")
+    base = _case(case)
     profile = load_dump(base / "input")
     truth = pd.read_csv(base / "expected_commands.csv", keep_default_na=False)
     for where, g, t in truth_pairs(profile.commands, truth, False):
@@ -133,9 +139,7 @@ def test_chip_facts_in_the_workbook(case, want, tmp_path):
     from reportgen.analysis.metrics import engine_summary
     from reportgen.writers import xlsx
 
-    base = PMU / case
-    if not base.is_dir():
-        pytest.skip(f"shared golden data not found at {base}")
+    base = _case(case)
     p = load_dump(base / "input")
     path = xlsx.write(p, engine_summary(p), tmp_path, quiet=True)
     ws = openpyxl.load_workbook(path, read_only=True)["Engine Summary"]
@@ -156,9 +160,7 @@ def test_chip_facts_in_the_workbook(case, want, tmp_path):
 def test_dma_dependencies_are_the_truth(case):
     """DMA cmd_id_dep: BM1688 holds a plain 24-bit TIU id, CV84X6 an enable bit and a 20-bit id
     (as AKS); both give the generator's dep_cmd_id (0 = none)."""
-    base = PMU / case
-    if not base.is_dir():
-        pytest.skip(f"shared golden data not found at {base}")
+    base = _case(case)
     profile = load_dump(base / "input")
     truth = pd.read_csv(base / "expected_commands.csv", keep_default_na=False)
     for where, g, t in truth_pairs(profile.commands, truth, False):
@@ -192,8 +194,7 @@ def _without_blocks(case: str, drop: set[int], out):
     ("cv84x6-m2-c4", {6}, "1"),             # CV84X6 mode 1: strays dropped before the sync record
 ])
 def test_lower_modes_meet_the_truth(case, drop, mode, tmp_path):
-    if not (PMU / case).is_dir():
-        pytest.skip(f"shared golden data not found at {PMU / case}")
+    _case(case)
     profile = load_dump(_without_blocks(case, drop, tmp_path / "dump"))
     assert profile.meta.mode == mode
     truth = pd.read_csv(PMU / case / "expected_commands.csv", keep_default_na=False)
@@ -315,8 +316,7 @@ def _as_des_capture(case: str, out):
 def test_des_dispatch_meets_the_truth(case, tmp_path):
     """The DES capture path (descriptor chains walked with the chip's head layout and stop
     rules) gives the same commands, times, bytes, register ops and ops as mode 2."""
-    if not (PMU / case).is_dir():
-        pytest.skip(f"shared golden data not found at {PMU / case}")
+    _case(case)
     des = load_dump(_as_des_capture(case, tmp_path / "dump"))
     m2 = load_dump(PMU / case / "input")
     assert set(des.commands["mode"].astype(str)) == {"DES"}

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from reportgen.parsers.pmu.tiu_ops import BYTES, A, D, _Int64Fields
+from reportgen.parsers.pmu.tiu_ops import BYTES, A, D, _Int64Fields, arith, finish, requant
 
 
 @dataclass(frozen=True)
@@ -81,10 +81,7 @@ def tiu_ops_chip(chip: str, op: str, fields: dict[str, np.ndarray]
         uarch = 2 * A(m, P) * A(nn, x) * A(kk, 4)
         cyc = D(alg, CUBE[p0] * 4 * P * 2)
     elif base == "AR":
-        f = np.where(eu == 12, 5, 1)
-        alg = N * C * H * W * f
-        uarch = N * A(C, P) * A(H * W, EU[p0]) * f
-        cyc = D(alg, EU[p0] * f * P)
+        alg, uarch, cyc = arith(N, C, H, W, eu, P, EU[p0])
     elif base == "PorD":
         kh, kw = get("opd1_h"), get("opd1_w")
         win = np.isin(eu, (0, 1, 4))
@@ -104,9 +101,7 @@ def tiu_ops_chip(chip: str, op: str, fields: dict[str, np.ndarray]
         uarch = np.where(eu <= 1, n_ * A(C, P) * h_ * A(w_, EU[pr]), n_ * A(C, P) * A(h_ * w_, EU[pr]))
         cyc = np.where((eu == 3) | (eu == 4), D(alg, ACT[pr] * P), D(alg, ACT[pr]))
     elif base == "RQ&DQ":
-        alg = 3 * N * C * H * W
-        uarch = 3 * N * A(C, P) * A(H * W, EU[p0])
-        cyc = D(alg, 3 * EU[p0] * P)
+        alg, uarch, cyc = requant(N, C, H, W, P, EU[p0])
     elif base == "SFU":
         taylor = np.isin(eu, k.taylor_eus)
         f = np.where(taylor, 2 * get("opd1_n") - 1, np.where(eu == 17, 30, 1))
@@ -136,8 +131,4 @@ def tiu_ops_chip(chip: str, op: str, fields: dict[str, np.ndarray]
     else:
         nan = np.full(n, np.nan)
         return nan, nan.copy(), nan.copy()
-    alg, uarch, cyc = (np.asarray(a, np.float64) for a in (alg, uarch, cyc))
-    bad = (alg < 0) | (uarch < 0)
-    for a in (alg, uarch, cyc):
-        a[bad] = np.nan
-    return alg, uarch, cyc
+    return finish(alg, uarch, cyc)
