@@ -133,11 +133,10 @@ CV84X6_L2 = (0x26D20000, 0x26D20000 + (1 << 20))
 
 def _memory(chip: str, fields: dict, side: str, n: int) -> np.ndarray:
     """Memory code of a DMA descriptor's ``side`` ("src"/"dst") address, by the chip's rule."""
-    hi = fields.get(f"{side}_start_addr_h13")
     if chip == "BM1688":        # 40-bit address: bit 39 set = global memory (spec §8.2)
         h8 = fields.get(f"{side}_start_addr_h8")
-        return np.where(h8 is not None and (h8.astype(np.int64) >> 7) == 1, DDR, LMEM) if h8 is not None \
-            else np.full(n, DDR)
+        return np.full(n, DDR) if h8 is None else np.where(h8.astype(np.int64) >> 7 == 1, DDR, LMEM)
+    hi = fields.get(f"{side}_start_addr_h13")
     if hi is None:
         return np.full(n, DDR)
     tag = hi.astype(np.int64) >> 8

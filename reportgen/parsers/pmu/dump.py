@@ -95,7 +95,7 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     if tiu_freq is not None and not tiu_freq > 0:
         raise InputError(directory, f"TIU clock must be above 0 MHz, not {tiu_freq}")
     # the clock the TIU counters ran at, as the capture declares it; a --tiu_freq override of
-    # it is applied relative to each core's sync instant (clocks.rescale_tiu), never to the
+    # it is applied relative to each core's sync instant (clocks.TiuClock), never to the
     # counters' absolute values
     counter_mhz = float(gp.tpu_freq or chip.tiu_mhz)
     tiu_mhz = float(tiu_freq or counter_mhz)
@@ -251,7 +251,7 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: Ti
         core.sync_ns = int(tiu["end_ns"][at])
     else:
         clock.rescale(tiu, None)
-        warn("no-sync", f"TIU stream has too few records to hold its sync record: the core cannot "
+        warn("no-sync", "TIU stream has too few records to hold its sync record: the core cannot "
              "be aligned")
     for engine in CORE_ENGINES:
         s = core.streams[engine]
