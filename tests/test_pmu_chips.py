@@ -246,6 +246,14 @@ def test_every_output_on_a_new_chip(tmp_path):
         assert row["gdma_ddr_bw_busy"] is None                  # no direction in mode 0
     text = (out / "summary.txt").read_text()
     assert "GDMA BW(GB/s)" in text and f"{want['gdma_bw_busy'].iloc[-1]:.2f}" in text
+    # the HTML's second summary table shows the same all-direction bandwidth (2 decimals)
+    from bs4 import BeautifulSoup
+    page = BeautifulSoup((out / "PerfWeb" / "result.html").read_text(encoding="utf-8"), "html.parser")
+    more = page.find(id="engine-summary-more")
+    heads = [th.get_text() for th in more.find_all("tr")[1].find_all("th")]
+    overall = [td.get_text() for td in more.find("tr", class_="overall").find_all("td")]
+    assert overall[heads.index("BW (GB/s)")] == f"{want['gdma_bw_busy'].iloc[-1]:.2f}"   # GDMA first
+    assert overall[heads.index("DDR read BW (GB/s)")] == "n/a"                         # mode 0
     dec = decode(out / "perfetto.pftrace")
     paths = {p.split("/")[-1] for p in command_slices(dec)["path"]}
     assert {"TIU", "GDMA"} <= paths and not {"SDMA", "CDMA"} & paths
