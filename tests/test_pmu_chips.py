@@ -337,3 +337,28 @@ def test_des_dispatch_meets_the_truth(case, tmp_path):
     for col in ("func_name", "bytes", "direction", "alg_ops", "uarch_ops", "kernel"):
         a, b = des.commands[col].astype(str).tolist(), m2.commands[col].astype(str).tolist()
         assert a == b, col
+
+
+def test_cv84x6_rvt_names_follow_the_generator_table():
+    """RVT nodes on CV84X6: generator index x variant -> names (the shared spec's table, read
+    here independently), DMA direction from the variant's suffix, unknown -> rvt / unknown."""
+    import csv
+
+    import numpy as np
+
+    from reportgen.parsers.pmu.labels import LABELS
+    from reportgen.parsers.pmu.rvt_names import cv84x6_rvt
+
+    spec = PMU.parent.parent / "spec" / "registers" / "CV84X6-rvt-names.csv"
+    if not spec.is_file():
+        pytest.skip(f"shared spec not found at {spec}")
+    rows = list(csv.DictReader(spec.open(encoding="utf-8")))
+    idx = np.array([int(r["func_index"]) for r in rows])
+    variant = np.array([int(r["variant"]) for r in rows])
+    ftype, fname, way = cv84x6_rvt(idx, variant & 0x1F, variant >> 5)
+    assert [LABELS.name(int(c)) for c in ftype] == [r["function_type"] for r in rows]
+    assert [LABELS.name(int(c)) for c in fname] == [r["function_name"] for r in rows]
+    loads = [r["function_name"].endswith(("_ld", "_ldt", "_ldbc", "_mld")) for r in rows]
+    assert ((way == 1) == np.array(loads)).all() and (way == 1).any() | (way == 2).any()
+    t, n, w = cv84x6_rvt(np.array([31]), np.array([0]), np.array([0]))
+    assert (LABELS.name(int(t[0])), LABELS.name(int(n[0])), int(w[0])) == ("rvt", "unknown", 0)

@@ -19,6 +19,7 @@ from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import DTYPE_NAMES
+from reportgen.parsers.pmu.rvt_names import cv84x6_rvt
 from reportgen.parsers.pmu.streams import Stream
 from reportgen.parsers.pmu.tiu_ops import tiu_ops
 from reportgen.parsers.pmu.tiu_ops_chips import CONSTANTS as OPS_CHIPS, tiu_ops_chip
@@ -204,6 +205,14 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
             dst[node] = np.where(is_sys, -1, (xi >> 6) & 3)
             dtype[node] = np.where(is_sys, -1, _dtype_name(xi))
     ftype_all, fname_all = _names(chip, engine, ctype, sub)
+    rvt = np.flatnonzero(node & (rec["mode"] == MODE["RVT"])) if chip.name == "CV84X6" else []
+    if len(rvt):                                   # generator / variant names (spec §5)
+        ftype_all[rvt], fname_all[rvt], way = cv84x6_rvt(
+            node_src["tsk_typ"][rvt], node_src["eu"][rvt], node_src["extra_info"][rvt])
+        if engine != "TIU":
+            src[rvt] = np.where(way == 1, DDR, np.where(way == 2, LMEM, src[rvt]))
+            dst[rvt] = np.where(way == 1, LMEM, np.where(way == 2, DDR, dst[rvt]))
+        ctype[rvt] = 31      # a generator index, not a command type: never system, never "tensor"
     keep_name = rec["source"] != DESC
     ftype[keep_name], fname[keep_name] = ftype_all[keep_name], fname_all[keep_name]
     # 3) full descriptors (mode 2, DES, bmodel)
