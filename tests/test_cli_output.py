@@ -182,11 +182,14 @@ def test_summary_table_fits_120_columns_and_keeps_every_value(cores):
             assert header not in seen
             seen[header] = cells
     assert seen == {h: v for h, v in expected.items() if h != "Core"}
-    # an engine's columns stay together: each table's engines are whole
+    # an engine's columns stay together: each table's engines are whole, unless the engine's
+    # columns alone are wider than a table (GDMA: busy, idle, util and five bandwidths)
+    width = lambda g: sum(len(h) + 3 for h in expected if h.startswith(g + " ")) + 10  # noqa: E731
     for t in tables:
         groups = {h.split()[0] for h in list(t)[1:] if h.split()[0] in ("TIU", "GDMA", "SDMA", "CDMA")}
         for g in groups:
-            assert all(h in t for h in expected if h.startswith(g + " "))
+            if width(g) <= 120:
+                assert all(h in t for h in expected if h.startswith(g + " "))
 
 
 def test_parts_cut_an_engine_only_when_it_alone_is_too_wide():

@@ -162,3 +162,35 @@ def test_summary_json_carries_the_catalogue(tmp_path):
         "label": "GDMA DDR BW", "unit": "GB/s",
         "definition": "DDR bytes / DDR time: bandwidth while transferring."}
     assert set(doc["metrics"]) == set(doc["summary"][0])
+
+
+def test_all_direction_and_read_write_bandwidth(profile):
+    """<dma>_bytes / _bw_busy count every direction; DDR read / write BW split the DDR time."""
+    s = engine_summary(profile).set_index("core")
+    c0, c1 = s.loc[0], s.loc[1]
+    # GDMA core 0: 1000 + 500 + 64 B over 100 + 50 + 10 ns of transfers
+    assert (c0["gdma_bytes"], c0["gdma_xfer_ns"]) == (1564, 160)
+    assert c0["gdma_bw_busy"] == pytest.approx(1564 / 160)
+    assert c0["gdma_ddr_read_bw_busy"] == pytest.approx(1000 / 100)
+    assert c0["gdma_ddr_write_bw_busy"] == 0
+    assert c0["sdma_ddr_write_bw_busy"] == pytest.approx(2000 / 200) and c0["sdma_ddr_read_bw_busy"] == 0
+    # DDR->DDR counts as read and as write
+    assert c1["cdma_ddr_read_bw_busy"] == c1["cdma_ddr_write_bw_busy"] == pytest.approx(4000 / 400)
+    o = s.loc["Overall"]
+    assert o["gdma_bytes"] == 1564 and o["cdma_bw_busy"] == pytest.approx(10.0)
+
+
+def test_mode0_bandwidth_without_direction():
+    """Mode 0: no direction, so DDR BW is n/a, but <dma>_bw_busy is the vendor's figure: GDMA
+    core 0 of aks-m0-c8 is 30.05 GB/s in the reference's summary.txt."""
+    from shared_data import PMU
+    from reportgen.parsers.pmu import load_dump
+    case = PMU / "aks-m0-c8"
+    if not case.is_dir():
+        pytest.skip(f"shared golden data not found at {case}")
+    s = engine_summary(load_dump(case / "input")).set_index("core")
+    assert math.isnan(s.loc[0, "gdma_ddr_bw_busy"])
+    ref = (case / "reference-0.3.7" / "summary.txt").read_text().splitlines()
+    row0 = next(r for r in ref if r.strip().startswith("0 |")).split("|")
+    assert float(row0[7]) == 30.05
+    assert s.loc[0, "gdma_bw_busy"] == pytest.approx(30.05, abs=0.006)

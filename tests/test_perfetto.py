@@ -429,6 +429,11 @@ def test_golden_dump_matches_reference_slices(case, tmp_path):
     engine = np.where(is_cdma, "CDMA", ours["path"].str.split("/").str[-1].str.split(" #").str[0])
     got = sorted(zip(owner, engine, ours["ts"] - ours_zero, ours["dur"]))
     want = sorted(zip(ref["owner"], ref["engine"], ref["ts"] - ref_zero, ref["dur"]))
+    from test_pmu_golden import REFERENCE_BUGS
+    if {"B1", "B3"} & set(REFERENCE_BUGS.get(case, ())):
+        # the reference misaligns the cores (docs/formats.md, B1/B3): same slices, each core
+        # shifted by a constant; our times are checked against the truth in test_pmu_golden
+        got, want = (sorted((o, e, d) for o, e, _, d in x) for x in (got, want))
     assert got == want
     # CDMA: sends on the port's TX track, receives on its RX track, no overlap lanes needed
     cdma = ours[is_cdma]

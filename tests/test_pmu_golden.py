@@ -23,6 +23,36 @@ CASES = sorted(p.name for p in PMU.iterdir() if (p / "input").is_dir()) if PMU.i
 pytestmark = pytest.mark.skipif(not CASES, reason=f"shared golden data not found at {PMU}")
 
 
+#: documented reference bugs on the new chips (spec chips-bm1688-cv84x6.md §11; docs/formats.md,
+#: "BM1688 and CV84X6"): there we follow expected_commands.csv, and check the reference's value
+#: is exactly the bug's
+REFERENCE_BUGS = {
+    "cv84x6-m2-c4": ("B1",), "cv84x6-m0-c4": ("B1",),  # cores shifted by the stray-shifted sync
+    "bm1688-bmodel-c2": ("B3", "B5"),               # aligned on the opening send_msg; bytes as m2
+    "bm1688-m1-c2": ("B4",),                        # node bytes = all twelve counters = 3x
+    "bm1688-m2-c2": ("B5",),                        # descriptor bytes doubled DDR->DDR, LMEM->LMEM
+}
+TIME_KEYS = ("Start Time(ns)", "End Time(ns)")
+TIU_ONLY = ("Bank Conflict Cycle", "Bank Conflict Ratio", "Thread Id")
+
+
+def _check_reference_bugs(bugs: tuple[str, ...], g: pd.DataFrame, r: pd.DataFrame) -> None:
+    """The reference's values where ``bugs`` apply, computed from ours by each bug's rule."""
+    if {"B1", "B3"} & set(bugs):       # a constant shift per core (its sync point), same durations
+        shift = r["Start Time(ns)"].astype(int).to_numpy() - g["start_ns"].to_numpy()
+        assert (shift == shift[0]).all()
+        assert (r["End Time(ns)"].astype(int).to_numpy() - g["end_ns"].to_numpy() == shift[0]).all()
+    if "DMA data size(B)" in r and {"B4", "B5"} & set(bugs):
+        ours, ref = g["bytes"].to_numpy(int), r["DMA data size(B)"].astype(int).to_numpy()
+        if "B4" in bugs:
+            factor = np.full(len(g), 3)
+        else:
+            d = g["direction"].astype(str).to_numpy()
+            factor = np.where((d == "DDR->DDR") | (d == "LMEM->LMEM"), 2, 1)
+            assert (factor == 2).any() and (factor == 1).any()
+        assert (ref == factor * ours).all()
+
+
 @pytest.fixture(scope="module", params=CASES)
 def case(request):
     base = PMU / request.param
@@ -46,12 +76,15 @@ def test_matches_reference_reginfo(case):
         r = pd.DataFrame(recs)
         assert (g["global_idx"].to_numpy() == np.arange(len(g))).all()
         assert (g["cmd_id"].to_numpy() == r["Cmd Id"].astype(int).to_numpy()).all(), f"{sheet} Cmd Id"
-        assert (g["start_ns"].to_numpy() == r["Start Time(ns)"].astype(int).to_numpy()).all(), sheet
-        assert (g["end_ns"].to_numpy() == r["End Time(ns)"].astype(int).to_numpy()).all(), sheet
+        bugs = REFERENCE_BUGS.get(name, ())
+        _check_reference_bugs(bugs, g, r)
+        if not {"B1", "B3"} & set(bugs):
+            assert (g["start_ns"].to_numpy() == r["Start Time(ns)"].astype(int).to_numpy()).all(), sheet
+            assert (g["end_ns"].to_numpy() == r["End Time(ns)"].astype(int).to_numpy()).all(), sheet
         assert (g["cycles"].to_numpy() == r["Asic Cycle"].astype(int).to_numpy()).all(), sheet
         assert g["func_type"].astype(str).tolist() == r["Function Type"].tolist(), sheet
         assert g["func_name"].astype(str).tolist() == r["Function Name"].tolist(), sheet
-        if "DMA data size(B)" in r:
+        if "DMA data size(B)" in r and not {"B4", "B5"} & set(bugs):
             assert (g["bytes"].to_numpy(int) == r["DMA data size(B)"].astype(int).to_numpy()).all()
         if "Alg Ops" in r:
             modelled = g["alg_ops"].notna().to_numpy()
@@ -111,10 +144,19 @@ def test_reginfo_files_read_back_like_the_reference(case, tmp_path):
     keys = ("Function Name", "Function Type", "Start Time(ns)", "End Time(ns)", "Cmd Id",
             "Asic Cycle", "Engine Id", "Global Idx", "DMA data size(B)", "Stall Cycle",
             "kernel_func", "des_res0_c", "src_start_addr_h13")
+    if name.startswith("cv84x6"):          # its TIU record counts bank conflicts (spec §8.3)
+        keys += ("Bank Conflict Cycle", "Bank Conflict Ratio", "Thread Id")
+    skip = {k for bug in REFERENCE_BUGS.get(name, ()) for k in {
+        "B1": TIME_KEYS, "B3": TIME_KEYS, "B4": ("DMA data size(B)",), "B5": ("DMA data size(B)",)}[bug]}
     for sheet in ref:
         assert len(ours[sheet]) == len(ref[sheet])
         for a, b in zip(ours[sheet], ref[sheet]):
-            for k in keys:
+            for k in (k for k in keys if k not in skip and (k in TIU_ONLY) <= sheet.startswith("TIU")):
+                if k == "Bank Conflict Ratio" and k in b:
+                    # the reference divides by Asic Cycle + 0.0001 with a descriptor (by Asic
+                    # Cycle without): a half-way ratio prints 0.1 % lower; ours is exact
+                    assert abs(float(a[k][:-1]) - float(b[k][:-1])) <= 0.1 + 1e-9, (name, sheet, a[k], b[k])
+                    continue
                 if k in b and not (k == "Core Id" and sheet.startswith("CDMA")):
                     assert a.get(k) == b[k], (name, sheet, k, a.get(k), b[k])
 

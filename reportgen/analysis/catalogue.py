@@ -82,6 +82,18 @@ DMA = [
     Metric("l2m_bw_wall", "L2M BW wall", "GB/s", "gbps", "L2M bytes / span."),
     Metric("stall_cycles", "stall", "cycles", "cycles",
            "Summed stall counter (TIU and DMA on the same memory bank)."),
+    Metric("ddr_read_bw_busy", "DDR read BW", "GB/s", "gbps",
+           "DDR read bytes / DDR time: the read share of the DDR bandwidth."),
+    Metric("ddr_write_bw_busy", "DDR write BW", "GB/s", "gbps",
+           "DDR write bytes / DDR time: the write share of the DDR bandwidth."),
+    Metric("bytes", "bytes", "B", "bytes",
+           "Bytes of non-system commands in every direction, also where the direction is unknown "
+           "(mode 0)."),
+    Metric("xfer_ns", "transfer time", "ns", "ns",
+           "Summed duration of the non-system commands that moved bytes."),
+    Metric("bw_busy", "BW", "GB/s", "gbps",
+           "Bytes / transfer time, every direction: the bandwidth while transferring (shown in "
+           "mode 0, where DDR and L2M cannot be told apart)."),
 ]
 
 ALL_ENGINES = [

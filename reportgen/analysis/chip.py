@@ -27,13 +27,29 @@ class ChipConstants:
     vector_ohow_align_int8: int  # Vector OHOW Align(8bits)
     ddr_gbps_per_core: float    # DDR Max BW(GB/s/Core)
     l2_gbps: float              # L2 Max BW(GB/s)
+    #: f32 multiply-accumulates per lane and TIU cycle: the f32 EU count of the chip's ops model
+    #: (the f32 conv Alg Cycle divisor is lanes x this x 2; spec op-metrics.md §2,
+    #: chips-bm1688-cv84x6.md §9.1)
+    f32_macs_per_lane: int = 16
+    source: str = ARCH_SOURCE
 
 
+V2_SOURCE = ("arch dict of bigTpuProfile 0.3.7 in the RegInfo header "
+             "(spec chips-bm1688-cv84x6.md §10); f32 EU count from its ops model (§9.1)")
 CONSTANTS = {c.name: c for c in (
     ChipConstants("AKS", cores=8, lanes=64, cube_ic_align_int8=64, cube_ohow_align=4,
                   vector_ohow_align_int8=64, ddr_gbps_per_core=68.264, l2_gbps=128.0),
     ChipConstants("AKSV", cores=4, lanes=64, cube_ic_align_int8=64, cube_ohow_align=4,
                   vector_ohow_align_int8=64, ddr_gbps_per_core=68.264, l2_gbps=128.0),
+    # no L2 SRAM bandwidth in the vendor's dicts (L2 Max BW 0): the L2M peak is unknown
+    ChipConstants("BM1688", cores=2, lanes=32, cube_ic_align_int8=32, cube_ohow_align=4,
+                  vector_ohow_align_int8=16, ddr_gbps_per_core=32.0, l2_gbps=0.0,
+                  f32_macs_per_lane=4, source=V2_SOURCE),
+    # the arch dict says Cube IC Align 64; the ops model's int8 cube width is 32 (§9.1), so
+    # Alg Cycle assumes half the int8 peak below
+    ChipConstants("CV84X6", cores=4, lanes=16, cube_ic_align_int8=64, cube_ohow_align=4,
+                  vector_ohow_align_int8=16, ddr_gbps_per_core=64.0, l2_gbps=0.0,
+                  f32_macs_per_lane=8, source=V2_SOURCE),
 )}
 
 #: data type -> divisor of the int8 cube rate. f16/bf16 run at half the int8 rate; f32 does
@@ -51,6 +67,8 @@ class ChipPeaks:
     def cube_macs_per_cycle(self, dtype: str = "int8") -> int:
         """Multiply-accumulates per TIU cycle of one core's cube (conv/matmul) for ``dtype``."""
         c = self.chip
+        if dtype.lower() == "f32":
+            return c.lanes * c.f32_macs_per_lane
         return c.lanes * c.cube_ic_align_int8 * c.cube_ohow_align // _CUBE_DIVISOR.get(dtype.lower(), 1)
 
     def tops_per_core(self, dtype: str = "int8") -> float:
@@ -76,13 +94,13 @@ class ChipPeaks:
         """(figure, value, unit, source) rows, for documentation and the report's caption."""
         c = self.chip
         return [
-            ("cores", c.cores, "", ARCH_SOURCE),
-            ("lanes (NPU Num)", c.lanes, "", ARCH_SOURCE),
+            ("cores", c.cores, "", c.source),
+            ("lanes (NPU Num)", c.lanes, "", c.source),
             ("TIU clock", self.tiu_mhz, "MHz", "the capture (tpu_freq / --tiu_freq)"),
             ("DMA clock", self.dma_mhz, "MHz", "the capture"),
-            ("DDR peak per core", c.ddr_gbps_per_core, "GB/s", ARCH_SOURCE),
+            ("DDR peak per core", c.ddr_gbps_per_core, "GB/s", c.source),
             ("DDR peak per chip", self.ddr_gbps_chip, "GB/s", DERIVED_SOURCE),
-            ("L2M peak", c.l2_gbps, "GB/s", ARCH_SOURCE),
+            ("L2M peak", c.l2_gbps, "GB/s", c.source),
             *((f"{t} peak per core", self.tops_per_core(t), "TOPS", DERIVED_SOURCE)
               for t in ("int8", "f16", "f32")),
         ]
@@ -94,3 +112,39 @@ def peaks_for(meta: Meta) -> ChipPeaks | None:
     if chip is None or not meta.is_pmu:
         return None
     return ChipPeaks(chip, tiu_mhz=float(meta.tiu_freq_mhz), dma_mhz=float(meta.dma_freq_mhz))
+
+
+#: the vendor's Detail Spec items (reference-tool.md §5: its workbook's arch block), in its
+#: order: (arch dict key, label, unit)
+DETAIL_SPEC = (
+    ("Platform", "Platform", ""), ("Chip Arch", "Chip arch", ""), ("Core Num", "Cores", ""),
+    ("NPU Num", "NPU lanes per core", ""), ("Cube IC Align(8bits)", "Cube IC align (int8)", ""),
+    ("Cube OHOW Align(8bits)", "Cube OHOW align (int8)", ""),
+    ("Cube OHOW Align(16bits)", "Cube OHOW align (16-bit)", ""),
+    ("Vector OHOW Align(8bits)", "Vector OHOW align (int8)", ""),
+    ("Execution Unit Number(int8)", "Execution units (int8)", ""),
+    ("TIU Frequency(MHz)", "TIU frequency", "MHz"), ("DMA Frequency(MHz)", "DMA frequency", "MHz"),
+    ("DDR Frequency(MHz)", "DDR frequency", "MHz"), ("TPU Lmem Size(MiB)", "Local memory per core", "MiB"),
+    ("Tpu Lmem Addr Width(bits)", "Local memory address width", "bits"),
+    ("Tpu Bank Addr Width(bits)", "Local memory bank address width", "bits"),
+    ("Bus Bandwidth", "Bus width", "bits"),
+    ("DDR Max BW(GB/s/Core)", "DDR peak per core", "GB/s"), ("L2 Max BW(GB/s)", "L2M peak", "GB/s"),
+)
+
+
+def chip_facts(meta: Meta) -> list[tuple[str, object, str, str]]:
+    """(label, value, unit, source) of the capture's chip: the vendor's Detail Spec items as the
+    capture states them (its arch dict, with the clocks it ran at), then the derived peaks. Empty
+    for framework traces."""
+    if not meta.is_pmu or not meta.arch:
+        return []
+    arch = dict(meta.arch, **{"TIU Frequency(MHz)": meta.tiu_freq_mhz,
+                              "DMA Frequency(MHz)": meta.dma_freq_mhz})
+    peaks = peaks_for(meta)
+    src = peaks.chip.source if peaks else ARCH_SOURCE
+    out = [(label, arch[key], unit, "the capture" if "Frequency" in key and "DDR" not in key else src)
+           for key, label, unit in DETAIL_SPEC if key in arch]
+    if peaks is not None:
+        out += [(f"{figure} (derived)", value, unit, source) for figure, value, unit, source
+                in peaks.sources() if source == DERIVED_SOURCE]
+    return out

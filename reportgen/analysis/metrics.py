@@ -19,6 +19,10 @@ The result of :func:`engine_summary` is one row per core (``core`` = 0..N-1) plu
 * ``<dma>_ddr_bw_wall``  ddr_bytes / span_ns, GB/s
 * ``<dma>_l2m_bw_busy``, ``<dma>_l2m_bw_wall``  likewise for L2M
 * ``<dma>_stall_cycles`` summed stall counter
+* ``<dma>_bytes``      bytes of non-system commands, every direction (also unknown: mode 0)
+* ``<dma>_xfer_ns``    summed duration of the non-system commands that moved bytes
+* ``<dma>_bw_busy``    bytes / xfer_ns, GB/s (all directions; the vendor's mode-0 DMA figure)
+* ``<dma>_ddr_read_bw_busy`` / ``_ddr_write_bw_busy``  DDR read / write bytes / ddr_busy_ns
 * ``tiu_alg_ops``, ``tiu_uarch_ops``  sums over TIU commands whose ops are modelled
 * ``tiu_uarch_rate``   tiu_alg_ops / tiu_uarch_ops; NaN ("n/a") when no command is modelled
 * ``parallelism``      (tiu + gdma + sdma busy) / span_ns; can exceed 1 (engines overlap)
@@ -101,6 +105,13 @@ def _engine_stats(a: dict[str, np.ndarray], key: str, span: int) -> dict[str, fl
         out[f"{key}_ddr_bw_wall"] = _div(out[f"{key}_ddr_bytes"], span)
         out[f"{key}_l2m_bw_wall"] = _div(out[f"{key}_l2m_bytes"], span)
         out[f"{key}_stall_cycles"] = int(a["stall"][work].sum())
+        # all directions, also unknown ones (mode 0: the bytes are counted, the direction is not)
+        moved = work & (nbytes > 0)
+        out[f"{key}_bytes"] = int(nbytes[work].sum())
+        out[f"{key}_xfer_ns"] = int(dur[moved].sum())
+        out[f"{key}_bw_busy"] = _div(out[f"{key}_bytes"], out[f"{key}_xfer_ns"])
+        out[f"{key}_ddr_read_bw_busy"] = _div(out[f"{key}_ddr_read_bytes"], out[f"{key}_ddr_busy_ns"])
+        out[f"{key}_ddr_write_bw_busy"] = _div(out[f"{key}_ddr_write_bytes"], out[f"{key}_ddr_busy_ns"])
     if key == "tiu":
         ops = work & a["modelled"]
         out["tiu_alg_ops"] = float(a["alg"][ops].sum())

@@ -60,7 +60,7 @@ def describe(peaks: ChipPeaks | None) -> list[str]:
     out = []
     for t in THRESHOLDS:
         ref = reference_value(t.reference, peaks)
-        if ref is None:
+        if not ref:                  # no peak, or one the vendor gives as 0 (unknown): no rating
             continue
         what = {"tiu_util": "TIU util", "ddr_bw_busy": "DDR bandwidth", "l2m_bw_busy": "L2M bandwidth"}[t.metric]
         if t.reference == "fraction":

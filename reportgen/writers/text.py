@@ -25,9 +25,14 @@ from reportgen.writers.why_text import why_document, why_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
-SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_util", "tiu_uarch_rate",
-                   "gdma_busy_ns", "gdma_util", "gdma_ddr_bw_busy", "gdma_l2m_bw_busy",
-                   "sdma_busy_ns", "sdma_util", "sdma_ddr_bw_busy", "cdma_ddr_bw_busy"]
+SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_idle_ns", "tiu_util",
+                   "tiu_uarch_rate"]
+# per DMA engine: busy, idle, util, bandwidth in every direction (mode 0 too), DDR total / read /
+# write, L2M (GDMA) -- what the vendor's README promises per core and engine (issue 25)
+for _key in ("gdma", "sdma", "cdma"):
+    SUMMARY_COLUMNS += [f"{_key}_busy_ns", f"{_key}_idle_ns", f"{_key}_util", f"{_key}_bw_busy",
+                        f"{_key}_ddr_bw_busy", f"{_key}_ddr_read_bw_busy", f"{_key}_ddr_write_bw_busy"]
+    SUMMARY_COLUMNS += ["gdma_l2m_bw_busy"] if _key == "gdma" else []
 
 def _header(entry: catalogue.SummaryMetric) -> str:
     unit = TEXT_FORMATS[entry.metric.kind][0]
@@ -62,7 +67,10 @@ def _parts(units: list[list[int]], widths: list[int], key: int, limit: int) -> l
 def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
     """The engine summary as fixed-width tables no wider than ``limit``: the Core column, then
     as many engines' columns as fit; the next engines in a table below, Core repeated."""
-    entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS]
+    # CDMA only when a port ran (as the HTML summary): most captures, and chips without CDMA
+    # (BM1688, CV84X6), would otherwise carry a table of n/a
+    no_cdma = "cdma_cmds" in summary and not summary["cdma_cmds"].fillna(0).sum()
+    entries = [catalogue.lookup(c) for c in SUMMARY_COLUMNS if not (no_cdma and c.startswith("cdma_"))]
     headers = [_header(e) for e in entries]
     rows = [[fmt(r[e.column], e.metric.kind) for e in entries] for r in summary.to_dict("records")]
     widths = [max([len(h)] + [len(r[i]) for r in rows]) for i, h in enumerate(headers)]
@@ -96,7 +104,8 @@ SOURCE_NAMES = {"chrome": "chrome trace", "ascend": "Ascend profiler output",
 #: the notes under the table, one short line each
 PMU_NOTES = ["Definitions: docs/metrics.md.",
              "Busy = union of non-system command intervals; util = busy / span.",
-             "BW = bytes / busy time of the commands that moved them.",
+             "BW = bytes / busy time of the commands that moved them (DDR: DDR commands; "
+             "plain BW: every direction, also mode 0).",
              "uArch rate n/a = no command with a modelled op (modes 0/1)."]
 FRAMEWORK_NOTES = ["Definitions: docs/metrics.md.",
                    "Busy = union of a lane's work intervals (a device row: of all its lanes); util = busy / span.",
@@ -336,11 +345,18 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     frame["Engine Id"] = frame["engine"].astype(str).map(ENGINE_IDS)
     frame["uArch Rate"] = rate_text(frame["alg_ops"].to_numpy(float), frame["uarch_ops"].to_numpy(float))
     frame.loc[frame["uArch Rate"] == "", "uArch Rate"] = None
+    if "bank_conflict_ratio" in frame:
+        ratio = frame["bank_conflict_ratio"].to_numpy(float)
+        frame["Bank Conflict Ratio"] = rate_text(ratio, np.ones(len(ratio)))
+        frame.loc[frame["Bank Conflict Ratio"] == "", "Bank Conflict Ratio"] = None
     info = [("Function Name", "func_name"), ("Function Type", "func_type"),
             ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"), ("Cmd Id", "cmd_id"),
             ("Asic Cycle", "cycles"), ("Engine Id", "Engine Id")]
     tiu_ops = [("Alg Ops", "alg_ops"), ("uArch Ops", "uarch_ops"), ("uArch Rate", "uArch Rate"),
-               ("Alg Cycle", "alg_cycle")]
+               ("Alg Cycle", "alg_cycle"),
+               # CV84X6 only (its TIU record counts them; spec chips-bm1688-cv84x6.md §8.3)
+               ("Bank Conflict Cycle", "bank_conflict"), ("Bank Conflict Ratio", "Bank Conflict Ratio"),
+               ("Thread Id", "thread_id")]
     dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("Function Type", "func_type"),
            ("Function Name", "func_name"), ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"),
            ("Cmd Id", "cmd_id"), ("Data Type", "dtype"), ("Asic Cycle", "cycles"),

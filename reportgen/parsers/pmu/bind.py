@@ -30,6 +30,11 @@ def walk_chain(file: np.ndarray, start: int, length: int, engine: str, chip: Chi
     """
     lay = D.layouts(chip.name)
     table = D._tiu_eu_table(chip.name)
+    wide_sys, dma_ops = D.tiu_wide_sys_op(chip.name), D.dma_ops(chip.name)
+    t_off, t_width, sp_off, sp_width = D.dma_head(chip.name)
+    t_mask, sp_mask = (1 << t_width) - 1, (1 << sp_width) - 1
+    # CV84X6's walker stops after the first chain-end (sDMA_sys special 0) and keeps it (§6.3)
+    stop_at_chain_end = chip.name == "CV84X6"
     buf = file[start: start + length].tobytes()
     offs, lens = [], []
     off, n = 0, len(buf)
@@ -37,12 +42,12 @@ def walk_chain(file: np.ndarray, start: int, length: int, engine: str, chip: Chi
         head = int.from_bytes(buf[off: off + 8].ljust(8, b"\0"), "little")
         if engine == "TIU":
             key = (head & 1, (head >> 41) & 0xF, (head >> 45) & 0x1F)
-            op = table.get(key) or ("SYS_TR_ACC" if key[1] == 12 else None)
+            op = table.get(key) or (wide_sys if key[1] == 12 else None)
         elif engine == "CDMA":
             op = D.CDMA_OPS.get((head >> 4) & 0xF)
         else:
-            ctype, short = (head >> 32) & 0x1F, (head >> 3) & 1
-            op = D.DMA_OPS.get(ctype)
+            ctype, short = (head >> t_off) & t_mask, (head >> 3) & 1
+            op = dma_ops.get(ctype)
             if op is not None and (op == "sDMA_sys") != bool(short):
                 op = None
         if op is None or op not in lay:
@@ -55,6 +60,8 @@ def walk_chain(file: np.ndarray, start: int, length: int, engine: str, chip: Chi
         if is_sys and n - off <= 128 and not any(buf[off:]):
             break
         if op == "sCDMA_sys" and ((head >> 8) & 7) == 0:
+            break
+        if stop_at_chain_end and op == "sDMA_sys" and ((head >> sp_off) & sp_mask) == 0:
             break
     return np.array(offs, np.int64), np.array(lens, np.int64)
 

@@ -127,12 +127,13 @@ def read_global_profile(path: Path, meta: Meta) -> GlobalProfile:
         meta.warn("global-junk", f"ignored {len(junk)} line(s) without '=' (first: line {junk[0]})",
                   str(path))
     if "arch" not in values:
-        raise InputError(path, "does not declare the chip: expected a line 'arch=<5|8800|AKS|6|140814|AKSV>'")
+        raise InputError(path, "does not declare the chip: expected a line 'arch=<5|8800|AKS|6|140814|AKSV|4|BM1688|7|CV84X6>'")
     arch, arch_line = values["arch"]
     chip = chip_for_arch(arch)
     if chip is None:
-        raise InputError(path, f"unsupported chip arch={arch!r}: expected AKS (5, 8800, AKS, SG2260) "
-                         "or AKSV (6, 140814, AKSV, SG2260E)", line=arch_line)
+        raise InputError(path, f"unsupported chip arch={arch!r}: expected AKS (5, 8800, AKS, SG2260), "
+                         "AKSV (6, 140814, AKSV, SG2260E), BM1688 (4, BM1688, CV186X) or CV84X6 "
+                         "(7, CV84X6, BM1684X2)", line=arch_line)
     gp = GlobalProfile(path=path, chip=chip, bmodel=bmodel)
     for key in _INT_KEYS:
         if key in values:
@@ -194,7 +195,7 @@ def cdma_files(directory: Path, chip: Chip) -> dict[int, Path]:
             raise InputError(p, "CDMA file name should be cdma_<port>.profile or cdma<N>_<port>.profile")
         port = int(m.group(1))
         if port >= chip.cdma_ports:
-            raise InputError(p, f"CDMA port {port} does not exist on {chip.name} "
-                             f"(ports 0..{chip.cdma_ports - 1})")
+            raise InputError(p, f"CDMA port {port} does not exist on {chip.name} " + (
+                f"(ports 0..{chip.cdma_ports - 1})" if chip.cdma_ports else "(it has no CDMA engine)"))
         ports[port] = p
     return dict(sorted(ports.items()))

@@ -19,8 +19,10 @@ from reportgen.parsers.pmu import match
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import DTYPE_NAMES
+from reportgen.parsers.pmu.rvt_names import cv84x6_rvt
 from reportgen.parsers.pmu.streams import Stream
 from reportgen.parsers.pmu.tiu_ops import tiu_ops
+from reportgen.parsers.pmu.tiu_ops_chips import CONSTANTS as OPS_CHIPS, tiu_ops_chip
 
 SYS_TYPE = {"TIU": 15, "GDMA": 6, "SDMA": 6, "CDMA": 7}
 NAME_ENGINE = {"TIU": "TIU", "GDMA": "DMA", "SDMA": "DMA", "CDMA": "CDMA"}
@@ -73,10 +75,18 @@ def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
     """Label codes of Function Type / Name over every (cmd type, eu) pair: 32 x 32 entries."""
     table = D.mode1_names(chip)
     types = {t: ft for (e, t, _), (ft, _) in table.items() if e == eng}
+    # BM1688 / CV84X6 DMA: Type from entry (cmd_type, 0), unknown pairs "unknown" (spec
+    # chips-bm1688-cv84x6.md §8.1); AKS/AKSV: cmd_type_<t> / <type>_<eu>
+    v2_dma = eng == "DMA" and chip in ("BM1688", "CV84X6")
     ft_u, fn_u = [], []
     for t in range(32):
         for e in range(32):
             hit = table.get((eng, t, e))
+            if v2_dma:
+                ft = table.get((eng, t, 0), ("unknown",))[0]
+                ft_u.append(ft)
+                fn_u.append(hit[1] if hit else "unknown")
+                continue
             ft = hit[0] if hit else types.get(t, f"cmd_type_{t}")
             ft_u.append(ft)
             fn_u.append(hit[1] if hit else f"{ft}_{e}")
@@ -84,9 +94,9 @@ def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
 
 
 @lru_cache(maxsize=None)
-def _mode2_names(op: str) -> np.ndarray:
+def _mode2_names(op: str, chip: str) -> np.ndarray:
     """Label codes of a decoded TIU op's Function Name by tsk_eu_typ (0..31)."""
-    return LABELS.codes(D.mode2_name_table(op))
+    return LABELS.codes(D.mode2_name_table(op, chip))
 
 
 #: memory codes (node extra_info order; descriptor address tags map onto them); -1 unknown
@@ -116,6 +126,26 @@ def _tensor_name(fname: np.ndarray, ctype: np.ndarray, sp: np.ndarray, src, dst)
 
 def _mem_from_tag(tag: np.ndarray) -> np.ndarray:
     return np.where(tag == 31, LMEM, np.where(tag == 30, L2M, DDR))
+
+
+#: CV84X6's L2 SRAM window in the low 40 address bits (spec chips-bm1688-cv84x6.md §8.2)
+CV84X6_L2 = (0x26D20000, 0x26D20000 + (1 << 20))
+
+
+def _memory(chip: str, fields: dict, side: str, n: int) -> np.ndarray:
+    """Memory code of a DMA descriptor's ``side`` ("src"/"dst") address, by the chip's rule."""
+    if chip == "BM1688":        # 40-bit address: bit 39 set = global memory (spec §8.2)
+        h8 = fields.get(f"{side}_start_addr_h8")
+        return np.full(n, DDR) if h8 is None else np.where(h8.astype(np.int64) >> 7 == 1, DDR, LMEM)
+    hi = fields.get(f"{side}_start_addr_h13")
+    if hi is None:
+        return np.full(n, DDR)
+    tag = hi.astype(np.int64) >> 8
+    if chip == "CV84X6":        # tag 1/2 global; tag 30 or the L2 window: L2; anything else local
+        low = ((hi.astype(np.int64) & 0xFF) << 32) | fields[f"{side}_start_addr_l32"].astype(np.int64)
+        l2 = (tag == 30) | ((low >= CV84X6_L2[0]) & (low < CV84X6_L2[1]))
+        return np.where((tag == 1) | (tag == 2), DDR, np.where(l2, L2M, LMEM))
+    return _mem_from_tag(tag)
 
 
 _DTYPE_TEXT = [DTYPE_NAMES.get(c, f"dtype_{c}") for c in range(128)]
@@ -175,6 +205,14 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
             dst[node] = np.where(is_sys, -1, (xi >> 6) & 3)
             dtype[node] = np.where(is_sys, -1, _dtype_name(xi))
     ftype_all, fname_all = _names(chip, engine, ctype, sub)
+    rvt = np.flatnonzero(node & (rec["mode"] == MODE["RVT"])) if chip.name == "CV84X6" else []
+    if len(rvt):                                   # generator / variant names (spec §5)
+        ftype_all[rvt], fname_all[rvt], way = cv84x6_rvt(
+            node_src["tsk_typ"][rvt], node_src["eu"][rvt], node_src["extra_info"][rvt])
+        if engine != "TIU":
+            src[rvt] = np.where(way == 1, DDR, np.where(way == 2, LMEM, src[rvt]))
+            dst[rvt] = np.where(way == 1, LMEM, np.where(way == 2, DDR, dst[rvt]))
+        ctype[rvt] = 31      # a generator index, not a command type: never system, never "tensor"
     keep_name = rec["source"] != DESC
     ftype[keep_name], fname[keep_name] = ftype_all[keep_name], fname_all[keep_name]
     # 3) full descriptors (mode 2, DES, bmodel)
@@ -203,10 +241,11 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
             if kind == "TIU":
                 eu = fields["tsk_eu_typ"].astype(np.int64)
                 ftype[rows] = LABELS.code(op)
-                fname[rows] = _mode2_names(op)[eu & 31]
+                fname[rows] = _mode2_names(op, chip.name)[eu & 31]
                 ctype[rows] = fields["tsk_typ"].astype(np.int64)
                 sub[rows] = eu
-                a, u, c = tiu_ops(op, fields)
+                a, u, c = (tiu_ops_chip(chip.name, op, fields) if chip.name in OPS_CHIPS
+                           else tiu_ops(op, fields))
                 alg[rows], uarch[rows], acyc[rows] = a, u, c
                 dtype[rows] = _tiu_dtype(op, fields)
                 if "cmd_id_dep" in fields:
@@ -215,19 +254,22 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 ct = fields.get("cmd_type", np.zeros(len(rows))).astype(np.int64)
                 sp = fields.get("cmd_special_function", np.zeros(len(rows))).astype(np.int64)
                 ctype[rows], sub[rows] = ct, sp
-                stag = fields.get("src_start_addr_h13")
-                dtag = fields.get("dst_start_addr_h13")
-                src[rows] = _mem_from_tag((stag.astype(np.int64) >> 8) if stag is not None else np.zeros(len(rows), np.int64))
-                dst[rows] = _mem_from_tag((dtag.astype(np.int64) >> 8) if dtag is not None else np.zeros(len(rows), np.int64))
+                src[rows] = _memory(chip.name, fields, "src", len(rows))
+                dst[rows] = _memory(chip.name, fields, "dst", len(rows))
                 if "src_data_format" in fields:
                     dtype[rows] = _dtype_name(fields["src_data_format"].astype(np.int64))
                 ft, fn = _names(chip, engine, ct, sp)
                 ftype[rows], fname[rows] = ft, fn
                 if "cmd_id_dep" in fields:
                     d = fields["cmd_id_dep"].astype(np.int64)
-                    dep[rows] = np.where(d >> 20 & 1, d & 0xFFFFF, -1) if kind == "DMA" else d
+                    if kind == "DMA" and chip.name == "BM1688":   # a plain 24-bit TIU id, 0 none
+                        dep[rows] = np.where(d > 0, d, -1)
+                    else:
+                        dep[rows] = np.where(d >> 20 & 1, d & 0xFFFFF, -1) if kind == "DMA" else d
                 for hi, lo, name in (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
-                                     ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr")):
+                                     ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr"),
+                                     ("src_start_addr_h8", "src_start_addr_l32", "src_start_addr"),
+                                     ("dst_start_addr_h8", "dst_start_addr_l32", "dst_start_addr")):
                     if hi in fields:
                         reg[name] = (fields[hi].astype(np.uint64) << np.uint64(32)) | fields[lo]
             regs.append((rows, reg))
@@ -244,6 +286,10 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         cols["bytes"] = s["bytes"]
         cols["stall_cycles"] = s["stall"]
         cols["gmem_xact"] = s["xact"]
+        if "stall_desc" in s.cols:                # BM1688: other counters with a descriptor
+            with_desc = rec["source"] == DESC
+            cols["stall_cycles"] = np.where(with_desc, s["stall_desc"], s["stall"])
+            cols["gmem_xact"] = np.where(with_desc, s["xact_desc"], s["xact"])
         mhz = meta.dma_freq_mhz
         dur_ns = s["cycles"] * 1000.0 / mhz
         bw = np.round(s["bytes"] / np.maximum(dur_ns, 1e-9), 4)
@@ -261,6 +307,9 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 alg_ops=alg, uarch_ops=uarch, alg_cycle=acyc,
                 uarch_rate=np.where(uarch > 0, alg / np.where(uarch > 0, uarch, 1), np.nan),
                 dep_cmd_id=dep)
+    if "bank_conflict" in s.cols:     # CV84X6 TIU records count bank-conflict cycles (spec §4.3)
+        cols["bank_conflict"], cols["thread_id"] = s["bank_conflict"], s["thread_id"]
+        cols["bank_conflict_ratio"] = s["bank_conflict"] / np.maximum(s["cycles"], 1)
     cols["_id"] = s["id"]
     return Binding(engine, cols=cols, regs=regs, field_order=field_order)
 
@@ -268,7 +317,7 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
 def _tiu_dtype(op: str, fields) -> np.ndarray:
     """Label codes of a decoded TIU op's data type, "opd -> res" (-1 for system ops)."""
     n = len(next(iter(fields.values())))
-    if op in ("SYS", "SYS_TR_ACC"):
+    if op in ("SYS", "SYS_TR_ACC", "SYS_TR_WR"):
         return np.full(n, -1, CODE)
     res = fields.get("opt_res0_prec")
     opd = fields.get("opt_opd0_prec")
@@ -329,10 +378,14 @@ def assemble(bindings: list[Binding], meta: Meta):
                                   "cmd_id": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
                                   "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
     names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
-    missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan}
+    missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan,
+               "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
-    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact"):
+    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
+              "bank_conflict", "thread_id"):
+        if k not in data:
+            continue
         v = data[k]
         data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int64 if k != "port" else np.int16),
                                          v < 0)

@@ -58,7 +58,7 @@ def layouts(chip: str) -> dict[str, Layout]:
     bits: dict[str, int] = {}
     with _data_file(f"{chip}.csv").open(encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
-            op = re.sub(r"[（(].*$", "", r["op"]).strip()   # "DMA_tensor（0x000）" -> "DMA_tensor"
+            op = _op_name(r["op"])
             fields = rows.setdefault(op, [])
             entry = (r["field"], int(r["bit_offset"]), int(r["bit_width"]))
             if entry not in fields:
@@ -68,9 +68,15 @@ def layouts(chip: str) -> dict[str, Layout]:
 
 
 @lru_cache(maxsize=None)
-def mode2_names() -> dict[tuple[str, int], str]:
-    """(register op, tsk_eu_typ) -> Function Name, e.g. ("sMM2", 4) -> "mm2.nn"."""
+def mode2_names(chip: str = "AKS") -> dict[tuple[str, int], str]:
+    """(register op, tsk_eu_typ) -> Function Name, e.g. ("sMM2", 4) -> "mm2.nn": the chip's own
+    table (``<chip>-mode2-names.csv``: BM1688, CV84X6; TIU rows) or the shared AKS/AKSV one."""
     out = {}
+    if _data_file(f"{chip}-mode2-names.csv").is_file():
+        for r in _chip_mode2_rows(chip):
+            if r["engine"] == "TIU":
+                out[(r["op"], int(r["eu_or_special"]))] = r["function_name"]
+        return out
     with _data_file("mode2-names.csv").open(encoding="utf-8") as fh:
         for r in csv.DictReader(fh):
             out[(r["function_type"], int(r["eu_or_special"]))] = r["function_name"]
@@ -78,10 +84,50 @@ def mode2_names() -> dict[tuple[str, int], str]:
 
 
 @lru_cache(maxsize=None)
+def _chip_mode2_rows(chip: str) -> tuple[dict[str, str], ...]:
+    """Rows of a chip's own mode-2 name table, op names without the "（0x000）" suffix."""
+    with _data_file(f"{chip}-mode2-names.csv").open(encoding="utf-8") as fh:
+        return tuple(dict(r, op=_op_name(r["op"])) for r in csv.DictReader(fh))
+
+
+def _op_name(op: str) -> str:
+    return re.sub(r"[（(].*$", "", op).strip()     # "DMA_tensor（0x000）" -> "DMA_tensor"
+
+
 @lru_cache(maxsize=None)
-def mode2_name_table(op: str) -> np.ndarray:
+def tiu_op_codes(chip: str) -> dict[str, int]:
+    """TIU register op -> tsk_typ: §8.2 for AKS/AKSV, the chip's own table otherwise."""
+    if _data_file(f"{chip}-mode2-names.csv").is_file():
+        return {r["op"]: int(r["code"]) for r in _chip_mode2_rows(chip) if r["engine"] == "TIU"}
+    return TIU_TSK_TYP
+
+
+@lru_cache(maxsize=None)
+def dma_ops(chip: str) -> dict[int, str]:
+    """DMA cmd_type -> register op of a chip."""
+    if _data_file(f"{chip}-mode2-names.csv").is_file():
+        return {int(r["code"]): r["op"] for r in _chip_mode2_rows(chip) if r["engine"] == "DMA"}
+    return DMA_OPS
+
+
+@lru_cache(maxsize=None)
+def dma_head(chip: str) -> tuple[int, int, int, int]:
+    """(cmd_type offset, width, special offset, width) of the chip's DMA head (BM1688: 4-bit type)."""
+    f = {name: (off, w) for name, off, w in layouts(chip)["sDMA_sys"].fields}
+    return (*f["cmd_type"], *f["cmd_special_function"])
+
+
+@lru_cache(maxsize=None)
+def tiu_wide_sys_op(chip: str) -> str:
+    """The chip's type-12 system op, whose eu field is 3 bits wide (SYS_TR_ACC / SYS_TR_WR)."""
+    return next((op for op, t in tiu_op_codes(chip).items() if t == 12 and op.startswith("SYS")),
+                "SYS_TR_ACC")
+
+
+@lru_cache(maxsize=None)
+def mode2_name_table(op: str, chip: str = "AKS") -> np.ndarray:
     """Function Name of a decoded TIU op by tsk_eu_typ (0..31); unknown eu -> "<op>_<eu>"."""
-    names = mode2_names()
+    names = mode2_names(chip)
     return np.array([names.get((op, e), f"{op}_{e}") for e in range(32)], object)
 
 
@@ -166,21 +212,22 @@ def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
 @lru_cache(maxsize=None)
 def _tiu_eu_table(chip: str) -> dict[tuple[int, int, int], str]:
     """(cmd_short, tsk_typ, eu) -> register op, from the mode-2 name table and §8.2."""
-    names = mode2_names()
+    names = mode2_names(chip)
+    codes = tiu_op_codes(chip)
     have = layouts(chip)
     table: dict[tuple[int, int, int], str] = {}
     for (op, eu) in names:
-        if op in ("SYS", "SYS_TR_ACC"):
+        if op.startswith("SYS"):
             for short in (0, 1):
-                table[(short, TIU_TSK_TYP[op], eu)] = op
-        elif op in TIU_TSK_TYP and op in have:
-            table[(1, TIU_TSK_TYP[op], eu)] = op
-        elif op in SHORT_FORM and op in have:
-            table[(0, TIU_TSK_TYP[SHORT_FORM[op]], eu)] = op
+                table[(short, codes[op], eu)] = op
         elif op in ("LAR", "RAND") and op in have:
-            table[(0, TIU_TSK_TYP[op], eu)] = op
-            table[(1, TIU_TSK_TYP[op], eu)] = op
-    return table
+            table[(0, codes[op], eu)] = op
+            table[(1, codes[op], eu)] = op
+        elif op in SHORT_FORM and op in have:       # long form: cmd_short 0
+            table[(0, codes.get(op, TIU_TSK_TYP.get(SHORT_FORM[op], -1)), eu)] = op
+        elif op in codes and op in have:
+            table[(1, codes[op], eu)] = op
+    return {k: v for k, v in table.items() if k[1] >= 0}
 
 
 @lru_cache(maxsize=None)
@@ -216,16 +263,17 @@ def classify_tiu(buf: np.ndarray, chip: str) -> np.ndarray:
     typ = extract(buf, 41, 4).astype(np.int64)
     eu = extract(buf, 45, 5).astype(np.int64)
     out = _tiu_op_lookup(chip)[short * 512 + typ * 32 + eu]
-    tr_acc = (typ == 12) & (extract(buf, 45, 3) == 0)     # SYS_TR_ACC has a 3-bit eu field
-    out[tr_acc & (out < 0)] = _op_code(chip, "SYS_TR_ACC")
+    tr_acc = (typ == 12) & (extract(buf, 45, 3) == 0)     # SYS_TR_ACC / _WR: a 3-bit eu field
+    out[tr_acc & (out < 0)] = _op_code(chip, tiu_wide_sys_op(chip))
     return out
 
 
 def classify_dma(buf: np.ndarray, chip: str) -> np.ndarray:
     short = extract(buf, 3, 1).astype(np.int64)
-    ctype = extract(buf, 32, 5).astype(np.int64)
+    off, width, _, _ = dma_head(chip)
+    ctype = extract(buf, off, width).astype(np.int64)
     out = np.full(len(buf), -1, np.int64)
-    for code, op in DMA_OPS.items():
+    for code, op in dma_ops(chip).items():
         want_short = 1 if op == "sDMA_sys" else 0
         out[(ctype == code) & (short == want_short)] = _op_code(chip, op)
     return out

@@ -32,7 +32,8 @@ from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu.nodes import CommandList, parse_dyn_data
 from reportgen.parsers.pmu.records import DES_KV_HEADER, Block
-from reportgen.parsers.pmu.streams import Stream, from_records, normalise
+from reportgen.parsers.pmu.clocks import TiuClock
+from reportgen.parsers.pmu.streams import Stream, from_records, normalise, trim_edge_strays
 
 T = TypeVar("T")
 R = TypeVar("R")
@@ -93,7 +94,11 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     chip = gp.chip
     if tiu_freq is not None and not tiu_freq > 0:
         raise InputError(directory, f"TIU clock must be above 0 MHz, not {tiu_freq}")
-    tiu_mhz = float(tiu_freq or gp.tpu_freq or chip.tiu_mhz)
+    # the clock the TIU counters ran at, as the capture declares it; a --tiu_freq override of
+    # it is applied relative to each core's sync instant (clocks.TiuClock), never to the
+    # counters' absolute values
+    counter_mhz = float(gp.tpu_freq or chip.tiu_mhz)
+    tiu_mhz = float(tiu_freq or counter_mhz)
     dma_mhz = chip.dma_mhz
     files = container.core_files(directory)
     ports = container.cdma_files(directory, chip)
@@ -109,10 +114,11 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
     sizes = [container.scan_blocks(f) for f in files + list(ports.values())]
     limits.check_size(directory, sum(sizes), max_input_mb, what="its core and port files hold")
     buffers = _file_buffers(sizes[:len(files)])
-    cores = _in_threads(lambda i, m: _read_core(i, files[i], buffers[i], chip, tiu_mhz, dma_mhz, m,
+    clocks = TiuClock(counter_mhz, tiu_mhz)
+    cores = _in_threads(lambda i, m: _read_core(i, files[i], buffers[i], chip, clocks, dma_mhz, m,
                                                 gp.bmodel), list(range(len(files))), meta, "decode cores", quiet)
     port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
-    _check_record_counts(gp, cores, port_streams, meta)
+    _check_record_counts(gp, cores, port_streams, meta, chip.init_records)
 
     modes = {c.index: ("bmodel" if gp.bmodel else "2" if len(c.extra_off) else "1" if c.has_nodes else "0")
              for c in cores if any(len(s) for s in c.streams.values())}
@@ -176,7 +182,7 @@ def _in_threads(work: Callable[[T, Meta], R], items: list[T], meta: Meta, progre
     return out
 
 
-def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: float, dma_mhz: float,
+def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: TiuClock, dma_mhz: float,
                meta: Meta, bmodel: bool) -> CoreData:
     core = CoreData(index, path)
     core.file = data = _read_file(path, buffer)
@@ -194,7 +200,8 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: 
                 warn("extra-monitor-block", f"second {engine} monitor block ignored (offset {b.offset})")
                 continue
             seen.add(engine)
-            core.streams[engine] = from_records(engine, b.payload, warn, _counter(meta, engine, index))
+            core.streams[engine] = from_records(engine, b.payload, warn, _counter(meta, engine, index),
+                                                chip.records)
         elif b.type == Block.DYN_DATA:
             nwords = len(b.payload) // 4
             if nwords * 4 != len(b.payload):
@@ -228,21 +235,31 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, tiu_mhz: 
     for engine in CORE_ENGINES:
         s = core.streams.get(engine)
         if s is None:
-            s = from_records(engine, memoryview(b""), warn)
-        s = normalise(s, tiu_mhz if engine == "TIU" else dma_mhz, warn)
+            s = from_records(engine, memoryview(b""), warn, layout=chip.records)
+        s = normalise(s, clock.counter_mhz if engine == "TIU" else dma_mhz, warn)
         core.streams[engine] = s
-    # profile-init preamble: first 2 records and first 2 nodes per engine
+    init = chip.init_records
+    if chip.tiu_edge_strays:
+        core.streams["TIU"] = trim_edge_strays(core.streams["TIU"], core.streams["GDMA"], meta, index, warn)
+    # the sync instant: a TIU record's end (AKS: the preamble's record #1; spec §9.5 and
+    # chips-bm1688-cv84x6.md §7.2), counted after the preamble
     tiu = core.streams["TIU"]
-    if len(tiu) >= INIT_RECORDS:
-        core.sync_ns = int(tiu["end_ns"][INIT_RECORDS - 1])
+    at = chip.sync_record
+    if -len(tiu) <= at < len(tiu):
+        at %= len(tiu)
+        clock.rescale(tiu, at)
+        core.sync_ns = int(tiu["end_ns"][at])
     else:
-        warn("no-sync", "TIU stream has fewer than 2 records: the core cannot be aligned")
+        clock.rescale(tiu, None)
+        warn("no-sync", "TIU stream has too few records to hold its sync record: the core cannot "
+             "be aligned")
     for engine in CORE_ENGINES:
         s = core.streams[engine]
-        core.streams[engine] = s.take(slice(min(INIT_RECORDS, len(s)), None))
-        meta.count(f"{engine}_{index}", "dropped: profile-init preamble", min(INIT_RECORDS, len(s)))
-        if engine in core.commands:
-            core.commands[engine] = core.commands[engine].take(slice(INIT_RECORDS, None))
+        if init:
+            core.streams[engine] = s.take(slice(min(init, len(s)), None))
+            meta.count(f"{engine}_{index}", "dropped: profile-init preamble", min(init, len(s)))
+            if engine in core.commands:
+                core.commands[engine] = core.commands[engine].take(slice(init, None))
     return core
 
 
@@ -336,7 +353,7 @@ def _read_port(port: int, path: Path, dma_mhz: float, meta: Meta) -> Stream:
     return s
 
 
-def _check_record_counts(gp, cores, ports, meta: Meta) -> None:
+def _check_record_counts(gp, cores, ports, meta: Meta, init: int = INIT_RECORDS) -> None:
     for key, (value, line) in gp.records.items():
         parts = key.split("_")
         try:
@@ -344,7 +361,7 @@ def _check_record_counts(gp, cores, ports, meta: Meta) -> None:
                 idx, engine = int(parts[0][4:]), parts[1].upper()
                 if idx >= len(cores):
                     continue
-                have = len(cores[idx].streams[engine]) + INIT_RECORDS
+                have = len(cores[idx].streams[engine]) + init
             elif key.startswith("cdma_port"):
                 p = int(parts[1][4:])
                 if p not in ports:

@@ -80,6 +80,30 @@ CDMA_RECORD = np.dtype([
 
 assert TIU_RECORD.itemsize == 16 and DMA_RECORD.itemsize == 64 and CDMA_RECORD.itemsize == 128
 
+#: BM1688 PMU records (spec chips-bm1688-cv84x6.md §4.1, §4.2)
+BM1688_TIU_RECORD = np.dtype([
+    ("inst_start_time", "<u4"),
+    ("inst_end_time", "<u4"),
+    ("inst_id_and_load", "<u8"),              # 15..0 inst_id, 63..16 computation_load
+    ("num_read", "<u4"), ("num_read_stall", "<u4"), ("num_write", "<u4"), ("reserved", "<u4"),
+])
+BM1688_PORTS = ("axi_d0", "axi_d1", "gif_fmem", "gif_l2sram")
+BM1688_GDMA_RECORD = np.dtype(
+    [("inst_start_time", "<u4"), ("inst_end_time", "<u4"), ("inst_id_word", "<u4")]   # 19..0 id
+    + [(f"{p}_{c}_bytes", "<u4") for p in BM1688_PORTS for c in ("aw", "wr", "ar")]
+    + [("reserved0", "<u4")]
+    + [(f"{p}_{d}_valid_bytes", "<u4") for p in BM1688_PORTS for d in ("wr", "rd")]
+    + [(f"{p}_{d}_stall_bytes", "<u4") for p in BM1688_PORTS for d in ("wr", "rd")]
+    + [("channel_times", "<u4", (32,))])      # per-channel end/start pairs, not reported
+assert BM1688_TIU_RECORD.itemsize == 32 and BM1688_GDMA_RECORD.itemsize == 256
+#: record layout family (Chip.records) -> engine -> dtype; CV84X6 uses the AKS sizes
+RECORD_LAYOUTS = {
+    "AKS": {"TIU": TIU_RECORD, "GDMA": DMA_RECORD, "SDMA": DMA_RECORD, "CDMA": CDMA_RECORD},
+    "BM1688": {"TIU": BM1688_TIU_RECORD, "GDMA": BM1688_GDMA_RECORD, "SDMA": BM1688_GDMA_RECORD,
+               "CDMA": CDMA_RECORD},
+    "CV84X6": {"TIU": TIU_RECORD, "GDMA": DMA_RECORD, "SDMA": DMA_RECORD, "CDMA": CDMA_RECORD},
+}
+
 #: monitor block type -> (engine name, record dtype)
 MONITOR_BLOCKS = {
     Block.MONITOR_BD: ("TIU", TIU_RECORD),

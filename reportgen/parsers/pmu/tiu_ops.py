@@ -85,10 +85,7 @@ def tiu_ops(op: str, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         uarch = 2 * A(m, NPU) * A(nn, EU_NUM[pr]) * A(k, 4)
         cyc = D(alg, CUBE_NUM[p0] * 4 * NPU * 2)
     elif base == "AR":
-        fct = np.where(eu == 12, 5, 1)
-        alg = N * C * H * W * fct
-        uarch = N * A(C, NPU) * A(H * W, EU_NUM[p0]) * fct
-        cyc = D(alg, EU_NUM[p0] * fct * NPU)
+        alg, uarch, cyc = arith(N, C, H, W, eu, NPU, EU_NUM[p0])
     elif base == "PorD":
         kh, kw = get("opd1_h"), get("opd1_w")
         roi = (eu >= 5) & (eu <= 8)
@@ -98,9 +95,7 @@ def tiu_ops(op: str, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         uarch = N * A(C, NPU) * A(H * W, EU_NUM[p0]) * K
         cyc = D(alg, cf * EU_NUM[p0] * NPU)
     elif base == "RQ&DQ":
-        alg = 3 * N * C * H * W
-        uarch = 3 * N * A(C, NPU) * A(H * W, EU_NUM[p0])
-        cyc = D(alg, 3 * EU_NUM[p0] * NPU)
+        alg, uarch, cyc = requant(N, C, H, W, NPU, EU_NUM[p0])
     elif base == "CW&BC":
         one = np.ones(n, np.int64)
         n_, h_ = np.where(eu >= 4, one, N), np.where(eu >= 4, one, H)
@@ -140,6 +135,24 @@ def tiu_ops(op: str, fields: dict[str, np.ndarray]) -> tuple[np.ndarray, np.ndar
         return np.ones(n), np.ones(n), np.zeros(n)
     else:   # CONV_BW, LAR, RAND and anything unknown: not modelled
         return nan, nan.copy(), nan.copy()
+    return finish(alg, uarch, cyc)
+
+
+def arith(N, C, H, W, eu, lanes, eu_num):
+    """sAR: N·C·H·W (×5 for division, eu 12); the same on every chip with its lanes and EUs."""
+    fct = np.where(eu == 12, 5, 1)
+    alg = N * C * H * W * fct
+    return alg, N * A(C, lanes) * A(H * W, eu_num) * fct, D(alg, eu_num * fct * lanes)
+
+
+def requant(N, C, H, W, lanes, eu_num):
+    """sRQ&sDQ: 3 ops per element, on every chip."""
+    alg = 3 * N * C * H * W
+    return alg, 3 * N * A(C, lanes) * A(H * W, eu_num), D(alg, 3 * eu_num * lanes)
+
+
+def finish(alg, uarch, cyc) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """The three counts as float arrays, NaN where a count came out negative (bug 12)."""
     alg, uarch, cyc = (np.asarray(a, np.float64) for a in (alg, uarch, cyc))
     bad = (alg < 0) | (uarch < 0)
     for a in (alg, uarch, cyc):

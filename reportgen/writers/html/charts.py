@@ -147,6 +147,8 @@ def bandwidth_spec(summary: pd.DataFrame, peaks: ChipPeaks | None) -> dict[str, 
     if peaks is not None:
         spec["peaks"] = {"DDR": {"gbps": peaks.ddr_gbps_per_core, "label": "DDR peak per core"},
                          "L2M": {"gbps": peaks.l2_gbps, "label": "L2M peak"}}
+        # a peak the vendor gives as 0 (BM1688, CV84X6: no L2 SRAM figure) is unknown, not drawn
+        spec["peaks"] = {k: v for k, v in spec["peaks"].items() if v["gbps"]}
     return spec
 
 

@@ -30,6 +30,9 @@ def engines_with_commands(summary: pd.DataFrame) -> list[tuple[str, str]]:
 CORE_COLUMNS = ["core", "parallelism", "compute_ratio"]
 ENGINE_COLUMNS = {"tiu": ["cmds", "busy_ns", "util", "uarch_rate"],
                   "dma": ["cmds", "busy_ns", "util", "ddr_bw_busy", "l2m_bw_busy"]}
+#: the second table under it: idle time, bandwidth in every direction (mode 0 too), DDR read and
+#: write (what the vendor's README promises per core and engine; one table would not fit a screen)
+MORE_COLUMNS = {"tiu": ["idle_ns"], "dma": ["idle_ns", "bw_busy", "ddr_read_bw_busy", "ddr_write_bw_busy"]}
 
 #: metric kind -> value -> text; a time column ("ns") gets one unit for the whole column
 HTML_FORMATS = {
@@ -62,13 +65,14 @@ def _column(entry: catalogue.SummaryMetric, values: pd.Series) -> SummaryColumn:
                          m.definition)
 
 
-def summary_columns(summary: pd.DataFrame) -> list[SummaryColumn]:
+def summary_columns(summary: pd.DataFrame, per_engine: dict[str, list[str]] = ENGINE_COLUMNS,
+                    core: list[str] = CORE_COLUMNS) -> list[SummaryColumn]:
     """The columns of ``summary`` the table shows; TIU, GDMA and SDMA always, CDMA when it has
     commands."""
-    names = list(CORE_COLUMNS)
+    names = list(core)
     engines = ENGINE_KEYS[:3] + [k for k in engines_with_commands(summary) if k[1] == "cdma"]
     for _, key in engines:
-        names += [f"{key}_{c}" for c in ENGINE_COLUMNS["tiu" if key == "tiu" else "dma"]]
+        names += [f"{key}_{c}" for c in per_engine["tiu" if key == "tiu" else "dma"]]
     return [_column(catalogue.lookup(c), summary[c]) for c in names if c in summary.columns]
 
 
@@ -87,10 +91,12 @@ def format_value(value: Any, col: SummaryColumn) -> str:
     return HTML_FORMATS[col.kind](value)
 
 
-def summary_table(summary: pd.DataFrame, peaks: ChipPeaks | None = None) -> dict[str, Any]:
+def summary_table(summary: pd.DataFrame, peaks: ChipPeaks | None = None,
+                  columns: list[SummaryColumn] | None = None) -> dict[str, Any]:
     """The table as the template draws it: column headers grouped by engine, formatted rows with
-    each cell's rating against the thresholds of analysis/thresholds.py."""
-    cols = summary_columns(summary)
+    each cell's rating against the thresholds of analysis/thresholds.py; ``more``: the second
+    table (MORE_COLUMNS) in the same form."""
+    cols = columns if columns is not None else summary_columns(summary)
     groups: list[list[Any]] = []
     for c in cols:
         if groups and groups[-1][0] == c.group:
@@ -106,4 +112,6 @@ def summary_table(summary: pd.DataFrame, peaks: ChipPeaks | None = None) -> dict
     return {"columns": [{"label": c.label, "help": c.help} for c in cols], "groups": groups,
             "group_colors": {e: engine_color(e) for e in ENGINES}, "rows": rows, "note": SUMMARY_NOTE,
             "span": fmt_duration(float(span)) if span is not None and span == span else "n/a",
-            "thresholds": thresholds.describe(peaks)}
+            "thresholds": thresholds.describe(peaks),
+            "more": None if columns is not None else summary_table(
+                summary, peaks, summary_columns(summary, MORE_COLUMNS, ["core"]))}

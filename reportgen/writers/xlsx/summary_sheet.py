@@ -14,6 +14,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis import catalogue
+from reportgen.writers.xlsx.chip_facts import write_chip_facts
 from reportgen.model import Profile
 from reportgen.writers.xlsx import workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
@@ -157,6 +158,7 @@ def write_summary_sheet(book: Book, profile: Profile, summary: pd.DataFrame,
                             "shows the command columns one page wide; register fields stay on "
                             "screen (select them and print the selection).")
     row += 2
+    row = write_chip_facts(book, ws, row, meta)
     row = _write_accounting(book, ws, row, meta.accounting)
     return ws, row
 
