@@ -9,6 +9,7 @@ from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.trace import Plan, pairs
+from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
 
@@ -117,6 +118,8 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
     position = np.empty(len(c), np.int64)
     position[order] = np.arange(len(c))
     src_pos, dst_pos = position[src], position[dst]
+    launched, _ = launches(c)                                # framework: host launch -> slice
+    launch_pos, launch_flow = position[launched], flow_id(launched)
     del position
     so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
     src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
@@ -147,6 +150,8 @@ def commands_plan(device: Device, c: pd.DataFrame) -> Plan:
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
+        k = (launch_pos >= lo) & (launch_pos < hi)
+        terminating[launch_pos[k] - lo] = launch_flow[k]
         te.fixed64(48, terminating, terminating > 0)
         rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)

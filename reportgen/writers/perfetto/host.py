@@ -10,13 +10,16 @@ import pandas as pd
 from reportgen.intervals import lanes as nesting_lanes, nest
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan, Trace
-from reportgen.writers.perfetto.wire import INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations, packet
+from reportgen.writers.perfetto.launch_flows import flow_id, launches
+from reportgen.writers.perfetto.wire import (INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations,
+                                             fixed64_repeated, packet)
 
 MAX_HOST_ARGS = 32                  # host arg keys written: the most common ones
 
 
-def host_plan(device: Device, h: pd.DataFrame) -> Plan:
-    """Every host event on its process/thread (lane) track."""
+def host_plan(device: Device, h: pd.DataFrame, commands: pd.DataFrame | None = None) -> Plan:
+    """Every host event on its process/thread (lane) track; a launch starts a flow to each
+    device slice of ``commands`` it launched (launch_flows)."""
     t = device.t
     pid_s, tid_s = h["pid"].astype(str), h["tid"].astype(str)
     pid_num = pd.to_numeric(h["pid"], errors="coerce")
@@ -41,9 +44,11 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
         th, ln = divmod(int(key), 1024)
         row = int(np.flatnonzero(thread_code == th)[0])
         label = f"{tid_s.iloc[row]}"
+        named = h["thread_name"].iloc[row] if "thread_name" in h.columns else None
         if ln == 0:
-            uuid_of[k] = t.track(f"host/{threads[th]}/0", "", thread=(int(pid_of[row]), int(tid_of[row]),
-                                                                      f"thread {label}"))
+            uuid_of[k] = t.track(f"host/{threads[th]}/0", "", thread=(
+                int(pid_of[row]), int(tid_of[row]),
+                named if isinstance(named, str) and named else f"thread {label}"))
         else:
             uuid_of[k] = t.track(f"host/{threads[th]}/{ln}", f"thread {label} #{ln + 1}",
                                  proc_uuid[int(proc_code[row])], rank=ln)
@@ -63,6 +68,12 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
     ev_lane = lane_code[ev_row]
     o = np.lexsort((ev_tie, ev_class, ev_ts, ev_lane))
     ev_row, ev_ts, ev_type, ev_lane = ev_row[o], ev_ts[o], ev_type[o], ev_lane[o]
+    # flow starts on the opening event of each launching slice, in event order
+    launched, launcher = launches(commands)
+    opening = np.empty(n, np.int64)
+    opening[ev_row[ev_type != SLICE_END]] = np.flatnonzero(ev_type != SLICE_END)
+    fo = np.argsort(opening[launcher], kind="stable") if len(launcher) else np.zeros(0, np.int64)
+    flow_pos, flow_ids = opening[launcher][fo], flow_id(launched)[fo]
     name_iid = t.names.codes(h["name"].astype(object))
     cat_iid = t.cats.codes(h["category"].astype(object))
     host_args = _host_args(t, h["args"].to_numpy(object))
@@ -76,6 +87,9 @@ def host_plan(device: Device, h: pd.DataFrame) -> Plan:
         te = Rows(m).varint(9, typ)
         te.varint(10, name_iid[rows], opens).varint(3, cat_iid[rows], opens & (cat_iid[rows] > 0))
         annotations(te, t.arg_iid, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
+        i, j = np.searchsorted(flow_pos, [lo, hi])
+        if j > i:
+            te.dense(*fixed64_repeated(flow_pos[i:j] - lo, flow_ids[i:j], 47, m))
         return Rows(m).message(1, packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)

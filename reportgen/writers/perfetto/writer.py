@@ -47,7 +47,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
     if len(profile.host):
-        plans.append(host_plan(device, profile.host))
+        plans.append(host_plan(device, profile.host, c))
     plan = [x for x in plans if x is not None and x.n]
     trace.flush_descriptors()
 
