@@ -26,13 +26,15 @@ from reportgen.analysis import torch_tables
 from reportgen.analysis.host_device import host_device_summary, host_device_table, seed_categories
 from reportgen.analysis.kernels import kernel_table, op_statistic
 from reportgen.analysis.memory import memory_tables, vendor_memory_tables
+from reportgen.analysis.memory_allocations import allocation_tables
 from reportgen.analysis.operators import key_averages, key_averages_from_calls
 from reportgen.analysis.steps import rank_table, step_table
 from reportgen.model import Profile, VendorOutput
 
 #: report order of the framework tables (writers show ``profile.tables`` in dict order)
 TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Kernels", "Op Statistic", "Steps", "Ranks",
-               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline")
+               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline",
+               "Memory Allocations", "Memory at Peak")
 
 #: one-line definition per table, for legends and tooltips (framework-traces.md §6)
 TABLE_DEFINITIONS = {
@@ -63,6 +65,11 @@ TABLE_DEFINITIONS = {
     "Memory Peak": "Peak allocated (and reserved) memory per device, with the operator running at "
                    "the peak.",
     "Memory Timeline": "Allocated/reserved memory curve, downsampled keeping each bucket's maximum.",
+    "Memory Allocations": "One row per allocation: operator it happened in, size, device, allocation "
+                          "and release time (ns, trace clock), duration (us); 'not released' when no "
+                          "later event frees that address in the trace.",
+    "Memory at Peak": "Per device, the allocations live at its peak of allocated memory (allocated at "
+                      "or before the peak, released after it or never), largest first (50 at most).",
 }
 
 #: order of one rank's vendor tables (as their files are read); across ranks a table comes
@@ -105,6 +112,7 @@ def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
     mem = profile.memory_events
     if mem is not None and len(mem):
         tables.update(memory_tables(mem, host))
+        tables.update(allocation_tables(mem, host))
     ncores = profile.commands["core"].nunique() if len(profile.commands) else 0
     nranks = host["rank"].nunique() if "rank" in host.columns and len(host) else 0
     if max(ncores, nranks) > 1:
