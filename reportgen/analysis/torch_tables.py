@@ -54,9 +54,14 @@ VALUE_COLUMNS = ["Self CPU %", "Self CPU (us)", "CPU total %", "CPU total (us)",
 def is_kineto(profile: Profile) -> bool:
     """Whether the trace has torch's events (its categories), so these tables apply."""
     host, cmds = profile.host, profile.commands
-    if len(host) and np.isin(first_category(host["category"]), CPU_CATS).any():
+    if len(host) and _isin(first_category(host["category"]), CPU_CATS).any():
         return True
-    return bool(len(cmds)) and np.isin(first_category(cmds["func_type"]), DEVICE_CATS).any()
+    return bool(len(cmds)) and _isin(first_category(cmds["func_type"]), DEVICE_CATS).any()
+
+
+def _isin(values: np.ndarray, wanted) -> np.ndarray:
+    """Membership of object values (hashing, not numpy's sort-based isin on objects)."""
+    return pd.Series(values, dtype=object).isin(wanted).to_numpy(bool)
 
 
 def _ids(s: pd.Series) -> np.ndarray:
@@ -72,7 +77,7 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
     host, cmds = profile.host, profile.commands
     cat = first_category(host["category"]) if len(host) else np.empty(0, object)
     names = host["name"].astype(str).to_numpy(object) if len(host) else np.empty(0, object)
-    cpu = np.isin(cat, CPU_CATS) & ~np.isin(names, FILTERED_NAMES)
+    cpu = _isin(cat, CPU_CATS) & ~_isin(names, FILTERED_NAMES)
     rows = np.flatnonzero(cpu)
     h = host.iloc[rows]
     c = cat[rows]
@@ -98,7 +103,7 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
     final_parent = nearest_ancestor(parent, kept)
 
     # device work: durations by linked id (External id; 2021 traces: via the runtime call)
-    dev_rows = np.flatnonzero(np.isin(first_category(cmds["func_type"]), DEVICE_CATS)) \
+    dev_rows = np.flatnonzero(_isin(first_category(cmds["func_type"]), DEVICE_CATS)) \
         if len(cmds) else np.zeros(0, np.int64)
     use_device = len(dev_rows) > 0 or (profile.device_annotations is not None
                                        and len(profile.device_annotations) > 0)
@@ -106,7 +111,7 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
     if len(dev_rows):
         d = cmds.iloc[dev_rows]
         linked = _ids(d["external_id"])
-        runtime = ~np.isin(c, FRONTEND_CATS)
+        runtime = ~_isin(c, FRONTEND_CATS)
         corr_to_ext = pd.Series(_ids(h["external_id"])[runtime], index=_ids(h["correlation"])[runtime])
         corr_to_ext = corr_to_ext[~corr_to_ext.index.duplicated()]
         via = pd.Series(_ids(d["correlation"])).map(corr_to_ext).fillna(0).to_numpy(np.int64)
@@ -225,9 +230,8 @@ def _memory_usage(profile: Profile, h: pd.DataFrame, start: np.ndarray, end: np.
 
 def _shapes(args: pd.Series) -> np.ndarray:
     """Input shapes as torch prints them (``str`` of the list: ``[[5, 64], []]``)."""
-    return np.array([str(a.get("Input Dims", a.get("Input dims", [])))
-                     if type(a) is dict and isinstance(a.get("Input Dims", a.get("Input dims")), list)
-                     else "[]" for a in args.to_numpy(object)], dtype=object)
+    dims = [a.get("Input Dims") if type(a) is dict else None for a in args.to_numpy(object)]
+    return np.array([str(d) if type(d) is list else "[]" for d in dims], dtype=object)
 
 
 def _stacks(args: pd.Series, n: int) -> np.ndarray:

@@ -106,8 +106,9 @@ def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
     h["external_id"] = int_ids(arg_column(args[hmask], "External id", "external id"))
     h["rank"] = core if core is not None else 0
     # the thread's name from the trace metadata (thread_name M events), for host lanes
-    h["thread_name"] = pd.Series([data.thread_names.get(k) for k in zip(h["pid"], h["tid"])],
-                                 index=h.index, dtype=object)
+    codes, uniq = pd.factorize(h["pid"].astype(str) + "\x1f" + h["tid"].astype(str))
+    names = {f"{p}\x1f{t}": v for (p, t), v in data.thread_names.items()}
+    h["thread_name"] = np.array([names.get(k) for k in uniq] + [None], dtype=object)[codes]
 
     d = ev.loc[dmask, ["name", "cat", "pid", "tid", "ts_ns", "dur_ns", "args"]].copy()
     d["_file"] = fi
