@@ -44,3 +44,25 @@ def test_launch_flows_and_thread_names(tmp_path):
         assert s["ts"] <= d["ts"]
     names = {d.thread.thread_name for d in dec["tracks"].values() if d.HasField("thread")}
     assert "thread 597913 (python3)" in names and "thread 598009 (pt_autograd_0)" in names
+
+
+@pytest.mark.skipif(not AMD.exists(), reason=f"shared trace not present ({AMD})")
+def test_framework_sheets_have_typed_relative_ns_and_no_cycles():
+    from reportgen.writers.xlsx.sheet_columns import command_sheet_columns
+    import numpy as np
+
+    profile = pipeline.load(Options(input=str(AMD)))
+    raw = json.loads(gzip.decompress(AMD.read_bytes()))
+    base = raw["baseTimeNanoseconds"]
+    events = [e for e in raw["traceEvents"] if e.get("ph") == "X" and e.get("cat") != "Trace"]
+    # the first slice time, exactly (the JSON's µs with 3 decimals, + the base)
+    t0 = min(base + round(float(e["ts"]) * 1000) for e in events)
+    pos = np.arange(len(profile.commands))
+    cols = {c.header: c for c in command_sheet_columns(profile, pos, False)}
+    assert "Asic Cycle" not in cols and "Start Time(ns)" not in cols
+    start = cols["Start (ns since trace start)"]
+    assert start.kind == "number" and start.data.dtype == np.int64
+    kernels = sorted(base + round(float(e["ts"]) * 1000) - t0 for e in events
+                     if e.get("cat") in ("kernel", "gpu_memcpy"))
+    assert sorted(start.data.tolist()) == kernels
+    assert str(t0) in start.note
