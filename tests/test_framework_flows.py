@@ -66,3 +66,29 @@ def test_framework_sheets_have_typed_relative_ns_and_no_cycles():
                      if e.get("cat") in ("kernel", "gpu_memcpy"))
     assert sorted(start.data.tolist()) == kernels
     assert str(t0) in start.note
+
+
+WINDOWS = FRAMEWORK / "kineto-tb-plugin" / "samples" / "resnet50_num_workers_4"
+
+
+@pytest.mark.skipif(not WINDOWS.exists(), reason=f"shared traces not present ({WINDOWS})")
+def test_window_files_of_one_run_are_one_report_with_a_row_per_file():
+    from decimal import Decimal
+
+    opts = Options(input=str(WINDOWS))
+    profile = pipeline.load(opts)
+    pipeline.analyse(profile, opts)
+    w = profile.tables["Trace Windows"]
+    files = sorted(WINDOWS.glob("*.pt.trace.json.gz"))
+    assert w["File"].tolist() == [f.name for f in files]
+    spans = []
+    for f in files:
+        ev = [e for e in json.loads(gzip.decompress(f.read_bytes()))["traceEvents"] if e.get("ph") == "X"]
+        lo = min(int(Decimal(str(e["ts"])) * 1000) for e in ev)
+        hi = max(int((Decimal(str(e["ts"])) + Decimal(str(e.get("dur", 0)))) * 1000) for e in ev)
+        spans.append((lo, hi, len(ev)))
+    t0 = min(s[0] for s in spans)
+    assert w["Start (ns since first window)"].tolist() == [s[0] - t0 for s in spans]
+    assert w["End (ns since first window)"].tolist() == [s[1] - t0 for s in spans]
+    assert w["Slices"].tolist() == [s[2] for s in spans]
+    assert profile.commands["core"].nunique() == 1          # one device, not a cluster of ranks

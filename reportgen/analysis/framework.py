@@ -65,6 +65,9 @@ TABLE_DEFINITIONS = {
     "Memory Peak": "Peak allocated (and reserved) memory per device, with the operator running at "
                    "the peak.",
     "Memory Timeline": "Allocated/reserved memory curve, downsampled keeping each bucket's maximum.",
+    "Trace Windows": "A folder of one process's window files (torch.profiler schedule: one file per "
+                     "active window): one row per file, its time range (ns since the first window) "
+                     "and its slices; the files are one report.",
     "Memory Allocations": "One row per allocation: operator it happened in, size, device, allocation "
                           "and release time (ns, trace clock), duration (us); 'not released' when no "
                           "later event frees that address in the trace.",
