@@ -92,3 +92,27 @@ def test_window_files_of_one_run_are_one_report_with_a_row_per_file():
     assert w["End (ns since first window)"].tolist() == [s[1] - t0 for s in spans]
     assert w["Slices"].tolist() == [s[2] for s in spans]
     assert profile.commands["core"].nunique() == 1          # one device, not a cluster of ranks
+
+
+@pytest.mark.skipif(not WINDOWS.exists(), reason=f"shared traces not present ({WINDOWS})")
+def test_tensorboard_logdir_runs_are_separate_reports(tmp_path):
+    import shutil
+
+    from reportgen import batch
+
+    one = FRAMEWORK / "kineto-tb-plugin" / "samples" / "resnet50_num_workers_0"
+    logdir = tmp_path / "logdir"
+    shutil.copytree(WINDOWS, logdir / "run_windows")                 # one worker, two windows
+    shutil.copytree(one, logdir / "run_single")                      # one file
+    runs = batch.find_runs(logdir)
+    assert sorted(runs) == sorted([logdir / "run_single" / next(one.glob("*.json.gz")).name,
+                                   logdir / "run_windows"])
+    assert [batch._kind(r) for r in runs] == ["trace", "trace"]
+    # the windows folder alone is one run (one report), not a batch of its files
+    assert batch.find_runs(logdir / "run_windows") == [logdir / "run_windows"]
+    # two workers' files side by side stay runs of their own (ranks of one job)
+    ranks = tmp_path / "ranks"
+    ranks.mkdir()
+    for k, f in enumerate(sorted(WINDOWS.glob("*.json.gz"))):
+        shutil.copy(f, ranks / f"worker{k}.16232{k}.pt.trace.json.gz")
+    assert len(batch.find_runs(ranks)) == 2
