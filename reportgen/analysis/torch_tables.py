@@ -148,10 +148,14 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
     dev_total = subtree_sum(fpk, kern_final[kept]).astype(np.int64) if use_device \
         else np.zeros(len(fpk), np.int64)
     kh = h.iloc[np.flatnonzero(kept)]
+    stack = _stacks(kh["args"], stack_n)
+    frames = _python_frames(np.where(kept, final_parent, -1), c == "python_function", key, stack_n)
+    no_arg = (stack == "") & (c[kept] != "python_function")
+    stack[no_arg] = frames[kept][no_arg]
     out = pd.DataFrame({
         "name": key[kept], "kind": "cpu",
         "annotation": c[kept] == "user_annotation",
-        "shapes": _shapes(kh["args"]), "stack": _stacks(kh["args"], stack_n),
+        "shapes": _shapes(kh["args"]), "stack": stack,
         "self_cpu": minus_children(kd), "cpu": kd,
         "self_dev": minus_children(dev_total), "dev": dev_total,
         "cpu_mem": kc, "self_cpu_mem": minus_children(kc),
@@ -226,6 +230,26 @@ def _memory_usage(profile: Profile, h: pd.DataFrame, start: np.ndarray, end: np.
         held = (k >= 0) & (reach[np.maximum(k, 0)] >= t) if len(o) else np.zeros(len(t), bool)
         stray[mi[~held]] = True
     return cpu_mem, dev_mem, pd.DataFrame({"cpu": mc[stray], "dev": md[stray]})
+
+
+def _python_frames(parent: np.ndarray, is_python: np.ndarray, names: np.ndarray, n: int
+                   ) -> np.ndarray:
+    """Per slice, the names of the (at most ``n``) python frames enclosing it in the tree
+    ``parent``, innermost first, joined by STACK_SEP; torch's frame filter applied."""
+    codes, uniq = pd.factorize(pd.Series(names, dtype=object).astype(str))
+    dropped = np.array([any(a in s and b in s for a, b in FILTERED_FRAMES) for s in uniq] + [False], bool)
+    ok = is_python & ~dropped[codes]
+    cols = []
+    cur = nearest_ancestor(parent, ok) if n > 0 else np.full(len(parent), -1, np.int64)
+    for _ in range(n):
+        if not (cur >= 0).any():
+            break
+        cols.append(np.where(cur >= 0, names[np.maximum(cur, 0)], None))
+        nxt = nearest_ancestor(parent, ok, np.maximum(cur, 0))
+        cur = np.where(cur >= 0, nxt, -1)
+    if not cols:
+        return np.full(len(parent), "", object)
+    return np.array([STACK_SEP.join(f for f in row if f is not None) for row in zip(*cols)], object)
 
 
 def _shapes(args: pd.Series) -> np.ndarray:

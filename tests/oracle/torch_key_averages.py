@@ -27,7 +27,9 @@ source (``_parse_kineto_results``, ``profiler_util``) and libkineto's JSON write
   event whose id is the linked id, and they are rows of their own.
 * ``[memory]`` instants: counted into every CPU event whose [start, end] holds them (bounds
   inclusive, any thread); the ones inside none become top-level ``[memory]`` events.
-* stack: the ``Call stack`` arg (";"-separated, innermost first), filtered as torch filters.
+* stack: the ``Call stack`` arg (";"-separated, innermost first), filtered as torch filters;
+  without one, the enclosing python frames in torch's tree (:func:`python_frame_stacks`, the
+  one rule that is ours, not torch's).
 * not in the JSON, so left at torch's defaults: ``scope`` (backward stack copying does not
   run), ``is_async`` (False), node id (-1).
 """
@@ -198,6 +200,22 @@ def _plain(v):
     return v
 
 
+def python_frame_stacks(evs: EventList) -> None:
+    """The one rule not from torch: a CPU event without a ``Call stack`` arg (traces of torch
+    >= 1.10 record python frames as python_function events instead) gets as its stack the
+    python frames enclosing it in torch's tree, innermost first, filtered as torch filters
+    stacks: what ``with_stack=True`` recorded at the op's start."""
+    for e in evs:
+        if e.stack or e.is_python_function or e.device_type != DeviceType.CPU:
+            continue
+        frames, p = [], e.cpu_parent
+        while p is not None:
+            if p.is_python_function and _filter_stack_entry(p.name):
+                frames.append(p.name)
+            p = p.cpu_parent
+        e.stack = frames
+
+
 def table(evs: EventList, **group) -> list[list]:
     rows = []
     for a in evs.key_averages(**group):
@@ -227,6 +245,7 @@ def oracle(path: Path) -> dict | None:
         return None
     evs = EventList(fes, use_device="cuda" if has_device else None, profile_memory=True)
     evs._build_tree()
+    python_frame_stacks(evs)
     return {
         "columns": COLUMNS,
         "by_name": table(evs),
