@@ -103,3 +103,24 @@ def test_oracle_live_matches_stored(tmp_path):
         live = json.loads(gzip.decompress(m.read_bytes()))
         stored = _expected(ORACLE / ("hta__amd_trace__" + m.name))
         assert live["by_name"] == stored["by_name"]
+
+
+def test_summary_table_like_torch_within_120_columns():
+    """summary.txt's top-operators table: at most 120 columns, sorted by device total, and the
+    totals torch prints (its own format: 3 decimals in us/ms/s) from the stored oracle."""
+    from reportgen.writers.text import top_operators_text
+    from reportgen.writers.torch_table_text import _time
+
+    case = ORACLE / "hta__amd_trace__mi250_minitoy_train_ROCm6_2_kineto.json.gz"
+    exp = _expected(case)
+    trace = FRAMEWORK / exp["trace"]
+    if not trace.exists():
+        pytest.skip(f"shared trace {exp['trace']} not present ({FRAMEWORK})")
+    ops = torch_tables.key_averages(_ours(trace), "name")
+    text = top_operators_text(ops)
+    lines = text.splitlines()
+    assert max(len(line) for line in lines) <= 120
+    assert f"Self CPU time total: {_time(exp['self_cpu_time_total_us'])}" in lines
+    assert f"Self Device time total: {_time(exp['self_device_time_total_us'])}" in lines
+    top = max(exp["by_name"], key=lambda r: r[9])            # the largest device total first
+    assert lines[4].startswith(top[0][:20])
