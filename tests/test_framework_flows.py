@@ -33,7 +33,6 @@ def test_launch_flows_and_thread_names(tmp_path):
     assert len(linked) == 16
     slices = dec["slices"]
     assert len(dec["flows_in"]) == len(linked)
-    base = min(s["ts"] for s in slices)
     for fid, dst in dec["flows_in"].items():
         (src,) = dec["flows_out"][fid]
         d, s = slices[dst], slices[src]

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-import pandas as pd
 
 from reportgen import pipeline
 from reportgen.options import Options

@@ -7,10 +7,8 @@ from __future__ import annotations
 import gzip
 import json
 import subprocess
-import sys
 from pathlib import Path
 
-import numpy as np
 import pandas as pd
 import pytest
 
