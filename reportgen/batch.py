@@ -98,19 +98,42 @@ def find_traces(path: Path) -> list[Path]:
                    lambda p: not (p / "global.profile").exists() and not detect.is_ascend_folder(p))
 
 
+#: torch.profiler.tensorboard_trace_handler's file names: ``{worker}.{time in ms}.pt.trace.json``
+HANDLER_NAME = re.compile(r"^(?P<worker>.+)\.\d+\.pt\.trace\.json(?:\.gz)?$")
+
+
+def window_folders(traces: list[Path]) -> list[Path]:
+    """Trace files with the window files of one worker grouped: a folder whose trace files are
+    all ``tensorboard_trace_handler`` files of one worker (one per active window of its
+    ``schedule``) is one run, listed as the folder; other files stay runs of their own."""
+    by_folder: dict[Path, list[Path]] = {}
+    for t in traces:
+        by_folder.setdefault(t.parent, []).append(t)
+    out = []
+    for folder, files in by_folder.items():
+        workers = {m.group("worker") if (m := HANDLER_NAME.match(f.name)) else None for f in files}
+        if len(files) > 1 and len(workers) == 1 and None not in workers:
+            out.append(folder)
+        else:
+            out.extend(files)
+    return out
+
+
 def find_runs(path: Path) -> list[Path]:
     """The dump folders below ``path`` (:func:`find_dumps`); when there are none, its trace
-    files (:func:`find_traces`); when there are none, the runs of a TensorBoard logdir of
-    Ascend / MindSpore profiles (each run one report). Dumps win: a trace beside dumps is
-    their host trace (``--trace_file``), not another device."""
+    files (:func:`find_traces`), one worker's window files as one run (:func:`window_folders`:
+    a TensorBoard logdir's runs are separate reports, one run's windows one report); when there
+    are none, the runs of a TensorBoard logdir of Ascend / MindSpore profiles (each run one
+    report). Dumps win: a trace beside dumps is their host trace (``--trace_file``), not another
+    device."""
     from reportgen.parsers.ascend import runs_below
 
-    return find_dumps(path) or find_traces(path) or runs_below(path)
+    return find_dumps(path) or window_folders(find_traces(path)) or runs_below(path)
 
 
 def _kind(path: Path) -> str:
-    """A found run's kind: a dump is a folder holding global.profile, a trace a file or an
-    Ascend run folder (a framework trace's report)."""
+    """A found run's kind: a dump is a folder holding global.profile, a trace a file, a folder
+    of one run's window files or an Ascend run folder (a framework trace's report)."""
     return "dump" if _is_dump(path) else "trace"
 
 
@@ -290,6 +313,9 @@ def run_many(root: Path, dumps: list[Path], options: Options) -> int:
 
 
 def announce_single(root: Path, found: Path) -> None:
-    """Said even with --quiet: the run is not in batch mode although INPUT is a folder."""
+    """Said even with --quiet: the run is not in batch mode although INPUT is a folder (not
+    said when the folder itself is the run: one worker's window files)."""
+    if found == root:
+        return
     print(f"bigTpuProfile: {root} holds one {_kind(found)} ({found.relative_to(root)}): a single "
           "report (batch mode needs two or more)", file=sys.stderr, flush=True)

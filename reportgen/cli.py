@@ -71,6 +71,9 @@ def build_parser() -> argparse.ArgumentParser:
                         "beyond that they run to gigabytes)" % REGINFO_AUTO_LIMIT)
     p.add_argument("--min_depth", type=int, default=None, help="framework traces: shallowest call depth kept")
     p.add_argument("--max_depth", type=int, default=None, help="framework traces: deepest call depth kept (-1: no limit)")
+    p.add_argument("--stack_frames", type=int, default=5, metavar="N",
+                   help="framework traces: the Operators by Stack table groups by name and the top N "
+                        "frames of the call stack (torch's group_by_stack_n; default 5)")
     p.add_argument("-mc", "--monitor_cat", metavar="CAT", help="framework traces, host_device.csv and "
                    "the Host-Device tables: monitored host category (as profile_parser_main -mc; "
                    "default: python_function when the trace has python frames, else its aten ops: "
@@ -106,6 +109,7 @@ def options_from_args(args: argparse.Namespace) -> Options:
         web=not args.disable_web, perfetto=not args.no_perfetto,
         registers=args.registers, reginfo=args.reginfo, trace_file=args.trace_file,
         tiu_freq=args.tiu_freq, min_depth=args.min_depth, max_depth=args.max_depth,
+        stack_frames=args.stack_frames,
         monitor_cat=args.monitor_cat, host_cat=args.host_cat, device_cat=args.device_cat,
         quiet=args.quiet, max_input_mb=args.max_input_mb, scheduler=args.scheduler,
         baseline=args.baseline)

@@ -339,6 +339,9 @@ class Profile:
     diagnosis: Diagnosis | None = None
     #: framework traces: allocator events (memory curves and peaks are derived from them)
     memory_events: pd.DataFrame | None = None
+    #: framework traces: device-side copies of annotations (Kineto gpu_user_annotation: name,
+    #: rank, start_ns, end_ns); rows of torch's key_averages, never device work
+    device_annotations: pd.DataFrame | None = None
     #: tables the source itself holds, shown as they are (CANN "Step Trace" lanes, Ascend
     #: cluster_step_trace_time.csv)
     source_tables: dict[str, pd.DataFrame] = field(default_factory=dict)

@@ -37,6 +37,7 @@ class Options:
     tiu_freq: float | None = None   # MHz; None: global.profile, else the chip default
     min_depth: int | None = None    # framework traces: shallowest call depth kept
     max_depth: int | None = None    # framework traces: deepest call depth kept (-1: no limit)
+    stack_frames: int = 5           # framework traces: frames of the Operators by Stack key
     monitor_cat: str | None = None  # seed CSV: monitored host category (None: fits the trace)
     host_cat: str | None = None     # seed CSV: launch (runtime) category (None: the trace's runtime calls)
     device_cat: str | None = None   # seed CSV: device category, "all" for all work (None: fits the trace)

@@ -44,7 +44,7 @@ def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     from reportgen.analysis.derive import derive
 
     return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth,
-                  categories=seed_options(options))
+                  categories=seed_options(options), stack_frames=options.stack_frames)
 
 
 def seed_options(options: Options) -> dict:

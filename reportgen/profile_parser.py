@@ -33,6 +33,20 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def missing_category_warning(profile, category: str | None) -> str | None:
+    """One line when the monitored category ``-mc`` names no host event of the trace, naming
+    the categories it has (else the CSV would be a header with no rows and no reason)."""
+    if not category:
+        return None
+    from reportgen.analysis.calltree import first_category
+
+    have = sorted(set(first_category(profile.host["category"]))) if len(profile.host) else []
+    if category.strip().lower() in have:
+        return None
+    return (f"{profile.meta.input_path}: no host event of category '{category}'; "
+            f"the trace has: {', '.join(have) or 'no host events'}")
+
+
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
@@ -45,6 +59,9 @@ def main(argv: list[str] | None = None) -> int:
         if dst.is_dir() or args.dst.endswith(("/", "\\")):
             stem = Path(args.src).name.split(".")[0] or "trace"
             dst = dst / f"{stem}.csv"
+        missing = missing_category_warning(profile, args.monitor_cat)
+        if missing:
+            print(f"profile_parser_main: warning: {missing}", file=sys.stderr)
         write_seed_csv(profile, dst, monitor=args.monitor_cat, launch=args.host_cat, device=args.device_cat,
                        min_depth=args.min_depth, max_depth=args.max_depth, self_only=args.self)
     except ReportgenError as exc:

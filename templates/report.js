@@ -141,7 +141,8 @@
       bwExplicit.set(p, cols.bwx_val[j]);
     }
     return {n, off, start, end, endMax, gidx, cmd, op: cols.op, kernel: cols.kernel,
-            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit, layer: cols.layer || null};
+            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit, layer: cols.layer || null,
+            launch: cols.launch || null};
   }
 
   /* A long lane name (framework thread names) shortened for the axis, start and end kept. */
@@ -175,7 +176,8 @@
       const k = IT.kernel[i];
       return [`<b>${esc(op[1] ?? '(unnamed)')}</b>`, `${esc(type.name)} · ${esc(lane.name)}`,
         'launched by ' + (k > 0 ? esc(KERNELS[k - 1]) : '(unknown operator)'),
-        `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`].join('<br>');
+        `start ${fmtDur(s)} · duration ${fmtDur(e - s)}`,
+        ...(IT.launch && IT.launch[i] > 0 ? ['<i>click: show its launch</i>'] : [])].join('<br>');
     }
     const lines = [`<b>${esc(lane.name)} #${IT.gidx[i]}</b>  cmd id ${IT.cmd[i]}`,
       `op ${esc(type.name)} / ${esc(op[1] ?? '(unknown)')}`];
@@ -1079,6 +1081,45 @@
     }
     return out;
   });
+  /* Framework traces: clicking a device slice links it to the host slice that launched it (a
+   * connector and outlines in every timeline showing both lanes, and a line under the plot). */
+  let launchPair = null;        // [host item, device item]
+  timelineHooks.wired.push((view) => {
+    if (PMU) return;
+    view.plot.on('plotly_click', (ev) => {
+      const i = ev && ev.points && ev.points[0] ? ev.points[0].customdata : undefined;
+      if (typeof i !== 'number' || !IT.launch || !(IT.launch[i] > 0)) return;
+      const h = IT.launch[i] - 1;
+      launchPair = [h, i];
+      const name = (j) => OPS[IT.op[j]][1] ?? '(unnamed)';
+      const text = `launch: ${name(h)} (${LANES[laneOf(h)].name}, start ${fmtDur(IT.start[h])}) → ` +
+        `${name(i)} (${LANES[laneOf(i)].name}, start ${fmtDur(IT.start[i])}), ` +
+        `launch delay ${fmtDur(IT.start[i] - IT.start[h])}`;
+      for (const v of Object.values(views)) {
+        v.dirty = true;
+        if (v.visible()) v.schedule();
+        let line = v.host.querySelector('.launch-link');
+        if (!line) { line = el('div', {class: 'launch-link'}); v.host.append(line); }
+        line.textContent = text;
+      }
+    });
+  });
+  timelineHooks.shapes.push((rows) => {
+    if (!launchPair) return [];
+    const [h, d] = launchPair, rh = rows.indexOf(laneOf(h)), rd = rows.indexOf(laneOf(d));
+    const out = [];
+    for (const [i, r] of [[h, rh], [d, rd]]) {
+      if (r >= 0) out.push({type: 'rect', xref: 'x', yref: 'y', x0: IT.start[i] / 1e3, x1: IT.end[i] / 1e3,
+                            y0: r - 0.5, y1: r + 0.5, line: {color: '#6a1b9a', width: 2},
+                            fillcolor: 'rgba(106, 27, 154, 0.12)', name: 'launch'});
+    }
+    if (rh >= 0 && rd >= 0) {
+      out.push({type: 'line', xref: 'x', yref: 'y', x0: IT.start[h] / 1e3, y0: rh, x1: IT.start[d] / 1e3,
+                y1: rd, line: {color: '#6a1b9a', width: 2, dash: 'dot'}, name: 'launch-flow'});
+    }
+    return out;
+  });
+
   /* Clicking a layer bar selects its layer and shows its row. */
   timelineHooks.wired.push((view) => {
     if (!LAYER_DATA) return;

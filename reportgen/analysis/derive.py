@@ -19,7 +19,7 @@ from reportgen.model import Profile
 
 
 def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | None = None,
-           categories: dict | None = None) -> pd.DataFrame:
+           categories: dict | None = None, stack_frames: int = 5) -> pd.DataFrame:
     """Attach every derived table to ``profile`` and return its engine summary.
 
     ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables;
@@ -27,7 +27,7 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
     """
     if not profile.meta.is_pmu:
         attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth,
-                                categories=categories)
+                                categories=categories, stack_frames=stack_frames)
     if profile.host_trace is not None:
         align_host_trace(profile, profile.host_trace)
     profile.summary = engine_summary(profile)

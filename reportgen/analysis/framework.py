@@ -23,16 +23,19 @@ from __future__ import annotations
 import pandas as pd
 
 from reportgen.analysis.ascend import ai_core_operators, ascend_rank_tables
+from reportgen.analysis import torch_tables
 from reportgen.analysis.host_device import host_device_summary, host_device_table, seed_categories
 from reportgen.analysis.kernels import kernel_table, op_statistic
 from reportgen.analysis.memory import memory_tables, vendor_memory_tables
+from reportgen.analysis.memory_allocations import allocation_tables
 from reportgen.analysis.operators import key_averages, key_averages_from_calls
 from reportgen.analysis.steps import rank_table, step_table
 from reportgen.model import Profile, VendorOutput
 
 #: report order of the framework tables (writers show ``profile.tables`` in dict order)
-TABLE_ORDER = ("Operators", "Operators by Shape", "Kernels", "Op Statistic", "Steps", "Ranks",
-               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline")
+TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Kernels", "Op Statistic", "Steps", "Ranks",
+               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline",
+               "Memory Allocations", "Memory at Peak")
 
 #: one-line definition per table, for legends and tooltips (framework-traces.md §6)
 TABLE_DEFINITIONS = {
@@ -40,7 +43,10 @@ TABLE_DEFINITIONS = {
                  "ProfilerStep*): Self CPU = duration minus direct child calls; "
                  "CPU total % divides by the sum of Self CPU (as torch does); Self Device = device "
                  "slices launched by the op itself; Device total adds its sub-calls. Times in us.",
-    "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ',').",
+    "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ','; "
+                          "Kineto traces: as torch prints them, [[5, 64], []]).",
+    "Operators by Stack": "torch key_averages(group_by_stack_n=N): operators grouped by name and the "
+                          "top N frames (innermost first) of their call stack, the Source Location.",
     "Kernels": "Device work (no waits, syncs or markers) grouped by name and launch geometry: "
                "calls, total/avg/min/max (us), share of all device work time; occupancy columns "
                "are duration-weighted means.",
@@ -60,6 +66,14 @@ TABLE_DEFINITIONS = {
     "Memory Peak": "Peak allocated (and reserved) memory per device, with the operator running at "
                    "the peak.",
     "Memory Timeline": "Allocated/reserved memory curve, downsampled keeping each bucket's maximum.",
+    "Trace Windows": "A folder of one process's window files (torch.profiler schedule: one file per "
+                     "active window): one row per file, its time range (ns since the first window) "
+                     "and its slices; the files are one report.",
+    "Memory Allocations": "One row per allocation: operator it happened in, size, device, allocation "
+                          "and release time (ns, trace clock), duration (us); 'not released' when no "
+                          "later event frees that address in the trace.",
+    "Memory at Peak": "Per device, the allocations live at its peak of allocated memory (allocated at "
+                      "or before the peak, released after it or never), largest first (50 at most).",
 }
 
 #: order of one rank's vendor tables (as their files are read); across ranks a table comes
@@ -70,7 +84,8 @@ VENDOR_TABLE_ORDER = ("Op Statistic", "Steps", "API Statistic", "AI CPU", "Memor
 
 
 def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
-                            max_depth: int | None = None, categories: dict | None = None) -> None:
+                            max_depth: int | None = None, categories: dict | None = None,
+                            stack_frames: int = 5) -> None:
     """Compute every applicable framework table into ``profile.tables`` (see module doc).
     ``min_depth``/``max_depth``: call depths kept in the Host-Device tables; ``categories``:
     the ``-mc/-hc/-dc`` values (monitor, launch, device; None: fitting the trace)."""
@@ -83,10 +98,13 @@ def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
         # per path; one row per call would swamp the workbook (the seed CSV keeps them)
         tables["Host-Device"] = host_device_summary(host_device_table(profile, **args))
         tables["Host-Device Self"] = host_device_summary(host_device_table(profile, self_only=True, **args))
-        tables["Operators"] = key_averages(profile)
-        # stops at the first slice with shapes
-        if any(isinstance(a, dict) and "Input Dims" in a for a in host["args"].to_numpy(object)):
-            tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
+        if torch_tables.is_kineto(profile):   # torch's own tables (docs/metrics.md)
+            tables.update(torch_tables.operator_tables(profile, stack_frames))
+        else:
+            tables["Operators"] = key_averages(profile)
+            # stops at the first slice with shapes
+            if any(isinstance(a, dict) and "Input Dims" in a for a in host["args"].to_numpy(object)):
+                tables["Operators by Shape"] = key_averages(profile, group_by_input_shape=True)
         steps = step_table(profile)
         if len(steps):
             tables["Steps"] = steps
@@ -98,6 +116,7 @@ def attach_framework_tables(profile: Profile, *, min_depth: int | None = None,
     mem = profile.memory_events
     if mem is not None and len(mem):
         tables.update(memory_tables(mem, host))
+        tables.update(allocation_tables(mem, host))
     ncores = profile.commands["core"].nunique() if len(profile.commands) else 0
     nranks = host["rank"].nunique() if "rank" in host.columns and len(host) else 0
     if max(ncores, nranks) > 1:

@@ -158,7 +158,69 @@ def _from_floats(us: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 _DECIMAL = r"^([+-]?)(\d*)(?:\.(\d*))?$"
 
 
+#: widest text the byte-matrix path reads (sign, 16 integer digits, point, fraction)
+_FAST_WIDTH = 24
+
+
+def _plain_decimals(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(ns, handled) for texts that are a plain decimal ``[-+]digits[.digits]`` of at most
+    _FAST_WIDTH ASCII characters with at most 16 integer digits, read digit by digit (the rules
+    are the general path's: 4 fraction digits, half up); ``handled`` False leaves a value to the
+    general path.  The texts are a byte matrix; rows of one layout (length, point, sign: a few
+    per trace) are read together with one weight vector, no Python step per value."""
+    n = len(vals)
+    ns = np.zeros(n, np.int64)
+    done = np.zeros(n, bool)
+    try:
+        b = np.array(vals, dtype=f"S{_FAST_WIDTH + 1}")
+    except (UnicodeEncodeError, ValueError, TypeError):
+        return ns, done
+    m = b.view(np.uint8).reshape(n, _FAST_WIDTH + 1)
+    length = np.char.str_len(b)
+    dot = m == 46
+    has_dot = dot.any(axis=1)
+    point = np.where(has_dot, np.argmax(dot, axis=1), length)
+    signed = (m[:, 0] == 45) | (m[:, 0] == 43)
+    layout = (length.astype(np.int64) * 64 + point) * 2 + signed
+    keys, inverse = np.unique(layout, return_inverse=True)
+    for key, size in zip(keys, np.bincount(inverse)):
+        length_k, point_k, sign_k = int(key) // 128, (int(key) // 2) % 64, int(key) % 2
+        n_int = point_k - sign_k
+        if length_k > _FAST_WIDTH or n_int > 16 or length_k == sign_k + (point_k < length_k):
+            continue                                   # too long, or no digit at all
+        rows = np.flatnonzero(inverse == np.searchsorted(keys, key))
+        cols = np.r_[sign_k:point_k, point_k + 1:length_k]
+        digits = m[np.ix_(rows, cols)] - np.uint8(48)   # wraps: a non-digit is > 9
+        ok = (digits <= 9).all(axis=1)
+        if point_k < length_k:                          # a point: exactly one
+            ok &= dot[rows].sum(axis=1) == 1
+        weight = np.zeros(len(cols), np.int64)
+        weight[:n_int] = 10 ** np.arange(n_int - 1, -1, -1, dtype=np.int64) * 10
+        n_frac = min(len(cols) - n_int, 4)
+        weight[n_int:n_int + n_frac] = 10 ** np.arange(3, 3 - n_frac, -1, dtype=np.int64)
+        whole = digits[:, :n_int].astype(np.int64) @ weight[:n_int] // 10 if n_int else 0
+        ok &= whole < _US_BOUND
+        frac4 = digits[:, n_int:n_int + n_frac].astype(np.int64) @ weight[n_int:n_int + n_frac] \
+            if n_frac else 0
+        got = np.where(ok, whole, 0) * 1000 + (np.where(ok, frac4, 0) + 5) // 10
+        ns[rows] = np.where(m[rows, 0] == 45, -got, got)
+        done[rows] = ok
+    return ns, done
+
+
 def _from_strings(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    ns, fast = _plain_decimals(vals)
+    if fast.all():
+        return ns, _window(ns, fast)
+    rest = np.flatnonzero(~fast)
+    got, st = _from_strings_general(vals[rest])
+    status = _window(ns, fast)
+    ns[rest] = got
+    status[rest] = st
+    return np.where(status == OK, ns, 0), status
+
+
+def _from_strings_general(vals: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     s = pd.Series(vals, dtype=object).str.strip()
     parts = s.str.extract(_DECIMAL)
     whole = parts[1].fillna("").str.lstrip("0")

@@ -23,6 +23,7 @@ from reportgen.writers.layers_text import layers_document, top_layers_text
 from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
 from reportgen.writers.why_text import why_document, why_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
+from reportgen.writers.torch_table_text import operators_text
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
 SUMMARY_COLUMNS = ["core", "parallelism", "span_ns", "tiu_busy_ns", "tiu_idle_ns", "tiu_util",
@@ -88,6 +89,13 @@ def summary_table(summary: pd.DataFrame, limit: int = TEXT_WIDTH) -> str:
     return "\n\n".join(tables)
 
 
+def top_operators_text(ops: pd.DataFrame) -> str:
+    """The top operators as torch's ``table()`` prints them (writers.torch_table_text)."""
+    totals = {"self_cpu_us": float(ops["Self CPU (us)"].sum()),
+              "self_device_us": float(ops["Self Device (us)"].sum())}
+    return "Top operators (torch key_averages)\n" + operators_text(ops, totals)
+
+
 def lanes_table(profile: Profile) -> str:
     """Framework traces: the device lanes table (analysis.derive) instead of TIU/DMA columns."""
     t = profile.tables["Device lanes"]
@@ -148,6 +156,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     head = [f"Input: {m.input_path}"] + _facts(profile)
     head += _wrapped(records_line(m.accounting)) if m.accounting else []
     body = summary_table(summary) if m.is_pmu else lanes_table(profile)
+    if not m.is_pmu and len(profile.tables.get("Operators", ())):
+        body += "\n\n" + top_operators_text(profile.tables["Operators"])
     if profile.layer_view is not None:
         body += "\n\n" + top_layers_text(profile.layer_view)
     notes = PMU_NOTES if m.is_pmu else FRAMEWORK_NOTES

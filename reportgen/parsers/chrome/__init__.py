@@ -80,11 +80,31 @@ def load_chrome_traces(paths: list[Path], input_path: str, *, max_input_mb: int 
                     "ranks numbered by sorted file name instead")
             ranks = list(range(len(datas)))
     profile = build_profile(datas, ranks, "chrome", input_path)
+    if warn and warn.startswith(f"{len(datas)} trace files come from the same process"):
+        profile.source_tables["Trace Windows"] = _windows(datas)
     if warn:
         profile.meta.warn("rank-ids", warn, input_path)
     for r in rejected:
         profile.meta.warn("skipped-file", "not a timeline trace, skipped: " + r, input_path)
     return profile
+
+
+def _windows(datas: list[TraceData]) -> pd.DataFrame:
+    """One row per window file of one process (``schedule``'s ``on_trace_ready`` writes a file
+    per active window, i.e. per recorded step range): its file, time range and slice counts."""
+    rows = []
+    for k, d in enumerate(datas):
+        x = d.events[d.events["ph"] == "X"]
+        start = int(x["ts_ns"].min()) if len(x) else 0
+        end = int((x["ts_ns"] + x["dur_ns"]).max()) if len(x) else 0
+        rows.append({"Window": k + 1, "File": Path(d.path).name, "Start (ns)": start,
+                     "End (ns)": end, "Duration (us)": (end - start) / 1e3, "Slices": len(x)})
+    t0 = min(r["Start (ns)"] for r in rows)
+    out = pd.DataFrame(rows)
+    out["Start (ns since first window)"] = out.pop("Start (ns)") - t0
+    out["End (ns since first window)"] = out.pop("End (ns)") - t0
+    return out[["Window", "File", "Start (ns since first window)", "End (ns since first window)",
+                "Duration (us)", "Slices"]]
 
 
 __all__ = ["ASCEND_SYNC_TASKS", "TraceData", "build_profile", "load_chrome_trace",

@@ -47,11 +47,12 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     (a rank) or, when None, to the device index the trace gives."""
     meta = Meta(source=source, input_path=input_path or (traces[0].path if traces else ""))
     cores = cores if cores is not None else [None] * len(traces)
-    host_parts, dev_parts, mem_parts = [], [], []
+    host_parts, dev_parts, mem_parts, annotation_parts = [], [], [], []
     for fi, (data, core) in enumerate(zip(traces, cores)):
         for code, msg in data.warnings:
             meta.warn(code, msg, data.path)
-        h, d, m, counts = _split_trace(data, fi, core, meta)
+        h, d, m, counts, a = _split_trace(data, fi, core, meta)
+        annotation_parts.append(a)
         meta.accounting[Path(data.path).name if len(traces) == 1 else f"{fi}:{Path(data.path).name}"] = counts
         host_parts.append(h)
         dev_parts.append(d)
@@ -69,6 +70,8 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     profile = Profile(commands=commands, host=host_out, meta=meta)
     if len(mem):
         profile.memory_events = _memory(mem, host, forest)
+    if any(len(a) for a in annotation_parts):
+        profile.device_annotations = pd.concat(annotation_parts, ignore_index=True)
     steps = _step_trace(traces)
     if len(steps):
         profile.source_tables["Step Trace"] = steps
@@ -102,6 +105,10 @@ def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
     h["correlation"] = int_ids(arg_column(args[hmask], "correlation", "correlation_id"))
     h["external_id"] = int_ids(arg_column(args[hmask], "External id", "external id"))
     h["rank"] = core if core is not None else 0
+    # the thread's name from the trace metadata (thread_name M events), for host lanes
+    codes, uniq = pd.factorize(h["pid"].astype(str) + "\x1f" + h["tid"].astype(str))
+    names = {f"{p}\x1f{t}": v for (p, t), v in data.thread_names.items()}
+    h["thread_name"] = np.array([names.get(k) for k in uniq] + [None], dtype=object)[codes]
 
     d = ev.loc[dmask, ["name", "cat", "pid", "tid", "ts_ns", "dur_ns", "args"]].copy()
     d["_file"] = fi
@@ -171,7 +178,16 @@ def _split_trace(data: TraceData, fi: int, core: int | None, meta: Meta):
     for r, label in why.items():
         if vc.get(r, 0):
             counts[f"dropped: {label}"] = int(vc[r])
-    return h, d, m, counts
+    return h, d, m, counts, _device_annotations(ev, role, core)
+
+
+def _device_annotations(ev: pd.DataFrame, role: pd.Series, core: int | None) -> pd.DataFrame:
+    """Kineto's device copies of annotations (gpu_user_annotation X slices)."""
+    m = (ev["ph"] == "X").to_numpy() & (role == "device_annotation").to_numpy()
+    start = ev["ts_ns"].to_numpy(np.int64)[m]
+    return pd.DataFrame({"name": ev["name"].to_numpy(object)[m],
+                         "rank": core if core is not None else 0,
+                         "start_ns": start, "end_ns": start + ev["dur_ns"].to_numpy(np.int64)[m]})
 
 
 def _count_non_work(kinds: pd.Series, meta: Meta, where: str) -> None:

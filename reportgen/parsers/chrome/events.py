@@ -17,6 +17,7 @@ from typing import Any, Iterable
 import numpy as np
 import pandas as pd
 
+from reportgen.parsers.chrome.exact_json import exact_texts
 from reportgen.parsers.chrome.reader import read_events
 from reportgen.parsers.times import OK, TIME_LIMIT_NS, parse_us, shifted, spans
 
@@ -116,9 +117,13 @@ def read_trace(path: str | Path) -> TraceData:
 
     keep = ~is_m
     position = np.flatnonzero(keep)              # index in the file's event list
-    ts = parse_us(raw["ts"][keep])
-    if ts.strings:
-        warnings.append(("string-ts", f"{ts.strings} events give 'ts' as a decimal string; read "
+    # long decimal literals are read from their text, digit by digit (exact_json)
+    ts_values, n_exact = exact_texts(raw["ts"][keep])
+    dur_values, _ = exact_texts(raw["dur"][keep])
+    ts = parse_us(ts_values)
+    json_strings = ts.strings - n_exact
+    if json_strings:
+        warnings.append(("string-ts", f"{json_strings} events give 'ts' as a decimal string; read "
                                       "exactly to the nanosecond"))
     base = metadata.get("baseTimeNanoseconds")
     if type(base) in (int, float) and base:
@@ -128,7 +133,7 @@ def read_trace(path: str | Path) -> TraceData:
         else:
             warnings.append(("bad-base-time", f"'baseTimeNanoseconds' {base!r} is not a time "
                                               "within ±2^62 ns; not added"))
-    times = spans(ts, parse_us(raw["dur"][keep]), position)
+    times = spans(ts, parse_us(dur_values), position)
     warnings += times.warnings
     pid, odd_pid = _keys(raw["pid"][keep])
     tid, odd_tid = _keys(raw["tid"][keep])

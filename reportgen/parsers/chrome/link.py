@@ -98,6 +98,8 @@ def host_tree(host: pd.DataFrame, meta: Meta) -> tuple[pd.DataFrame, Forest]:
     out["rank"] = host["rank"].to_numpy()
     out["correlation"] = host["correlation"].to_numpy()
     out["external_id"] = host["external_id"].to_numpy()
+    if "thread_name" in host.columns:
+        out["thread_name"] = host["thread_name"].to_numpy()
     out["_file"] = host["_file"].to_numpy()
     out["_track"] = track[order]
     ops = np.flatnonzero(operator)

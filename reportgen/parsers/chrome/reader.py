@@ -10,7 +10,6 @@ before it is read and a compressed one expanded chunk by chunk up to its limit.
 """
 from __future__ import annotations
 
-import json
 import os
 import re
 import zipfile
@@ -22,15 +21,7 @@ import numpy as np
 
 from reportgen.errors import InputError
 from reportgen.parsers import limits
-
-try:  # orjson decodes big traces 3-5x faster; the stdlib decoder gives the same objects
-    import orjson as _orjson
-
-    # before 3.9 orjson had no nesting limit and crashed the process on deep input
-    if tuple(int(x) for x in _orjson.__version__.split(".")[:2]) < (3, 9):
-        _orjson = None
-except (ImportError, ValueError):  # pragma: no cover - optional speed-up
-    _orjson = None
+from reportgen.parsers.chrome import exact_json
 
 #: traces nest 3-5 levels (array, event, args, a list of shapes); anything far deeper is not a
 #: trace and would exhaust a recursive JSON decoder
@@ -195,9 +186,8 @@ def _nesting(data: bytes | bytearray) -> tuple[int, int]:
 
 
 def _loads(data: bytes) -> Any:
-    if _orjson is not None:
-        return _orjson.loads(data)
-    return json.loads(data)
+    # exact_json keeps long decimal literals (ns-resolution timestamps) as written
+    return exact_json.loads(data)
 
 
 def decode_json(path: str | Path, data: bytes, warnings: Warnings) -> list | dict:
@@ -213,7 +203,7 @@ def decode_json(path: str | Path, data: bytes, warnings: Warnings) -> list | dic
                                     "so this is not a trace", offset=at)
     try:
         return _loads(text)
-    except (ValueError, RecursionError) as exc:
+    except exact_json.DECODE_ERRORS as exc:
         error = exc
     if text[:1] == b"[":
         # streamed writers stop mid-array: cut after the last complete event and close it
@@ -225,7 +215,7 @@ def decode_json(path: str | Path, data: bytes, warnings: Warnings) -> list | dic
             body = body[:cut + 1]
             try:
                 obj = _loads(body + b"]")
-            except ValueError:
+            except exact_json.DECODE_ERRORS:
                 body = body[:cut]
                 continue
             warnings.append(("unterminated-json", "trace array is not terminated (writer stopped "

@@ -204,6 +204,8 @@ def operators_chart(tables: dict[str, pd.DataFrame]) -> dict[str, Any] | None:
     """The 20 operators with the largest self device time (self CPU time when no operator ran
     on the device), as the "Operators" table has them."""
     ops = tables.get("Operators")
+    if ops is not None and "Device Type" in ops:     # torch's tables: its CPU events are the operators
+        ops = ops[ops["Device Type"] == "CPU"]
     if ops is None or ops.empty or "Name" not in ops:
         return None
     metric = next((c for c in ("Self Device (us)", "Self CPU (us)")

@@ -27,6 +27,7 @@ from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
+from reportgen.writers.html.launch_links import launch_column
 from reportgen.writers.html.payload import URATE_SCALE, collect_items, encode_items
 from reportgen.writers.html.summary import summary_table
 from reportgen.writers.html.units import fmt_duration
@@ -180,8 +181,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         items, n_lanes = layer_part.items, n_lanes + len(layer_part.lanes)
     # bandwidth predictors: bytes / duration, or bytes / (duration + one DMA clock period)
     dma_period = 1e3 / profile.meta.dma_freq_mhz if profile.meta.dma_freq_mhz else 0.0
-    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period),
-                                extra=layer_part.columns if layer_part else None)
+    extra = {**(layer_part.columns if layer_part else {}), **launch_column(profile, items)}
+    header, blob = encode_items(items, n_lanes, pads_ns=(0.0, dma_period), extra=extra or None)
     span = int(items.end.max()) if len(items.end) else 0
     overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
                                   OVERVIEW_BUCKETS)

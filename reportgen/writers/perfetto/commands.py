@@ -9,7 +9,7 @@ from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
-from reportgen.writers.perfetto.flows import launch_flows
+from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.trace import Plan, pairs
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
@@ -42,11 +42,11 @@ def position_of(order: np.ndarray) -> np.ndarray:
     return position
 
 
-def commands_plan(device: Device, c: pd.DataFrame, why=None, n_host: int = 0) -> Plan:
+def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
     """Every command as a slice on its engine lane, with args, dependency and barrier flows (and
-    the launch flows from ``n_host`` host rows: :mod:`.flows`); ``why`` (analysis/why.py): the
-    critical path's commands carry ``critical = true``; lanes of a framework trace with a
-    ``level`` column are grouped under their level's track."""
+    the flows from the host rows that launched them: :mod:`.launch_flows`); ``why``
+    (analysis/why.py): the critical path's commands carry ``critical = true``; lanes of a
+    framework trace with a ``level`` column are grouped under their level's track."""
     t = device.t
     eng_code, eng_names = category_codes(c["engine"])
     core = c["core"].to_numpy(np.int64)
@@ -122,13 +122,12 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, n_host: int = 0) ->
     src, dst = _flows(c, why)
     position = position_of(order)
     src_pos, dst_pos = position[src], position[dst]
+    launched, _ = launches(c)                                # framework: host launch -> slice
+    launch_pos, launch_flow = position[launched], flow_id(launched)
+    del position
     so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
     src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
     dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
-    launched, _, launch_id = launch_flows(c, n_host)
-    launch_at = np.zeros(len(c), np.uint64)
-    launch_at[position[launched]] = launch_id.astype(np.uint64)
-    del position
     base = device.base
 
     def encode(lo: int, hi: int) -> bytes:
@@ -156,7 +155,8 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, n_host: int = 0) ->
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
-        terminating = np.where(terminating > 0, terminating, launch_at[lo:hi])
+        k = (launch_pos >= lo) & (launch_pos < hi)
+        terminating[launch_pos[k] - lo] = launch_flow[k]
         te.fixed64(48, terminating, terminating > 0)
         rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)

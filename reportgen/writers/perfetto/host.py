@@ -10,17 +10,16 @@ import pandas as pd
 from reportgen.intervals import lanes as nesting_lanes, nest
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan, Trace
-from reportgen.writers.perfetto.flows import launch_flows
+from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.wire import (INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations,
-                                            fixed64_repeated, packet)
+                                             fixed64_repeated, packet)
 
 MAX_HOST_ARGS = 32                  # host arg keys written: the most common ones
 
 
-def host_plan(device: Device, h: pd.DataFrame, c: pd.DataFrame | None = None) -> Plan:
-    """Every host event on its process/thread (lane) track; a process is named after its
-    level when the trace has levels (``level``: PTA, CANN); operators that launched commands
-    ``c`` start their launch flows (:mod:`.flows`)."""
+def host_plan(device: Device, h: pd.DataFrame, commands: pd.DataFrame | None = None) -> Plan:
+    """Every host event on its process/thread (lane) track; a launch starts a flow to each
+    device slice of ``commands`` it launched (launch_flows)."""
     t = device.t
     pid_s, tid_s = h["pid"].astype(str), h["tid"].astype(str)
     pid_num = pd.to_numeric(h["pid"], errors="coerce")
@@ -46,9 +45,11 @@ def host_plan(device: Device, h: pd.DataFrame, c: pd.DataFrame | None = None) ->
         th, ln = divmod(int(key), 1024)
         row = int(np.flatnonzero(thread_code == th)[0])
         label = f"{tid_s.iloc[row]}"
+        named = h["thread_name"].iloc[row] if "thread_name" in h.columns else None
         if ln == 0:
-            uuid_of[k] = t.track(f"host/{threads[th]}/0", "", thread=(int(pid_of[row]), int(tid_of[row]),
-                                                                      f"thread {label}"))
+            uuid_of[k] = t.track(f"host/{threads[th]}/0", "", thread=(
+                int(pid_of[row]), int(tid_of[row]),
+                named if isinstance(named, str) and named else f"thread {label}"))
         else:
             uuid_of[k] = t.track(f"host/{threads[th]}/{ln}", f"thread {label} #{ln + 1}",
                                  proc_uuid[int(proc_code[row])], rank=ln)
@@ -68,19 +69,17 @@ def host_plan(device: Device, h: pd.DataFrame, c: pd.DataFrame | None = None) ->
     ev_lane = lane_code[ev_row]
     o = np.lexsort((ev_tie, ev_class, ev_ts, ev_lane))
     ev_row, ev_ts, ev_type, ev_lane = ev_row[o], ev_ts[o], ev_type[o], ev_lane[o]
+    # flow starts on the opening event of each launching slice, in event order
+    launched, launcher = launches(commands)
+    opening = np.empty(n, np.int64)
+    opening[ev_row[ev_type != SLICE_END]] = np.flatnonzero(ev_type != SLICE_END)
+    fo = np.argsort(opening[launcher], kind="stable") if len(launcher) else np.zeros(0, np.int64)
+    flow_pos, flow_ids = opening[launcher][fo], flow_id(launched)[fo]
     name_iid = t.names.codes(h["name"].astype(object))
     cat_iid = t.cats.codes(h["category"].astype(object))
     host_args = _host_args(t, h["args"].to_numpy(object))
     seq = seq_ids[ev_lane]
     base = device.base
-    # launch flows leave each operator's begin event
-    _, flow_host, flow_id = launch_flows(c, n) if c is not None else (None, np.zeros(0, np.int64), None)
-    begin_at = np.empty(n, np.int64)
-    opening = ev_type != SLICE_END
-    begin_at[ev_row[opening]] = np.flatnonzero(opening)
-    flow_pos = begin_at[flow_host]
-    fo = np.argsort(flow_pos, kind="stable")
-    flow_pos, flow_id = flow_pos[fo], (flow_id[fo] if len(fo) else np.zeros(0, np.int64))
 
     def encode(lo: int, hi: int) -> bytes:
         rows, typ = ev_row[lo:hi], ev_type[lo:hi]
@@ -91,7 +90,7 @@ def host_plan(device: Device, h: pd.DataFrame, c: pd.DataFrame | None = None) ->
         annotations(te, t.arg_iid, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
         i, j = np.searchsorted(flow_pos, [lo, hi])
         if j > i:
-            te.dense(*fixed64_repeated(flow_pos[i:j] - lo, flow_id[i:j], 47, m))
+            te.dense(*fixed64_repeated(flow_pos[i:j] - lo, flow_ids[i:j], 47, m))
         return Rows(m).message(1, packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)

@@ -42,7 +42,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     c = profile.commands
     plans: list[Plan | None] = []
     if len(c):
-        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None), len(profile.host)))
+        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None)))
         plans.append(kernels_plan(device, kernel_calls(profile)))
         plans.extend(counters_plan(device, c))
         if profile.layer_view is not None:

@@ -16,6 +16,7 @@ import pandas as pd
 
 from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
 from reportgen.writers.xlsx.columns import Column, column_from_series
+from reportgen.writers.xlsx.framework_columns import framework_columns
 from reportgen.writers.xlsx.layer_sheets import layer_columns
 
 TAB_COLORS = {"TIU": "#008000", "GDMA": "#FFA500", "SDMA": "#A6A6A6", "CDMA": "#C0504D"}
@@ -160,6 +161,8 @@ def command_sheet_columns(profile: Profile, pos: np.ndarray, with_registers: boo
     engine = str(frame["engine"].iloc[0])
     regs = profile.registers.get(engine) if with_registers else None
     columns = command_columns(frame, engine, regs)
+    if not profile.meta.is_pmu:      # trace clock: typed relative ns, no cycle column
+        columns = framework_columns(profile, frame, columns)
     if profile.layer_view is not None and engine in ("TIU", "GDMA"):
         columns[FREEZE_COLS + 2:FREEZE_COLS + 2] = layer_columns(profile, pos[order])  # beside Kernel
     return columns
