@@ -56,7 +56,7 @@ def test_levels_and_flows_in_perfetto(tmp_path):
         (src,) = d["flows_out"][fid]
         op, task = slices[src], slices[dst]
         assert name[parent.get(op["track"], op["track"])].startswith("PTA") or \
-            name[op["track"]].startswith("thread")
+            name[op["track"]].lower().startswith("thread")  # named from the trace metadata
         assert name[task["track"]] == "Stream 3"
         s_ts = next(s for s, f in pairs if f == task["ts"])
         assert op["ts"] <= s_ts <= op["ts"] + op["dur"]            # the op encloses the flow start
