@@ -21,6 +21,7 @@ from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.layers_text import layers_document, top_layers_text
 from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
+from reportgen.writers.fw_diagnosis_text import framework_document, framework_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 
 #: engine-summary columns of the printed table (names and units: analysis/catalogue.py)
@@ -143,6 +144,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     notes = PMU_NOTES if m.is_pmu else FRAMEWORK_NOTES
     warn = ["", warnings_text(m)] if m.warnings else []
     diagnosis = ["", diagnosis_text(profile.diagnosis)] if profile.diagnosis is not None else []
+    if profile.framework_diagnosis is not None:
+        diagnosis += ["", framework_text(profile.framework_diagnosis)]
     return "\n".join(head + ["", body, ""] + notes + diagnosis + warn) + "\n"
 
 
@@ -184,6 +187,8 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
                     for c in summary.columns if (e := catalogue.BY_COLUMN.get(c))},
         **layers,
         **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
+        **(framework_document(profile.framework_diagnosis)
+           if profile.framework_diagnosis is not None else {}),
         **_comparable(profile),
     }
 
