@@ -208,3 +208,23 @@ def test_falconsai_idle_share_named():
     f = p.framework_diagnosis.findings.set_index("rule")
     assert f.loc["fw_device_idle", "value"] == pytest.approx(idle / got["span_ns"])
     assert "83.8 %" in f.loc["fw_device_idle", "text"]
+
+
+def test_workbook_findings_and_device_time_sheets(tmp_path):
+    import openpyxl
+
+    from reportgen.writers import xlsx
+
+    p = host_bound_loop().load(tmp_path)
+    path = xlsx.write(p, p.summary, tmp_path / "out", quiet=True)
+    wb = openpyxl.load_workbook(path, read_only=True)
+    assert wb.sheetnames.index("Findings") < wb.sheetnames.index("Device Time")
+    rows = [r for r in wb["Findings"].iter_rows(values_only=True) if any(c is not None for c in r)]
+    header = next(i for i, r in enumerate(rows) if r[0] == "Rank")
+    head, first = rows[header], dict(zip(rows[header], rows[header + 1]))
+    assert "Estimated gain (ns)" in head and "Engine" not in head
+    assert (first["Rule"], first["Device"], first["Estimated gain (ns)"]) == ("fw_host_bound", 0, us(2664))
+    dt = [r for r in wb["Device Time"].iter_rows(values_only=True) if any(c is not None for c in r)]
+    h = next(i for i, r in enumerate(dt) if r[0] == "device")
+    got = dict(zip(dt[h], dt[h + 1]))
+    assert (got["idle_host_ns"], got["idle_launch_ns"], got["span_ns"]) == (us(2664), us(36), us(3100))
