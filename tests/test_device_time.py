@@ -228,3 +228,59 @@ def test_workbook_findings_and_device_time_sheets(tmp_path):
     h = next(i for i, r in enumerate(dt) if r[0] == "device")
     got = dict(zip(dt[h], dt[h + 1]))
     assert (got["idle_host_ns"], got["idle_launch_ns"], got["span_ns"]) == (us(2664), us(36), us(3100))
+
+
+def _py_union(intervals) -> int:
+    """Length of a union of (start, end) pairs: a plain sorted sweep (the independent check)."""
+    total, cur_s, cur_e = 0, None, None
+    for s, e in sorted(intervals):
+        if cur_e is None or s > cur_e:
+            total += (cur_e - cur_s) if cur_e is not None else 0
+            cur_s, cur_e = s, e
+        else:
+            cur_e = max(cur_e, e)
+    return total + ((cur_e - cur_s) if cur_e is not None else 0)
+
+
+COMPUTE_ADVICE = FRAMEWORK / "ascend-msprof-analyze/ut/advisor/advisor_backend/compute_advice"
+
+
+@needs(COMPUTE_ADVICE)
+def test_ascend_kernel_details_against_a_plain_sweep():
+    """kernel_details.csv alone (no step_trace_time): communication = Accelerator Core HCCL;
+    compute and exposed communication recomputed from the CSV with a plain Python sweep in
+    exact decimal ns (the parser's rounding: Decimal µs x 1000, half to even)."""
+    import csv
+    from decimal import Decimal
+
+    rows = list(csv.DictReader(open(COMPUTE_ADVICE / "kernel_details.csv", newline="", encoding="utf-8")))
+    ns = lambda v: int((Decimal(v.strip()) * 1000).to_integral_value())     # noqa: E731
+    iv = [(ns(r["Start Time(us)"]), ns(r["Start Time(us)"]) + ns(r["Duration(us)"]),
+           r["Accelerator Core"]) for r in rows]
+    comm = [(s, e) for s, e, core in iv if core == "HCCL"]
+    comp = [(s, e) for s, e, core in iv if core != "HCCL"]
+    comm_total = _py_union(comm)
+    exposed = _py_union(comm + comp) - _py_union(comp)
+    p = reportgen.load(COMPUTE_ADVICE)
+    got = figures(p)
+    assert abs(got["comm_total_ns"] - comm_total) <= len(comm)        # at most 1 ns per slice
+    assert abs(got["comm_ns"] - exposed) <= len(iv)
+    assert abs(got["compute_ns"] + got["memory_ns"] - _py_union(comp)) <= len(iv)
+    assert got["span_ns"] == max(e for _, e, _ in iv) - min(s for s, _, _ in iv)
+    assert fired(p)["fw_exposed_comm"] == "high"        # 66.8 % of the span
+
+
+MINDSPORE = FRAMEWORK / "mindinsight/profiler/PROF_000001_20230818142704322_COJGGGCANRMICFBC"
+
+
+@needs(MINDSPORE)
+def test_mindspore_capture_gets_the_same_findings_from_its_tables():
+    p = reportgen.load(MINDSPORE)
+    got = figures(p)
+    assert sum(got[k] for k in PARTS) == got["span_ns"] > 0
+    c = p.commands
+    work = c[~c["is_sys"]]
+    # compute + memory = the union of its work slices (no communication in this capture)
+    assert got["compute_ns"] + got["memory_ns"] == _py_union(zip(work["start_ns"], work["end_ns"]))
+    # its stream waits cover most of the idle: a synchronisation finding, not "other"
+    assert fired(p)["fw_sync_bound"] == "high"
