@@ -284,3 +284,35 @@ def test_mindspore_capture_gets_the_same_findings_from_its_tables():
     assert got["compute_ns"] + got["memory_ns"] == _py_union(zip(work["start_ns"], work["end_ns"]))
     # its stream waits cover most of the idle: a synchronisation finding, not "other"
     assert fired(p)["fw_sync_bound"] == "high"
+
+
+def test_cluster_report_lists_each_devices_top_findings(tmp_path):
+    """Two rank traces through the batch worker (no Dask): the cluster tables list each run's
+    first findings as its own summary.json ranks them; index.html and cluster.json show them."""
+    from reportgen import batch
+    from reportgen.analysis.cluster import cluster_analysis
+    from reportgen.options import Options
+    from reportgen.writers.cluster import write_cluster
+
+    runs = []
+    for name, trace in (("host", host_bound_loop()), ("tiny", Trace())):
+        if name == "tiny":
+            for i in range(10):
+                trace.kernel("tiny", 10 + 10 * i, 10, 22 + 10 * i, 3)
+        path = tmp_path / f"{name}.json"
+        path.write_text(json.dumps({"traceEvents": trace.events}))
+        options = Options(input=str(path), output=str(tmp_path / "out" / name), workbook=False,
+                          perfetto=False, quiet=True)
+        runs.append(batch.report_one(options, name, "trace"))
+    cluster = cluster_analysis(runs)
+    f = cluster.findings
+    assert f[["name", "device", "rank", "rule", "severity"]].values.tolist() == [
+        ["host", 0, 1, "fw_host_bound", "high"], ["host", 0, 2, "fw_device_idle", "high"],
+        ["tiny", 0, 1, "fw_launch_bound", "high"], ["tiny", 0, 2, "fw_device_idle", "high"]]
+    own = json.loads((tmp_path / "out" / "host" / "summary.json").read_text())["findings"]
+    assert f["text"].iloc[0] == own[0]["text"]
+    write_cluster(tmp_path / "out", cluster, runs)
+    doc = json.loads((tmp_path / "out" / "cluster.json").read_text())
+    assert [d["rule"] for d in doc["findings"]] == f["rule"].tolist()
+    page = (tmp_path / "out" / "index.html").read_text()
+    assert "Top findings per device" in page and "fw_launch_bound" in page

@@ -109,11 +109,20 @@ def write_index(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> Path:
         **_page_rows(out, cluster, runs),
         stragglers=_frame_rows(cluster.stragglers, {**us, **pct}),
         kernels=_frame_rows(cluster.kernels, {**us, **pct}),
-        calls=_frame_rows(cluster.calls, {**us, **pct}))
+        calls=_frame_rows(cluster.calls, {**us, **pct}),
+        findings=_finding_rows(cluster))
     target = Path(out) / INDEX
     with atomic_open(target, "w", encoding="utf-8") as fh:
         fh.write(page)
     return target
+
+
+def _finding_rows(cluster: Cluster) -> list[list[str]]:
+    """Each run's devices' top findings: run, device, severity, rule, the finding's sentence."""
+    f = cluster.findings
+    return [[clean_text(str(r["name"])), "" if r["device"] is None else clean_text(str(r["device"])),
+             clean_text(str(r["severity"])), clean_text(str(r["rule"])), clean_text(str(r["text"]))]
+            for r in f.astype(object).where(f.notna(), None).to_dict("records")]
 
 
 def _json_rows(frame: pd.DataFrame) -> list[dict]:
@@ -136,7 +145,7 @@ def cluster_document(cluster: Cluster) -> dict:
     return {"devices": devices, "median_span_ns": cluster.median_span_ns,
             "straggler_rule": cluster.rule, "stragglers": _json_rows(cluster.stragglers),
             "kernels": _json_rows(cluster.kernels), "calls": _json_rows(cluster.calls),
-            "heat": _json_rows(cluster.heat)}
+            "heat": _json_rows(cluster.heat), "findings": _json_rows(cluster.findings)}
 
 
 def write_workbook(path: Path, cluster: Cluster) -> Path:
@@ -144,7 +153,8 @@ def write_workbook(path: Path, cluster: Cluster) -> Path:
     import xlsxwriter
 
     sheets = {"Devices": cluster.devices, "Stragglers": cluster.stragglers,
-              "Kernel spread": cluster.kernels, "Calls": cluster.calls, "Heat map": cluster.heat}
+              "Kernel spread": cluster.kernels, "Calls": cluster.calls, "Heat map": cluster.heat,
+              "Findings": cluster.findings}
     with atomic_path(path) as tmp:
         wb = xlsxwriter.Workbook(str(tmp), {"strings_to_formulas": False, "strings_to_urls": False,
                                             "strings_to_numbers": False, "nan_inf_to_errors": False})
