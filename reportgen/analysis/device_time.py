@@ -23,7 +23,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis import piece_sets as ps
-from reportgen.analysis.steps import COMM_PATTERN, MEMORY_PATTERN, step_table
+from reportgen.analysis.steps import COMM_PATTERN, MEMORY_PATTERN
 from reportgen.model import Profile
 
 #: the exclusive parts of a device's span, in counting priority (they add up to the span)
@@ -47,15 +47,25 @@ class DeviceTime:
     steps: pd.DataFrame
 
 
+def matches(values: pd.Series, pattern: str) -> np.ndarray:
+    """Whether each value (as text) matches ``pattern``, the regex run once per distinct value
+    (names repeat: a trace of 200k slices has a few hundred)."""
+    if isinstance(values.dtype, pd.CategoricalDtype):
+        codes, uniques = values.cat.codes.to_numpy(), values.cat.categories
+    else:
+        codes, uniques = pd.factorize(values.astype(object), use_na_sentinel=True)
+    hit = pd.Series(pd.Index(uniques).astype(str)).str.contains(pattern).to_numpy(bool)
+    return np.append(hit, False)[codes]          # code -1 (missing) -> the appended False
+
+
 def slice_classes(cmds: pd.DataFrame) -> dict[str, np.ndarray]:
     """Boolean masks over the commands: work (not a wait or marker), comm, memory, compute, wait."""
     work = ~cmds["is_sys"].to_numpy(bool)
-    names = pd.Series(cmds["func_name"].astype(str).to_numpy())
-    ftype = pd.Series(cmds["func_type"].astype(object).fillna("").astype(str).to_numpy())
-    comm = names.str.contains(COMM_PATTERN).to_numpy() | ftype.str.contains(COMM_TYPES).to_numpy()
+    names, ftype = cmds["func_name"], cmds["func_type"]
+    comm = matches(names, COMM_PATTERN) | matches(ftype, COMM_TYPES)
     if "core_type" in cmds.columns:
-        comm |= cmds["core_type"].astype(str).str.upper().eq("HCCL").to_numpy()
-    memory = (names.str.contains(MEMORY_PATTERN) | ftype.str.contains(MEMORY_PATTERN)).to_numpy() & ~comm
+        comm |= matches(cmds["core_type"], r"(?i)^hccl$")
+    memory = (matches(names, MEMORY_PATTERN) | matches(ftype, MEMORY_PATTERN)) & ~comm
     wait = cmds["is_sys"].to_numpy(bool) & cmds["sys_wait"].to_numpy(bool)
     return {"work": work, "comm": comm & work, "memory": memory & work,
             "compute": work & ~comm & ~memory, "wait": wait}
@@ -147,8 +157,8 @@ def _sync_calls(profile: Profile, rank: int | None) -> ps.Pieces:
     host = profile.host
     if host.empty or rank is None or "role" not in host.columns:
         return ps.EMPTY
-    m = (host["role"].to_numpy(object) == "runtime") & host["name"].astype(str).str.contains(
-        SYNC_CALL_PATTERN).to_numpy()
+    m = host["role"].to_numpy(object) == "runtime"
+    m[m] = matches(host["name"][m], SYNC_CALL_PATTERN)
     if "rank" in host.columns:
         m &= host["rank"].astype(int).to_numpy() == rank
     return ps.pieces(host["start_ns"].to_numpy(np.int64)[m], host["end_ns"].to_numpy(np.int64)[m])
@@ -158,8 +168,8 @@ def _step_windows(profile: Profile, rank: int | None, lo: int, hi: int) -> pd.Da
     """The device windows of a rank's steps: from the first device start of step i to that of
     step i+1 (the last to its device end), so the idle between steps counts for the step that
     ends with it; clipped to the device span."""
-    steps = step_table(profile)
-    if steps.empty or "Device start (ns)" not in steps.columns or rank is None:
+    steps = profile.tables.get("Steps")          # analysis.steps.step_table, attached before
+    if steps is None or "Device start (ns)" not in steps.columns or rank is None:
         return pd.DataFrame(columns=["step", "lo", "hi"])
     st = steps[(steps["Rank"].astype(int) == rank) & steps["Device start (ns)"].notna()]
     st = st.sort_values("Device start (ns)", kind="stable")

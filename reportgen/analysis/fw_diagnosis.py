@@ -15,7 +15,7 @@ import pandas as pd
 
 from reportgen.analysis import fw_findings as ff
 from reportgen.analysis.device_time import KEYS, DeviceTime, device_time
-from reportgen.analysis.launch_stats import launch_stats, launch_totals
+from reportgen.analysis.launch_stats import launch_arrays, launch_stats, launch_totals
 from reportgen.analysis.step_variation import step_variation
 from reportgen.model import Profile
 
@@ -71,8 +71,8 @@ def _memory_peaks(profile: Profile) -> dict:
 
 def diagnose_framework(profile: Profile) -> FrameworkDiagnosis:
     dt = device_time(profile)
-    launch = launch_stats(profile)
-    totals = launch_totals(profile)
+    launches = launch_arrays(profile)
+    launch, totals = launch_stats(launches), launch_totals(launches)
     variation = step_variation(dt.steps)
     short = {int(d): float(s) for d, s in zip(totals["device"], totals["short_share"])}
     # what the trace states each device holds (bytes), when a parser records it

@@ -32,15 +32,15 @@ def launch_arrays(profile: Profile) -> pd.DataFrame:
     ok[ok] &= role[lr[ok]] == "runtime"
     s, e = cmds["start_ns"].to_numpy(np.int64)[ok], cmds["end_ns"].to_numpy(np.int64)[ok]
     t = pd.DataFrame({"device": cmds["core"].astype(np.int64).to_numpy()[ok],
-                      "name": cmds["func_name"].astype(str).to_numpy()[ok],
+                      "name": np.asarray(cmds["func_name"].astype(object))[ok],
                       "kernel_ns": e - s, "launch_ns": le[ok] - ls[ok], "delay_ns": s - ls[ok]})
     t["short"] = t["kernel_ns"] < t["launch_ns"]
     return t
 
 
-def launch_stats(profile: Profile) -> pd.DataFrame:
-    """Per (device, kernel name), longest total kernel time first; empty without launches."""
-    t = launch_arrays(profile)
+def launch_stats(t: pd.DataFrame) -> pd.DataFrame:
+    """Per (device, kernel name) of :func:`launch_arrays`, longest total kernel time first;
+    empty without launches."""
     if t.empty:
         return pd.DataFrame(columns=COLUMNS)
     q = t.groupby("device")["delay_ns"].quantile([0.25, 0.75]).unstack()
@@ -59,9 +59,8 @@ def launch_stats(profile: Profile) -> pd.DataFrame:
                            kind="stable").reset_index(drop=True)[COLUMNS]
 
 
-def launch_totals(profile: Profile) -> pd.DataFrame:
-    """Per device: launches, short kernels and their share, mean delay, delay outliers."""
-    t = launch_arrays(profile)
+def launch_totals(t: pd.DataFrame) -> pd.DataFrame:
+    """Per device of :func:`launch_arrays`: launches, short kernels and their share, mean delay."""
     if t.empty:
         return pd.DataFrame(columns=["device", "launches", "short", "short_share", "mean_delay_ns"])
     g = t.groupby("device")
