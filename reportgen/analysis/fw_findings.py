@@ -69,9 +69,9 @@ def device_findings(devices: pd.DataFrame, short_share: dict) -> list[dict]:
             total = r["comm_total_ns"]
             out.append(_finding("fw_exposed_comm", v,
                                 f"device {d}: {_ms(r['exposed_comm_ns'])} of communication "
-                                f"({_pct(v)} of its span) is not overlapped by compute; "
-                                f"{_pct(1 - r['exposed_comm_ns'] / total) if total else '0 %'} of "
-                                f"its {_ms(total)} communication is", device=d,
+                                f"({_pct(v)} of its span) is not overlapped by compute "
+                                f"(compute overlaps {_pct(1 - r['exposed_comm_ns'] / total)} of its "
+                                f"{_ms(total)} of communication)", device=d,
                                 gain=r["exposed_comm_ns"]))
     return out
 

@@ -48,6 +48,6 @@ def device_time_chart(diag: FrameworkDiagnosis) -> dict[str, Any] | None:
              "marker": {"color": COLORS[p]},
              "hovertemplate": f"%{{x}} {PART_NAMES[p]}: %{{y:,.3f}} {unit}<extra></extra>"}
             for p in PARTS if rows[p].to_numpy().any()]
-    layout = dict(_BASE_LAYOUT, barmode="stack", legend=dict(LEGEND_ON_TOP),
+    layout = dict(_BASE_LAYOUT, barmode="stack", legend=dict(LEGEND_ON_TOP, traceorder="normal"),
                   yaxis={"title": {"text": unit}, "gridcolor": "#e3e7ea"})
     return {"data": data, "layout": layout}
