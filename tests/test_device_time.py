@@ -316,3 +316,12 @@ def test_cluster_report_lists_each_devices_top_findings(tmp_path):
     assert [d["rule"] for d in doc["findings"]] == f["rule"].tolist()
     page = (tmp_path / "out" / "index.html").read_text()
     assert "Top findings per device" in page and "fw_launch_bound" in page
+
+
+def test_steps_that_launch_nothing_leave_one_whole_device_row(tmp_path):
+    t = Trace()
+    t.op("ProfilerStep#0", 0, 5, cat="user_annotation")        # launches nothing
+    t.kernel("k", 100, 5, 110, 10)
+    p = t.load(tmp_path)
+    steps = p.framework_diagnosis.device_time.steps
+    assert len(steps) == 1 and steps["step"].iloc[0] is None and steps["span_ns"].iloc[0] == us(10)

@@ -172,12 +172,14 @@ def _step_windows(profile: Profile, rank: int | None, lo: int, hi: int) -> pd.Da
     if steps is None or "Device start (ns)" not in steps.columns or rank is None:
         return pd.DataFrame(columns=["step", "lo", "hi"])
     st = steps[(steps["Rank"].astype(int) == rank) & steps["Device start (ns)"].notna()]
+    if st.empty:                        # steps that launched nothing on the device
+        return pd.DataFrame(columns=["step", "lo", "hi"])
     st = st.sort_values("Device start (ns)", kind="stable")
     start = st["Device start (ns)"].to_numpy(np.int64)
     end = start + np.rint(st["Device duration (us)"].to_numpy(float) * 1e3).astype(np.int64)
-    nxt = np.append(start[1:], end[-1] if len(end) else hi)
+    nxt = np.append(start[1:], end[-1])
     return pd.DataFrame({"step": st["Step"].to_numpy(np.int64), "lo": np.clip(start, lo, hi),
-                         "hi": np.clip(np.maximum(nxt, end if len(end) else nxt), lo, hi)})
+                         "hi": np.clip(np.maximum(nxt, end), lo, hi)})
 
 
 def device_time(profile: Profile) -> DeviceTime:
