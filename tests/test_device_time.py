@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pandas as pd
 import pytest
 
 import reportgen
@@ -325,3 +326,18 @@ def test_steps_that_launch_nothing_leave_one_whole_device_row(tmp_path):
     p = t.load(tmp_path)
     steps = p.framework_diagnosis.device_time.steps
     assert len(steps) == 1 and steps["step"].iloc[0] is None and steps["span_ns"].iloc[0] == us(10)
+
+
+def test_memory_close_to_the_stated_capacity(tmp_path):
+    """The trace's Memory Peak (reserved 245366784 B on device 0 of the Falconsai sample shape)
+    against a capacity a parser states in meta.arch: 245366784 / 2.5e8 = 98.1 % (high at 95 %)."""
+    from reportgen.analysis.fw_diagnosis import diagnose_framework
+
+    p = host_bound_loop().load(tmp_path)
+    p.tables["Memory Peak"] = pd.DataFrame({"Device": ["CPU", "device 0"],
+                                            "Peak Allocated (bytes)": [16, 231332864],
+                                            "Peak Reserved (bytes)": [0, 245366784]})
+    p.meta.arch["device_memory_bytes"] = {0: 2.5e8}
+    f = diagnose_framework(p).findings.set_index("rule").loc["fw_memory_capacity"]
+    assert f["severity"] == "high" and f["value"] == pytest.approx(245366784 / 2.5e8)
+    assert f["core"] == 0 and "98.1 %" in f["text"]

@@ -63,9 +63,11 @@ def _memory_peaks(profile: Profile) -> dict:
     out = {}
     for r in t.to_dict("records"):
         m = re.search(r"(\d+)$", str(r["Device"]))
-        peak = r.get("Peak Reserved (bytes)") or r.get("Peak Allocated (bytes)")
-        if m and peak and peak == peak:
-            out[int(m.group(1))] = float(peak)
+        values = [pd.to_numeric(r.get(k), errors="coerce")
+                  for k in ("Peak Reserved (bytes)", "Peak Allocated (bytes)")]
+        peak = next((float(v) for v in values if v == v and v > 0), None)
+        if m and peak:
+            out[int(m.group(1))] = peak
     return out
 
 
