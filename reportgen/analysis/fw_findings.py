@@ -8,6 +8,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.findings import ranked as rank_rows
 from reportgen.analysis.rules import RULES
 from reportgen.analysis.step_variation import PART_NAMES
 from reportgen.model import FINDING_COLUMNS
@@ -149,16 +150,5 @@ def memory_findings(peaks: dict, capacity: dict) -> list[dict]:
 
 
 def ranked(found: list[dict]) -> pd.DataFrame:
-    """The findings as a table, most severe and furthest past the threshold first."""
-    if not found:
-        return pd.DataFrame(columns=COLUMNS)
-    out = pd.DataFrame(found)
-    for col in ("core", "engine", "subject"):           # absent stays None (JSON null), not NaN
-        out[col] = out[col].astype(object).where(out[col].notna(), None)
-    rule_order = {name: i for i, name in enumerate(RULES)}
-    excess = [RULES[r].excess(v) for r, v in zip(out["rule"], out["value"])]
-    order = np.lexsort((out["rule"].map(rule_order).to_numpy(), -np.array(excess),
-                        (out["severity"] != "high").to_numpy()))
-    out = out.iloc[order].reset_index(drop=True)
-    out["rank"] = np.arange(1, len(out) + 1)
-    return out[COLUMNS]
+    """The findings as a table, ranked like the PMU findings (findings.ranked)."""
+    return rank_rows(pd.DataFrame(found), COLUMNS) if found else pd.DataFrame(columns=COLUMNS)
