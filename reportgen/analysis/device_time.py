@@ -107,12 +107,11 @@ def _gap_causes(work: ps.Pieces, idle: ps.Pieces, first_ls: np.ndarray, first_le
     """(host, launch) pieces inside the idle gaps, from the launch call of the slice that ends
     each gap (``first_ls/le`` per work piece: its first slice's launch, -1 unknown)."""
     a, b = idle
-    j = np.searchsorted(work[0], b)
-    has = (j < len(work[0])) & (work[0][np.minimum(j, len(work[0]) - 1)] == b) if len(work[0]) else \
-        np.zeros(len(b), bool)
-    jj = np.minimum(j, max(len(work[0]) - 1, 0))
-    ls = np.where(has, first_ls[jj] if len(first_ls) else -1, -1)
-    le = np.where(has, first_le[jj] if len(first_le) else -1, -1)
+    if len(work[0]) == 0:
+        return ps.EMPTY, ps.EMPTY
+    j = np.minimum(np.searchsorted(work[0], b), len(work[0]) - 1)
+    has = work[0][j] == b                    # a work piece starts where the gap ends
+    ls, le = np.where(has, first_ls[j], -1), np.where(has, first_le[j], -1)
     known = ls >= 0
     cut = np.clip(ls, a, b)
     host = ps.pieces(a[known], cut[known])
@@ -138,10 +137,8 @@ def _device_pieces(s, e, cls, ls, le, sync_calls: ps.Pieces) -> tuple[int, int, 
     order = np.lexsort((np.where(wls >= 0, wls, np.iinfo(np.int64).max), ws))
     ws, wls, wle = ws[order], wls[order], wle[order]
     at = np.searchsorted(ws, work[0], side="left")
-    first_ls, first_le = wls[at] if len(ws) else wls, wle[at] if len(ws) else wle
-    host, launch = _gap_causes(work, idle, first_ls, first_le)
-    waits = ps.union(ps.pieces(s[cls["wait"]], e[cls["wait"]]), ps.intersect(sync_calls, (
-        np.array([lo]), np.array([hi]))))
+    host, launch = _gap_causes(work, idle, wls[at], wle[at])
+    waits = ps.union(ps.pieces(s[cls["wait"]], e[cls["wait"]]), sync_calls)
     sync = ps.intersect(idle, waits)
     rest = ps.subtract(idle, waits)
     idle_host = ps.intersect(rest, host)
