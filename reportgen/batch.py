@@ -136,7 +136,7 @@ def report_one(options: Options, name: str, kind: str = "dump") -> DeviceRun:
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
          "warnings": len(m.warnings)},
         _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind,
-        top_findings(_findings_of(done.profile)))
+        findings=top_findings(_findings_of(done.profile)))
 
 
 def _findings_of(profile) -> pd.DataFrame | None:
