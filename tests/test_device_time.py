@@ -86,6 +86,8 @@ def test_host_bound_loop(tmp_path):
     assert f == {"fw_host_bound": "high", "fw_device_idle": "high"}
     host = p.framework_diagnosis.findings.set_index("rule").loc["fw_host_bound"]
     assert host["value"] == pytest.approx(2664 / 3100) and host["gain_ns"] == us(2664)
+    assert host["gain_share"] == pytest.approx(2664 / 3100)
+    assert host["gain_scenario"] == "the host issues work before the device runs dry"
     assert host["rank"] == 1
     assert "85.9 %" in host["text"] and "2.664 ms" in host["text"]
     # launch statistics: 4 launches of 10 µs, kernels of 100 µs start 12 µs after their launch

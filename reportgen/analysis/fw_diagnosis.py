@@ -39,7 +39,7 @@ class FrameworkDiagnosis:
     device_time: DeviceTime
     launch: pd.DataFrame
     variation: pd.DataFrame
-    #: ranked, model.FINDING_COLUMNS + gain_ns
+    #: ranked, model.FINDING_COLUMNS + gain_ns, gain_share, gain_scenario
     findings: pd.DataFrame
 
 
@@ -83,7 +83,8 @@ def diagnose_framework(profile: Profile) -> FrameworkDiagnosis:
              + ff.step_findings(variation) + ff.kernel_findings(_kernels(profile))
              + ff.operator_findings(profile.tables.get("Operators"))
              + ff.memory_findings(_memory_peaks(profile), capacity))
-    diag = FrameworkDiagnosis(dt, launch, variation, ff.ranked(found))
+    spans = dict(zip(dt.devices["device"], dt.devices["span_ns"]))
+    diag = FrameworkDiagnosis(dt, launch, variation, ff.ranked(found, spans))
     tables = {"Device Time": dt.devices, "Device Time per Step": dt.steps,
               "Launch Statistics": launch, "Step Variation": variation}
     profile.tables.update({k: v for k, v in tables.items() if len(v)})

@@ -13,7 +13,14 @@ from reportgen.analysis.rules import RULES
 from reportgen.analysis.step_variation import PART_NAMES
 from reportgen.model import FINDING_COLUMNS
 
-COLUMNS = list(FINDING_COLUMNS) + ["gain_ns"]
+COLUMNS = list(FINDING_COLUMNS) + ["gain_ns", "gain_share", "gain_scenario"]
+#: what each rule's gain assumes (the finding's ``gain_scenario``)
+GAIN_SCENARIOS = {"fw_host_bound": "the host issues work before the device runs dry",
+                  "fw_launch_bound": "launch overhead hidden (fused kernels, graphs)",
+                  "fw_sync_bound": "no idle under synchronisation",
+                  "fw_exposed_comm": "communication fully overlapped by compute",
+                  "fw_uneven_steps": "the slowest step as fast as the median",
+                  "fw_straggler": "the device computes as fast as the median"}
 
 
 def _pct(v: float) -> str:
@@ -149,6 +156,13 @@ def memory_findings(peaks: dict, capacity: dict) -> list[dict]:
     return out
 
 
-def ranked(found: list[dict]) -> pd.DataFrame:
-    """The findings as a table, ranked like the PMU findings (findings.ranked)."""
-    return rank_rows(pd.DataFrame(found), COLUMNS) if found else pd.DataFrame(columns=COLUMNS)
+def ranked(found: list[dict], spans: dict) -> pd.DataFrame:
+    """The findings as a table, ranked like the PMU findings (findings.ranked); ``gain_share``
+    = gain / the device's span (``spans``: device -> span_ns)."""
+    if not found:
+        return pd.DataFrame(columns=COLUMNS)
+    out = pd.DataFrame(found)
+    span = pd.to_numeric(out["core"].map(spans), errors="coerce")
+    out["gain_share"] = out["gain_ns"] / span.where(span > 0)
+    out["gain_scenario"] = out["rule"].map(GAIN_SCENARIOS).where(out["gain_ns"].notna(), None)
+    return rank_rows(out, COLUMNS)

@@ -12,7 +12,9 @@ from reportgen.writers.xlsx.workbook import Book
 FW_FINDINGS = [(("Device", "core", "0", "Device (rank) the finding is about; empty: the whole run.")
                 if spec[1] == "core" else spec) for spec in FINDINGS if spec[1] != "engine"] + [
     ("Estimated gain (ns)", "gain_ns", "#,##0",
-     "Device time a fix could give back, where the rule can tell (docs/metrics.md).")]
+     "Device time a fix could give back, where the rule can tell (docs/metrics.md)."),
+    ("Gain share of span", "gain_share", "0.0%", "Estimated gain / the device's span."),
+    ("Gain scenario", "gain_scenario", None, "What the estimated gain assumes.")]
 
 
 def write_framework_findings(book: Book, diag: FrameworkDiagnosis, quiet: bool) -> list[str]:
