@@ -31,7 +31,7 @@ from pathlib import Path
 import pandas as pd
 
 from reportgen import parallel, pipeline
-from reportgen.analysis.cluster import DeviceRun
+from reportgen.analysis.cluster import DeviceRun, top_findings
 from reportgen.parsers import detect
 from reportgen.errors import InputError, OutputError, ReportgenError
 from reportgen.options import Options
@@ -163,7 +163,14 @@ def report_one(options: Options, name: str, kind: str = "dump") -> DeviceRun:
         {"chip": m.chip, "cores": m.num_cores, "mode": m.mode, "commands": int(len(done.profile.commands)),
          "warnings": len(m.warnings)},
         _rows(engines), _rows(digest.kernels), _rows(digest.lanes) if kind == "trace" else [], kind,
-        _rows(done.profile.tables.get("Rank Step Breakdown", pd.DataFrame())))
+        steps=_rows(done.profile.tables.get("Rank Step Breakdown", pd.DataFrame())),
+        findings=top_findings(_findings_of(done.profile)))
+
+
+def _findings_of(profile) -> pd.DataFrame | None:
+    """The run's ranked findings: a trace's framework diagnosis, a dump's PMU diagnosis."""
+    diag = profile.framework_diagnosis or profile.diagnosis
+    return diag.findings if diag is not None else None
 
 
 def _rows(frame: pd.DataFrame) -> list[dict]:

@@ -355,6 +355,9 @@ class Profile:
     layers: "LayerFiles | None" = None
     #: the commands mapped onto those layers (analysis.layers), attached by analysis.derive
     layer_view: "LayerView | None" = None
+    #: framework traces: device time, launch statistics, step variation and findings
+    #: (analysis.fw_diagnosis.FrameworkDiagnosis), attached by analysis.derive
+    framework_diagnosis: Any = None
 
     def has_registers(self) -> bool:
         """Whether any command has register fields (without assembling lazy tables)."""

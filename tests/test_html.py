@@ -427,8 +427,9 @@ class TestFrameworkViews:
                         ["Overall", "1 devices", "5", "24.000", "137.000", "14.91%", "161.000"]]
         header = [th.get_text() for th in soup.select("table.lanes thead th")]
         assert "busy (µs)" in header and "idle (µs)" in header and "span (µs)" in header
-        assert set(data["charts"]) == {"operators", "kernels", "memory"}     # no Ranks table here
-        assert data["tabs"][0]["charts"] == ["operators", "kernels", "memory"]
+        # no Ranks table here; the device-time bars (issue 24) come first, under the findings
+        assert set(data["charts"]) == {"devicetime", "operators", "kernels", "memory"}
+        assert data["tabs"][0]["charts"] == ["devicetime", "operators", "kernels", "memory"]
         # one device: no "All devices" tab repeating "Device 0" (issue 15 item 6)
         assert [t["title"] for t in data["tabs"]] == ["Overview", "Tables", "Device 0"]
         assert data["tabs"][-1]["charts"] == []                               # no PMU bandwidth

@@ -49,6 +49,8 @@ class DeviceRun:
     lanes: list[dict] = field(default_factory=list)     # digest lane rows (traces: Device lanes)
     kind: str = "dump"                                   # a KIND_LANES key
     steps: list[dict] = field(default_factory=list)     # Ascend/MindSpore Rank Step Breakdown rows
+    #: the top findings of each of its devices (rank, rule, severity, device, value, text)
+    findings: list[dict] = field(default_factory=list)
 
     @property
     def ok(self) -> bool:
@@ -76,6 +78,8 @@ class Cluster:
     rule: str = STRAGGLER_RULE
     #: every run's per-rank step breakdown (Ascend / MindSpore, docs/metrics.md), with its run
     rank_steps: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: each run's devices' top findings (FINDING_CLUSTER_COLUMNS), most severe first per run
+    findings: pd.DataFrame = field(default_factory=lambda: pd.DataFrame(columns=FINDING_CLUSTER_COLUMNS))
 
     @property
     def failed(self) -> int:
@@ -202,9 +206,32 @@ def _calls(devices: pd.DataFrame) -> pd.DataFrame:
     return d[cols].reset_index(drop=True)
 
 
+#: columns of Cluster.findings; TOP_FINDINGS per device of a run are kept (batch.run_one)
+FINDING_CLUSTER_COLUMNS = ["name", "device", "rank", "rule", "severity", "value", "threshold",
+                           "unit", "text"]
+TOP_FINDINGS = 3
+
+
+def top_findings(findings: pd.DataFrame) -> list[dict]:
+    """A run's ranked findings (PMU or framework form), the first TOP_FINDINGS of each device
+    (``core``; a finding about no device counts for the run as a whole)."""
+    if findings is None or findings.empty:
+        return []
+    f = findings.assign(device=findings["core"].astype(object).where(findings["core"].notna(), None))
+    keep = f.groupby(f["device"].astype(str), sort=False).cumcount() < TOP_FINDINGS
+    cols = [c for c in FINDING_CLUSTER_COLUMNS if c != "name"]
+    return [{k: (v.item() if hasattr(v, "item") else v) for k, v in r.items()}
+            for r in f.loc[keep, cols].to_dict("records")]
+
+
+def _findings(runs: list[DeviceRun]) -> pd.DataFrame:
+    rows = [{"name": r.name, **f} for r in runs if r.ok for f in r.findings]
+    return pd.DataFrame(rows, columns=FINDING_CLUSTER_COLUMNS)
+
+
 def cluster_analysis(runs: list[DeviceRun]) -> Cluster:
     devices = _devices(runs)
     stragglers, median = _stragglers(devices)
     steps = pd.DataFrame([{"run": r.name, **row} for r in runs if r.ok for row in r.steps])
     return Cluster(devices, _heat(runs), stragglers, _kernels(runs), _calls(devices), median,
-                   rank_steps=steps)
+                   rank_steps=steps, findings=_findings(runs))

@@ -12,6 +12,7 @@ import pandas as pd
 from reportgen.analysis.diagnosis import diagnose
 from reportgen.analysis.digest import run_digest
 from reportgen.analysis.framework import attach_framework_tables
+from reportgen.analysis.fw_diagnosis import diagnose_framework
 from reportgen.analysis.host_align import align_host_trace
 from reportgen.analysis.layers import build_layer_view
 from reportgen.analysis.metrics import engine_summary, lane_summary
@@ -36,5 +37,6 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
         profile.diagnosis = diagnose(profile)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
+        profile.framework_diagnosis = diagnose_framework(profile)
     profile.digest = run_digest(profile, profile.summary)
     return profile.summary

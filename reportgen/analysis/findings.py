@@ -171,7 +171,12 @@ def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFra
     found = fold(found, cores=len(_core_rows(summary)))
     if not found:
         return pd.DataFrame(columns=list(FINDING_COLUMNS))
-    out = pd.DataFrame(found).drop(columns=["_detail", "_context"])
+    return ranked(pd.DataFrame(found).drop(columns=["_detail", "_context"]), list(FINDING_COLUMNS))
+
+
+def ranked(out: pd.DataFrame, columns: list[str]) -> pd.DataFrame:
+    """Findings (one row each) ranked: high first, then how far past the threshold, then rule
+    order; ``rank`` numbers them from 1. Shared by the PMU and framework findings."""
     for col in ("core", "engine", "subject"):             # absent stays None (JSON null), not NaN
         out[col] = out[col].astype(object).where(out[col].notna(), None)
     rule_order = {name: i for i, name in enumerate(RULES)}
@@ -180,4 +185,4 @@ def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFra
                         (out["severity"] != "high").to_numpy()))
     out = out.iloc[order].reset_index(drop=True)
     out["rank"] = np.arange(1, len(out) + 1)
-    return out[list(FINDING_COLUMNS)]
+    return out[columns]

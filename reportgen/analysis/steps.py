@@ -9,8 +9,10 @@ from reportgen.analysis.calltree import nearest_ancestor
 from reportgen.analysis.metrics import union_length
 from reportgen.model import Profile
 
-#: device names of communication kernels/tasks (HTA's COMM class, Ascend HCCL)
-COMM_PATTERN = r"(?i)nccl|hccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|broadcast|hcom_"
+#: device names of communication kernels/tasks (HTA's COMM class, Ascend HCCL); a bare
+#: "broadcast" is no collective (Ascend's BroadcastTo, elementwise broadcast kernels): collective
+#: broadcasts carry nccl/rccl/hccl/hcom_ in their names
+COMM_PATTERN = r"(?i)nccl|hccl|rccl|all_?reduce|all_?gather|reduce_?scatter|all_?to_?all|hcom_"
 MEMORY_PATTERN = r"(?i)memcpy|memset|MEMCPY"
 
 

@@ -112,11 +112,20 @@ def write_index(out: Path, cluster: Cluster, runs: list[DeviceRun]) -> Path:
         calls=_frame_rows(cluster.calls, {**us, **pct}),
         rank_steps_columns=list(cluster.rank_steps.columns),
         rank_steps=_frame_rows(cluster.rank_steps, {c: "{:.3f}".format for c in cluster.rank_steps.columns
-                                                    if str(c).endswith("(ms)")}))
+                                                    if str(c).endswith("(ms)")}),
+        findings=_finding_rows(cluster))
     target = Path(out) / INDEX
     with atomic_open(target, "w", encoding="utf-8") as fh:
         fh.write(page)
     return target
+
+
+def _finding_rows(cluster: Cluster) -> list[list[str]]:
+    """Each run's devices' top findings: run, device, severity, rule, the finding's sentence."""
+    f = cluster.findings
+    return [[clean_text(str(r["name"])), "" if r["device"] is None else clean_text(str(r["device"])),
+             clean_text(str(r["severity"])), clean_text(str(r["rule"])), clean_text(str(r["text"]))]
+            for r in f.astype(object).where(f.notna(), None).to_dict("records")]
 
 
 def _json_rows(frame: pd.DataFrame) -> list[dict]:
@@ -139,7 +148,8 @@ def cluster_document(cluster: Cluster) -> dict:
     return {"devices": devices, "median_span_ns": cluster.median_span_ns,
             "straggler_rule": cluster.rule, "stragglers": _json_rows(cluster.stragglers),
             "kernels": _json_rows(cluster.kernels), "calls": _json_rows(cluster.calls),
-            "heat": _json_rows(cluster.heat), "rank_steps": _json_rows(cluster.rank_steps)}
+            "heat": _json_rows(cluster.heat), "rank_steps": _json_rows(cluster.rank_steps),
+            "findings": _json_rows(cluster.findings)}
 
 
 def write_workbook(path: Path, cluster: Cluster) -> Path:
@@ -148,7 +158,8 @@ def write_workbook(path: Path, cluster: Cluster) -> Path:
 
     sheets = {"Devices": cluster.devices, "Stragglers": cluster.stragglers,
               "Kernel spread": cluster.kernels, "Calls": cluster.calls, "Heat map": cluster.heat,
-              **({"Rank steps": cluster.rank_steps} if len(cluster.rank_steps) else {})}
+              **({"Rank steps": cluster.rank_steps} if len(cluster.rank_steps) else {}),
+              "Findings": cluster.findings}
     with atomic_path(path) as tmp:
         wb = xlsxwriter.Workbook(str(tmp), {"strings_to_formulas": False, "strings_to_urls": False,
                                             "strings_to_numbers": False, "nan_inf_to_errors": False})

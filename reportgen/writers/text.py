@@ -22,6 +22,7 @@ from reportgen.writers.atomic import atomic_open
 from reportgen.writers.layers_text import layers_document, top_layers_text
 from reportgen.writers.diagnosis_text import diagnosis_document, diagnosis_text
 from reportgen.writers.why_text import why_document, why_text
+from reportgen.writers.fw_diagnosis_text import framework_document, framework_text
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
 from reportgen.writers.torch_table_text import operators_text
 
@@ -165,6 +166,8 @@ def summary_text(profile: Profile, summary: pd.DataFrame) -> str:
     diagnosis = ["", diagnosis_text(profile.diagnosis)] if profile.diagnosis is not None else []
     if profile.diagnosis is not None and profile.diagnosis.why is not None:
         diagnosis += ["", why_text(profile.diagnosis.why)]
+    if profile.framework_diagnosis is not None:
+        diagnosis += ["", framework_text(profile.framework_diagnosis)]
     return "\n".join(head + ["", body, ""] + notes + diagnosis + warn) + "\n"
 
 
@@ -207,6 +210,8 @@ def summary_document(profile: Profile, summary: pd.DataFrame) -> dict:
         **layers,
         **(diagnosis_document(profile.diagnosis) if profile.diagnosis is not None else {}),
         **(why_document(profile.diagnosis.why) if getattr(profile.diagnosis, "why", None) else {}),
+        **(framework_document(profile.framework_diagnosis)
+           if profile.framework_diagnosis is not None else {}),
         **_comparable(profile),
     }
 

@@ -22,7 +22,7 @@ from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
-from reportgen.writers.html import charts, diagnosis, tables
+from reportgen.writers.html import charts, device_time_chart, diagnosis, tables
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -94,7 +94,7 @@ FINDINGS_SHOWN = 5
 
 def findings_list(profile: Profile) -> list[dict[str, str]]:
     """The diagnosis findings, ranked (analysis.findings), as the overview lists them."""
-    diagnosis = getattr(profile, "diagnosis", None)
+    diagnosis = getattr(profile, "diagnosis", None) or getattr(profile, "framework_diagnosis", None)
     table = getattr(diagnosis, "findings", None)
     if table is None or table.empty:
         return []
@@ -196,7 +196,13 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     else:
         figures = charts.framework_charts(profile, t0)
         overview_charts = list(figures)
-    views, tabs = _views_and_tabs(profile, lane_specs, overview_charts)
+    drawn = overview_charts
+    if profile.framework_diagnosis is not None:     # its own card, right under the findings
+        device_time = device_time_chart.device_time_chart(profile.framework_diagnosis)
+        if device_time is not None:
+            figures["devicetime"] = device_time
+            drawn = ["devicetime"] + overview_charts
+    views, tabs = _views_and_tabs(profile, lane_specs, drawn)
     if layer_part is not None:
         layer_part.add_views(views, tabs, lane_specs)
     diag = diagnosis.parts(profile, t0, types, lanes) if pmu else None
@@ -245,4 +251,6 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         plotly_b64=plotly_bundle_b64(), layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None,
-        compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None)
+        compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None,
+        device_time={"title": device_time_chart.TITLE, "note": device_time_chart.NOTE}
+        if "devicetime" in figures else None)

@@ -128,6 +128,9 @@ def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame
         write_layer_sheets(book, profile.layer_view, quiet)
     if profile.diagnosis is not None:
         write_diagnosis_sheets(book, profile.diagnosis, quiet)
+    if profile.framework_diagnosis is not None:
+        from reportgen.writers.xlsx.fw_sheets import write_framework_findings
+        write_framework_findings(book, profile.framework_diagnosis, quiet)
     commands = profile.commands
     positions = commands.groupby("sheet", observed=True, sort=False).indices
     sheets = [(name, positions[name]) for name in profile.sheets()]
