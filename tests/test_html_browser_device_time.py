@@ -31,7 +31,9 @@ def test_overview_opens_with_findings_then_device_time_bars(tmp_path):
                     f.querySelectorAll('li').length, f.querySelector('li').textContent];
         })()""")
         assert order[0] and order[1] == len(profile.framework_diagnosis.findings)
-        assert order[2] == profile.framework_diagnosis.findings["text"].iloc[0]
+        top = profile.framework_diagnosis.findings.iloc[0]
+        assert order[2].startswith(top["text"])              # then its estimated gain
+        assert ("est. gain" in order[2]) == (top["gain_ns"] > 0)
         # the drawn traces: one per non-zero part, one bar per step, values in the axis unit (ms)
         traces = p.evaluate("""(() => document.querySelector('#chart-devicetime')._fullData.map(
             t => [t.name, Array.from(t.x), Array.from(t.y)]))()""")
