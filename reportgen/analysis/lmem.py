@@ -1,0 +1,349 @@
+"""Local memory per core: live ranges, occupancy per bank and in total, peaks, bank-conflict
+candidates (spec ``lmem-view.md`` §6; docs/metrics.md "Local memory").
+
+The accesses come from :mod:`analysis.lmem_access`. Everything is in the one-lane view (bytes per
+lane at lane-local offsets), times in ns.
+
+* **Live pieces.** The lane is cut into *segments* at every access boundary and bank boundary; an
+  access covers a run of whole segments. Per segment, its accesses in time order (reads before
+  writes at equal starts, a command's reads before its writes) form *values*: each write starts
+  one, the reads up to the next write use it; reads before the first write use a value written
+  before the capture, which starts at the core's first access. A value lives from its start to
+  the last end among its writer and readers. Adjacent segments with the same value are one piece.
+  A value overwritten while a reader other than the overwriting command still runs records the
+  overlap (a race).
+* **Occupancy** at t = the bytes of the lane covered by pieces live at t (a byte counted once):
+  per segment the union of its pieces, then one sweep of +bytes / −bytes events per core and per
+  bank. Peak = the maximum, at the earliest time it is reached.
+* **Bank-conflict candidates**: a TIU and a DMA command of one core running at the same time
+  with accesses sharing a bank and a lane; and TIU commands with two operands in one bank and a
+  common lane. Shown beside the DMA's measured Stall Cycle.
+
+Whole-array work: one expansion of (access, segment) pairs, sorts and reductions; the only
+Python loops run over cores or banks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES, accesses
+from reportgen.model import Profile
+
+#: the step functions drawn per core keep at most this many points; longer ones are reduced to
+#: the maximum per time bucket (a peak is never lost)
+MAX_STEPS = 4000
+_SEG_BITS = 20                   # key = core << 20 | lane offset (offsets < 2^19 after clipping)
+_OFF_MASK = (1 << _SEG_BITS) - 1
+
+
+@dataclass
+class LocalMemory:
+    """The local-memory view of a capture (``Profile.lmem`` attached by the diagnosis)."""
+
+    accesses: pd.DataFrame
+    #: live pieces: core, lo, hi, first_bank, last_bank, writer (commands row, -1: before the
+    #: capture), start_ns, end_ns, readers, status, overwritten_by (row or -1), overlap_ns
+    pieces: pd.DataFrame
+    #: one row per core: peak_bytes, peak_at_ns, accesses, undecoded, never_read_bytes,
+    #: before_capture_bytes, races, conflict candidates, tiu same-bank commands
+    cores: pd.DataFrame
+    #: one row per core and bank: core, bank, peak_bytes, peak_at_ns
+    banks: pd.DataFrame
+    #: TIU/DMA pairs overlapping in time on a common bank and lane
+    conflicts: pd.DataFrame
+    #: TIU commands with two operands in one bank and a common lane: row, pairs
+    same_bank: pd.DataFrame
+    #: per core: {"t": ns, "total": bytes, "banks": 16 x len(t)} step functions (reduced)
+    steps: dict = field(default_factory=dict)
+
+
+def _time_order(acc: pd.DataFrame) -> np.ndarray:
+    """By core and start; at equal starts reads before writes (so a command's reads come before
+    its writes), then command row."""
+    return np.lexsort((acc["row"].to_numpy(), acc["access"].to_numpy() == "W",
+                       acc["start_ns"].to_numpy(), acc["core"].to_numpy()))
+
+
+def _segments(core, lo, hi):
+    """Sorted segment boundaries (keys) and, per access, its first and past-last segment."""
+    base = core.astype(np.int64) << _SEG_BITS
+    cores = np.unique(core)
+    banks = (cores.astype(np.int64)[:, None] << _SEG_BITS) + np.arange(BANKS + 1) * BANK_BYTES
+    bp = np.unique(np.concatenate([base + lo, base + hi, banks.ravel()]))
+    return bp, np.searchsorted(bp, base + lo), np.searchsorted(bp, base + hi)
+
+
+def live_values(acc: pd.DataFrame) -> pd.DataFrame:
+    """One row per value on one segment (see the module text), grouped by segment (core, then
+    offset) with non-decreasing starts inside a segment."""
+    a = acc.iloc[_time_order(acc)].reset_index(drop=True)
+    core = a["core"].to_numpy(np.int64)
+    lo = a["lane_offset"].to_numpy(np.int64)
+    hi = np.minimum(lo + a["extent_bytes"].to_numpy(np.int64), LANE_BYTES)
+    bp, s0, s1 = _segments(core, lo, hi)
+    count = s1 - s0
+    rep = np.repeat(np.arange(len(a)), count)
+    seg = np.repeat(s0, count) + (np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count))
+    order = np.argsort(seg, kind="stable")          # accesses stay in time order inside a segment
+    seg, rep = seg[order], rep[order]
+    write = (a["access"].to_numpy() == "W")[rep]
+    start, end = a["start_ns"].to_numpy(np.int64)[rep], a["end_ns"].to_numpy(np.int64)[rep]
+    row = a["row"].to_numpy(np.int64)[rep]
+    new_seg = np.r_[True, seg[1:] != seg[:-1]]
+    first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
+    val = np.cumsum(new_seg | write) - 1
+    n = len(a)
+    # a value is identified by the access that made it: its write, or the first read of bytes
+    # holding nothing (a value written before the capture)
+    vid = rep[first]
+    # every read of a value, wherever on the value, extends the whole value: reads by (value,
+    # order) with their running maximum end
+    r = np.flatnonzero(~write)
+    rkey = vid[val[r]] * n + rep[r]
+    srt = np.argsort(rkey, kind="stable")
+    rkey, r = rkey[srt], r[srt]
+    once = np.r_[True, rkey[1:] != rkey[:-1]]          # a read over several segments counts once
+    rkey, r = rkey[once], r[once]
+    rvid = vid[val[r]]
+    rmax = pd.Series(end[r]).groupby(rvid).cummax().to_numpy() if len(r) else np.zeros(0, np.int64)
+    # a segment's value ends when the next write on that segment comes (order ``over_o``)
+    nxt = np.r_[first[1:], len(seg)]
+    over = np.r_[~new_seg[nxt[:-1]], False]
+    at = np.minimum(nxt, len(seg) - 1)
+    over_o = np.where(over, rep[at], n)
+    ow_row, ow_start = np.where(over, row[at], -1), np.where(over, start[at], 0)
+    j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
+    valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if len(r) else np.zeros(len(vid), bool)
+    last_read = np.where(valid, rmax[np.maximum(j, 0)] if len(r) else 0, np.iinfo(np.int64).min)
+    readers = np.where(valid, j - np.searchsorted(rkey, vid * n, side="left") + 1, 0)
+    made_by_write = write[first]
+    writer_end = np.where(made_by_write, end[first], np.iinfo(np.int64).min)
+    # a race: the overwriting command X starts while a reader other than X, or the old writer,
+    # still runs; X's own reads (in-place) are the last reads before its write: step over them
+    k, ok = j.copy(), valid.copy()
+    rrow = row[r]
+    for _ in range(8):                                 # a command has a handful of operands
+        mine = ok & (rrow[np.maximum(k, 0)] == ow_row) if len(r) else ok
+        if not mine.any():
+            break
+        k = np.where(mine, k - 1, k)
+        ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
+    others = np.where(ok, rmax[np.maximum(k, 0)] if len(r) else 0, np.iinfo(np.int64).min)
+    busy = np.maximum(others, np.where(row[first] != ow_row, writer_end, np.iinfo(np.int64).min))
+    core_first = pd.Series(a["start_ns"].to_numpy(np.int64)).groupby(core).transform("min").to_numpy()
+    seg_v = seg[first]
+    return pd.DataFrame({
+        "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
+        "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row[first], -1),
+        "value": vid, "start_ns": np.where(made_by_write, start[first], core_first[rep[first]]),
+        "end_ns": np.maximum(writer_end, last_read), "readers": readers,
+        "status": np.where(~made_by_write, "written before capture",
+                           np.where(readers > 0, "read", "never read")),
+        "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)})
+
+
+def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
+    """One piece per run of adjacent segments holding the same value (same writer, times,
+    readers count and overwrite)."""
+    key = ["core", "value", "writer", "start_ns", "end_ns", "readers", "status", "overwritten_by",
+           "overlap_ns"]
+    r = raw.sort_values(key + ["lo"], kind="stable").reset_index(drop=True)
+    same = np.r_[False, ((r[key].iloc[1:].to_numpy() == r[key].iloc[:-1].to_numpy()).all(axis=1)
+                         & (r["lo"].to_numpy()[1:] == r["hi"].to_numpy()[:-1]))] if len(r) else np.zeros(0, bool)
+    run = np.cumsum(~same) - 1
+    g = r.groupby(run, sort=False)
+    out = g[key].first()
+    out["lo"], out["hi"] = g["lo"].min(), g["hi"].max()
+    out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
+    cols = ["core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
+            "status", "overwritten_by", "overlap_ns"]
+    return out.sort_values(["core", "start_ns", "lo"], kind="stable")[cols].reset_index(drop=True)
+
+
+def occupancy(values: pd.DataFrame) -> tuple[np.ndarray, ...]:
+    """Covered bytes as +/- events: per segment the union of its values' [start, end), then
+    (core, bank, t, delta) of every merged piece's start and end."""
+    v = values[values["end_ns"].to_numpy() > values["start_ns"].to_numpy()]
+    key, start, end = v["seg"].to_numpy(np.int64), v["start_ns"].to_numpy(np.int64), v["end_ns"].to_numpy(np.int64)
+    if len(key) == 0:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    t0 = int(start.min())
+    lift = (key - key.min()) * (int(end.max()) - t0 + 1)       # one running max for all segments
+    run_end = np.maximum.accumulate(end - t0 + lift) - lift + t0
+    new = np.r_[True, (key[1:] != key[:-1]) | (start[1:] > run_end[:-1])]
+    last = np.r_[np.flatnonzero(new)[1:] - 1, len(key) - 1]
+    core, lo = v["core"].to_numpy(np.int64)[new], v["lo"].to_numpy(np.int64)[new]
+    size = v["hi"].to_numpy(np.int64)[new] - lo
+    return (np.r_[core, core], np.r_[lo, lo] // BANK_BYTES, np.r_[start[new], run_end[last]],
+            np.r_[size, -size])
+
+
+def _steps(t, d, bank, nbanks=BANKS):
+    """A core's total and per-bank step functions on common times, reduced to MAX_STEPS points
+    by the maximum per time bucket."""
+    times = np.unique(t)
+    total = np.zeros(len(times), np.int64)
+    per = np.zeros((nbanks, len(times)), np.int64)
+    pos = np.searchsorted(times, t)
+    np.add.at(total, pos, d)
+    np.add.at(per, (bank, pos), d)
+    total, per = np.cumsum(total), np.cumsum(per, axis=1)
+    if len(times) > MAX_STEPS:
+        edges = np.linspace(times[0], times[-1], MAX_STEPS + 1)
+        b = np.minimum(np.searchsorted(edges, times, side="right") - 1, MAX_STEPS - 1)
+        first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+        times = times[first]
+        total = np.maximum.reduceat(total, first)
+        per = np.maximum.reduceat(per, first, axis=1)
+    return {"t": times, "total": total, "banks": per}
+
+
+def command_labels(commands: pd.DataFrame) -> np.ndarray:
+    """``ENGINE/global_idx`` per commands row (the golden files' and the workbook's naming)."""
+    return (commands["engine"].astype(str) + "/" + commands["global_idx"].astype(str)).to_numpy(object)
+
+
+def conflicts(acc: pd.DataFrame, stall: np.ndarray, label: np.ndarray, cmd_id: np.ndarray) -> pd.DataFrame:
+    """TIU/DMA command pairs of one core overlapping in time whose accesses share a bank and a
+    lane (spec §6.3). ``stall``: Stall Cycle per commands row; ``label``, ``cmd_id`` likewise."""
+    ok = acc[acc["decoded"].to_numpy(bool)]
+    tiu, dma = ok[ok["engine"] == "TIU"], ok[ok["engine"].isin(["GDMA", "SDMA"])]
+    cols = ["core", "dma_row", "dma", "dma_cmd_id", "tiu_row", "tiu", "tiu_cmd_id", "overlap_start_ns",
+            "overlap_ns", "banks", "dma_operands", "tiu_operands", "dma_stall_cycles"]
+    if tiu.empty or dma.empty:
+        return pd.DataFrame(columns=cols)
+    # TIU accesses by (core, start): a core's TIU commands run one at a time
+    t = tiu.sort_values(["core", "start_ns", "row"], kind="stable")
+    tkey_s = (t["core"].to_numpy(np.int64) << 44) + t["start_ns"].to_numpy(np.int64)
+    tkey_e = (t["core"].to_numpy(np.int64) << 44) + t["end_ns"].to_numpy(np.int64)
+    run_e = np.maximum.accumulate(tkey_e)
+    dcore = dma["core"].to_numpy(np.int64) << 44
+    lo = np.searchsorted(run_e, dcore + dma["start_ns"].to_numpy(np.int64), side="right")
+    hi = np.searchsorted(tkey_s, dcore + dma["end_ns"].to_numpy(np.int64), side="left")
+    n = np.maximum(hi - lo, 0)
+    di = np.repeat(np.arange(len(dma)), n)
+    ti = np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))
+    D, T = dma.iloc[di], t.iloc[ti]
+
+    def v(frame, col):
+        return frame[col].to_numpy()
+
+    ostart = np.maximum(v(D, "start_ns"), v(T, "start_ns"))
+    olen = np.minimum(v(D, "end_ns"), v(T, "end_ns")) - ostart
+    bank_d = _bank_mask(v(D, "first_bank"), v(D, "last_bank"))
+    bank_t = _bank_mask(v(T, "first_bank"), v(T, "last_bank"))
+    hit = (olen > 0) & ((bank_d & bank_t) != 0) & \
+          ((v(D, "lane_mask").astype(np.uint64) & v(T, "lane_mask").astype(np.uint64)) != 0)
+    if not hit.any():
+        return pd.DataFrame(columns=cols)
+    pair = pd.DataFrame({"core": v(D, "core")[hit], "dma_row": v(D, "row")[hit], "tiu_row": v(T, "row")[hit],
+                         "overlap_start_ns": ostart[hit], "overlap_ns": olen[hit],
+                         "banks": (bank_d & bank_t)[hit],
+                         "dop": (v(D, "access") + ":" + v(D, "operand").astype(str))[hit],
+                         "top": (v(T, "access") + ":" + v(T, "operand").astype(str))[hit]})
+    g = pair.groupby(["core", "dma_row", "tiu_row"], sort=True)
+    out = g.agg(overlap_start_ns=("overlap_start_ns", "first"), overlap_ns=("overlap_ns", "first"),
+                banks=("banks", lambda b: int(np.bitwise_or.reduce(b.to_numpy()))),
+                dma_operands=("dop", lambda s: " ".join(dict.fromkeys(s))),
+                tiu_operands=("top", lambda s: " ".join(dict.fromkeys(s)))).reset_index()
+    out["banks"] = [[b for b in range(BANKS) if m >> b & 1] for m in out["banks"]]
+    out["dma_stall_cycles"] = stall[out["dma_row"].to_numpy(np.int64)]
+    for side in ("dma", "tiu"):
+        rows = out[f"{side}_row"].to_numpy(np.int64)
+        out[side] = label[rows]
+        out[f"{side}_cmd_id"] = cmd_id[rows]
+    return out[cols]
+
+
+def _bank_mask(first, last):
+    first, last = np.asarray(first, np.int64), np.asarray(last, np.int64)
+    return ((np.int64(1) << (last + 1)) - (np.int64(1) << first)).astype(np.int64)
+
+
+def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
+    """TIU commands with two accesses (result included) in one bank and a common lane."""
+    t = acc[(acc["engine"] == "TIU") & acc["decoded"].to_numpy(bool)].reset_index(drop=True)
+    if t.empty:
+        return pd.DataFrame(columns=["row", "pairs"])
+    row = t["row"].to_numpy(np.int64)
+    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    size = np.diff(np.r_[first, len(row)])
+    # all pairs i < j inside one command (a command has at most a handful of accesses)
+    i_all, j_all = [], []
+    for k in range(2, int(size.max()) + 1):                  # by command size, not by command
+        cmds = first[size == k]
+        ii, jj = np.triu_indices(k, 1)
+        i_all.append((cmds[:, None] + ii).ravel())
+        j_all.append((cmds[:, None] + jj).ravel())
+    if not i_all:
+        return pd.DataFrame(columns=["row", "pairs"])
+    i, j = np.concatenate(i_all), np.concatenate(j_all)
+    bm = _bank_mask(t["first_bank"], t["last_bank"])
+    lm = t["lane_mask"].to_numpy().astype(np.uint64)
+    both = bm[i] & bm[j]
+    hit = (both != 0) & ((lm[i] & lm[j]) != 0)
+    i, j, both = i[hit], j[hit], both[hit]
+    op = t["operand"].to_numpy(object)
+    low = np.array([int(b & -b).bit_length() - 1 for b in both], np.int64) if len(both) else np.zeros(0, np.int64)
+    text = pd.Series(op[i] + "+" + op[j] + " bank " + low.astype(str))
+    return text.groupby(row[i]).agg(list).rename("pairs").rename_axis("row").reset_index()
+
+
+def _first_peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
+    """Per group: the highest running sum of ``d`` in (group, time, ends first) order and the
+    earliest time it is reached. Each group's deltas sum to 0, so one cumsum serves all."""
+    order = np.lexsort((d > 0, t, group))
+    g, t, level = group[order], t[order], np.cumsum(d[order])
+    frame = pd.DataFrame({"g": g, "level": level, "t": t})
+    top = frame.groupby("g")["level"].transform("max")
+    hit = frame[frame["level"] == top].groupby("g").first()
+    return hit.rename(columns={"level": "peak_bytes", "t": "peak_at_ns"})
+
+
+def local_memory(profile: Profile) -> LocalMemory | None:
+    """The local-memory view, or None when no command has a decodable local access."""
+    acc = accesses(profile)
+    if acc.empty or not acc["decoded"].any():
+        return None
+    ok = acc[acc["decoded"].to_numpy(bool)]
+    values = live_values(ok)
+    core, bank, t, d = occupancy(values)
+    cores = np.unique(acc["core"].to_numpy(np.int64))
+    total = _first_peaks(core, t, d).reindex(cores)
+    per_bank = _first_peaks(core * BANKS + bank, t, d).reindex(
+        (cores[:, None] * BANKS + np.arange(BANKS)).ravel())
+    banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
+                          "peak_bytes": per_bank["peak_bytes"].fillna(0).to_numpy(np.int64),
+                          "peak_at_ns": per_bank["peak_at_ns"].to_numpy(float)})
+    pieces = _merge_adjacent(values)
+    stall = profile.commands["stall_cycles"].to_numpy("float64", na_value=np.nan)
+    c = profile.commands
+    conf = conflicts(acc, stall, command_labels(c), c["cmd_id"].to_numpy(np.int64))
+    same = same_bank_operands(acc)
+    size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
+    pc = pieces["core"].to_numpy(np.int64)
+
+    def per_core(values_, where=None) -> np.ndarray:
+        keep = np.ones(len(values_), bool) if where is None else where
+        return np.array([values_[keep & (pc == c)].sum() for c in cores], np.int64)
+
+    same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
+    table = pd.DataFrame({
+        "core": cores, "peak_bytes": total["peak_bytes"].fillna(0).to_numpy(np.int64),
+        "peak_at_ns": total["peak_at_ns"].to_numpy(float),
+        "accesses": [int((acc["core"] == c).sum()) for c in cores],
+        "undecoded": [int(((acc["core"] == c) & ~acc["decoded"]).sum()) for c in cores],
+        "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
+        "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
+        "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
+        "conflict_candidates": [int((conf["core"] == c).sum()) for c in cores],
+        "tiu_same_bank": [int((same_core == c).sum()) for c in cores]})
+    steps = {}
+    for c in cores:                                     # one pass per core
+        m = core == c
+        steps[int(c)] = _steps(t[m], d[m], bank[m])
+    return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
+                       same_bank=same, steps=steps)
