@@ -304,6 +304,11 @@ class Diagnosis:
     #: ranked plain statements with their numbers and the rule (analysis/rules.py RULES);
     #: ``core`` / ``engine`` / ``subject`` are None where a finding has none
     findings: pd.DataFrame
+    #: roofline per kernel, call, layer, Function Type and core, ranked by time under the roof
+    #: (analysis/roofline.py COLUMNS; empty without chip peaks)
+    roofline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the local-memory view (analysis/lmem.py LocalMemory); None without descriptors
+    lmem: Any = None
 
 
 @dataclass

@@ -347,3 +347,25 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         steps[int(c)] = _steps(t[m], d[m], bank[m])
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)
+
+
+def lmem_findings(lm: LocalMemory | None) -> list[dict]:
+    """Rule ``lmem_pressure``: a core whose peak live bytes per lane reach the threshold share
+    of the 256 KiB lane."""
+    from reportgen.analysis.findings import _finding, _pct, _us
+    from reportgen.analysis.rules import RULES
+
+    if lm is None:
+        return []
+    rule, out = RULES["lmem_pressure"], []
+    for r in lm.cores.itertuples(index=False):
+        share = r.peak_bytes / LANE_BYTES
+        if rule.fires(share):
+            full = lm.banks[(lm.banks["core"] == r.core) & (lm.banks["peak_bytes"] >= BANK_BYTES)]
+            out.append(_finding(
+                "lmem_pressure", share,
+                f"core {r.core} local memory peaks at {r.peak_bytes:,} of {LANE_BYTES:,} bytes per lane "
+                f"({_pct(share)}) at {_us(r.peak_at_ns)}; {len(full)} of {BANKS} banks full at some "
+                f"point, {r.conflict_candidates} TIU/DMA bank-conflict candidates",
+                core=int(r.core), engine="LMEM", detail=f"core {r.core} {_pct(share)}"))
+    return out

@@ -201,3 +201,27 @@ def roofline(profile: Profile, a: dict[str, np.ndarray], peaks: ChipPeaks | None
     out = out.sort_values(["under_roof_ns", "scope_rank", "name"], ascending=[False, True, True],
                           kind="stable").drop(columns="scope_rank").reset_index(drop=True)
     return out[list(COLUMNS)]
+
+
+def roofline_findings(table: pd.DataFrame) -> list[dict]:
+    """Rule ``far_under_roof``: kernels bound by a memory level or by latency that reach at most
+    the threshold of their roof, among kernels holding at least ``min_share`` of the kernel time."""
+    from reportgen.analysis.findings import _finding, _pct, _us
+    from reportgen.analysis.rules import RULES
+
+    rule = RULES["far_under_roof"]
+    k = table[table["scope"] == "kernel"] if len(table) else table
+    if k.empty:
+        return []
+    share = k["ns"] / k["ns"].sum()
+    out = []
+    for r, s in zip(k.itertuples(index=False), share):
+        if r.bound_by in ("ddr", "l2m", "latency") and s >= rule.min_share and rule.fires(r.efficiency):
+            what = {"ddr": "DDR-bound", "l2m": "L2M-bound", "latency": "latency-bound"}[r.bound_by]
+            out.append(_finding(
+                "far_under_roof", r.efficiency,
+                f"kernel {r.name} is {what} at {_pct(r.efficiency)} of its roof: {_us(r.under_roof_ns)} "
+                f"under the roof of {_us(r.ns)} ({_pct(s)} of kernel time; compute "
+                f"{_pct(r.util_compute)}, DDR {_pct(r.util_ddr)}, L2M {_pct(r.util_l2m)} of peak)",
+                engine="TIU+DMA", subject=str(r.name)))
+    return out

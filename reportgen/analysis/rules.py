@@ -60,4 +60,11 @@ RULES = {r.name: r for r in (
          "at least min_share of the TIU busy time.", min_share=0.05),
     Rule("kernel_dominates", ">=", 0.50, 0.80, "%",
          "One kernel name's share of the total time of all kernel calls (2 names or more)."),
+    Rule("far_under_roof", "<=", 0.50, 0.20, "%",
+         "Efficiency (achieved / roof at its intensity) of a kernel bound by DDR, L2M or latency, "
+         "for kernels with at least min_share of all kernels' roofline time (analysis/roofline.py).",
+         min_share=0.05),
+    Rule("lmem_pressure", ">=", 0.90, 0.98, "%",
+         "A core's peak local-memory occupancy (live bytes per lane) over the 256 KiB lane "
+         "(analysis/lmem.py)."),
 )}
