@@ -318,6 +318,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
                           "peak_bytes": per_bank["peak_bytes"].fillna(0).to_numpy(np.int64),
                           "peak_at_ns": per_bank["peak_at_ns"].to_numpy(float)})
+    banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
     pieces = _merge_adjacent(values)
     stall = profile.commands["stall_cycles"].to_numpy("float64", na_value=np.nan)
     c = profile.commands
@@ -334,6 +335,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     table = pd.DataFrame({
         "core": cores, "peak_bytes": total["peak_bytes"].fillna(0).to_numpy(np.int64),
         "peak_at_ns": total["peak_at_ns"].to_numpy(float),
+        "peak_share": total["peak_bytes"].fillna(0).to_numpy(float) / LANE_BYTES,
         "accesses": [int((acc["core"] == c).sum()) for c in cores],
         "undecoded": [int(((acc["core"] == c) & ~acc["decoded"]).sum()) for c in cores],
         "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
