@@ -137,7 +137,7 @@
       {type: 'scatter', mode: 'lines', x: mid, y: Array.from(total), line: {shape: 'hv', width: 1.3, color: '#1565C0'},
        name: 'live bytes', xaxis: 'x', yaxis: 'y', hovertemplate: '%{y:,} B per lane from %{x:.3f} µs<extra></extra>'},
       {type: 'heatmap', x: Array.from(edges), y: banks.map((_, q) => 'bank ' + q), z, xaxis: 'x', yaxis: 'y2',
-       zmin: 0, zmax: L.bank_bytes, colorscale: 'YlOrRd', showscale: false, name: 'banks',
+       zmin: 0, zmax: L.bank_bytes, colorscale: 'YlOrRd', reversescale: true, showscale: false, name: 'banks',
        hovertemplate: '%{y}: %{z:,} B of 16,384 at %{x:.3f} µs<extra></extra>'},
     ];
     const shapes = [{type: 'line', xref: 'paper', x0: 0, x1: 1, yref: 'y', y0: L.lane_bytes, y1: L.lane_bytes,
@@ -152,7 +152,7 @@
     try {
       await Plotly.react(entry.node, traces, {
         height: 420, margin: {l: 150, r: 20, t: 10, b: 40}, plot_bgcolor: '#fafbfc', showlegend: false, shapes,
-        xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
+        xaxis: {range: [a / 1e3, b / 1e3], anchor: 'y2', title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
         yaxis: {domain: [0.58, 1], title: {text: 'live B per lane'}, range: [0, L.lane_bytes * 1.08], gridcolor: '#e3e7ea'},
         yaxis2: {domain: [0, 0.52], autorange: 'reversed', tickfont: {size: 9}},
       }, {displaylogo: false, responsive: true});

@@ -197,6 +197,7 @@ def roofline(profile: Profile, a: dict[str, np.ndarray], peaks: ChipPeaks | None
         parts.append(t)
     out = pd.concat(parts, ignore_index=True)
     out["core"] = out["core"].astype(object).where(out["core"] >= 0, None)
+    out["dtype"] = out["dtype"].astype(object).where(out["dtype"].notna(), None)
     out["scope_rank"] = pd.Categorical(out["scope"], categories=list(SCOPES)).codes
     out = out.sort_values(["under_roof_ns", "scope_rank", "name"], ascending=[False, True, True],
                           kind="stable").drop(columns="scope_rank").reset_index(drop=True)

@@ -52,7 +52,8 @@ def _view(core, views: list[str], cores: list[int]) -> str:
 def roofline_rows(table: pd.DataFrame, t0: int, views: list[str], cores: list[int]) -> list[dict]:
     rows = []
     for r in table.head(ROWS_SHOWN).to_dict("records"):
-        row = {k: _num(r[k]) if k not in ("scope", "name", "bound_by", "dtype") else r[k] for k in COLUMNS}
+        row = {k: _num(r[k]) if k not in ("scope", "name", "bound_by", "dtype") else
+               (None if r[k] is None or (isinstance(r[k], float) and r[k] != r[k]) else r[k]) for k in COLUMNS}
         row["name"] = str(row["name"])
         row["link"] = {"view": _view(r["core"], views, cores), "a": int(r["start_ns"]) - t0,
                        "b": int(r["end_ns"]) - t0}
@@ -93,7 +94,8 @@ def roofline_chart(profile: Profile, table: pd.DataFrame, t0: int, views, cores)
         links = [[_view(c, views, cores), int(s) - t0, int(e) - t0]
                  for c, s, e in zip(sub["core"], sub["start_ns"], sub["end_ns"])]
         custom = [[str(r.name), "all" if r.core is None else int(r.core), r.bound_by,
-                   100 * r.efficiency, r.under_roof_ns / 1e3, r.ns / 1e3, r.dtype or "n/a",
+                   100 * r.efficiency, r.under_roof_ns / 1e3, r.ns / 1e3,
+                   r.dtype if isinstance(r.dtype, str) else "n/a",
                    100 * r.util_compute, 100 * r.util_ddr, 100 * r.util_l2m, *link]
                   for r, link in zip(sub.itertuples(index=False), links)]
         data.append({"type": "scatter", "mode": "markers", "name": scope.replace("_", " "),
