@@ -114,7 +114,12 @@ def test_peaks_conflicts_and_same_bank_operands(case):
               c["tiu_operands"], c["dma_stall_cycles"]) for c in g["conflict_candidates"]]
         label = (profile.commands["engine"].astype(str) + "/" + profile.commands["global_idx"].astype(str)).to_numpy()
         same = lm.same_bank[profile.commands["core"].to_numpy()[lm.same_bank["row"]] == int(core)]
-        assert sorted(label[same["row"]]) == sorted(s["tiu"] for s in g["tiu_same_bank_operands"])
+        ours = {}
+        for r in same.itertuples(index=False):
+            ours.setdefault(label[r.row], []).append(f"{r.a}+{r.b} bank {r.banks}")
+        assert {k: sorted(v) for k, v in ours.items()} == \
+            {s["tiu"]: sorted(s["pairs"]) for s in g["tiu_same_bank_operands"]}
+        assert row["tiu_same_bank"] == len(g["tiu_same_bank_operands"])
 
 
 def test_geometry_worked_example_and_lane_wrap():

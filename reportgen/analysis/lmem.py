@@ -37,6 +37,7 @@ from reportgen.model import Profile
 MAX_STEPS = 4000
 _SEG_BITS = 20                   # key = core << 20 | lane offset (offsets < 2^19 after clipping)
 _OFF_MASK = (1 << _SEG_BITS) - 1
+STATUS = ("read", "never read", "written before capture")
 
 
 @dataclass
@@ -54,7 +55,7 @@ class LocalMemory:
     banks: pd.DataFrame
     #: TIU/DMA pairs overlapping in time on a common bank and lane
     conflicts: pd.DataFrame
-    #: TIU commands with two operands in one bank and a common lane: row, pairs
+    #: pairs of operands of one TIU command in one bank and a common lane: row, a, b, banks
     same_bank: pd.DataFrame
     #: per core: {"t": ns, "total": bytes, "banks": 16 x len(t)} step functions (reduced)
     steps: dict = field(default_factory=dict)
@@ -140,27 +141,33 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
         "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row[first], -1),
         "value": vid, "start_ns": np.where(made_by_write, start[first], core_first[rep[first]]),
         "end_ns": np.maximum(writer_end, last_read), "readers": readers,
-        "status": np.where(~made_by_write, "written before capture",
-                           np.where(readers > 0, "read", "never read")),
+        "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
         "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)})
 
 
 def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
-    """One piece per run of adjacent segments holding the same value (same writer, times,
-    readers count and overwrite)."""
+    """One piece per run of adjacent segments holding the same value part (same value, times,
+    readers, status and overwrite)."""
     key = ["core", "value", "writer", "start_ns", "end_ns", "readers", "status", "overwritten_by",
            "overlap_ns"]
-    r = raw.sort_values(key + ["lo"], kind="stable").reset_index(drop=True)
-    same = np.r_[False, ((r[key].iloc[1:].to_numpy() == r[key].iloc[:-1].to_numpy()).all(axis=1)
-                         & (r["lo"].to_numpy()[1:] == r["hi"].to_numpy()[:-1]))] if len(r) else np.zeros(0, bool)
-    run = np.cumsum(~same) - 1
-    g = r.groupby(run, sort=False)
-    out = g[key].first()
-    out["lo"], out["hi"] = g["lo"].min(), g["hi"].max()
+    cols = {k: raw[k].to_numpy(np.int64) for k in key}
+    lo, hi = raw["lo"].to_numpy(np.int64), raw["hi"].to_numpy(np.int64)
+    order = np.lexsort((lo, *[cols[k] for k in reversed(key)]))
+    lo, hi = lo[order], hi[order]
+    same = np.ones(max(len(lo) - 1, 0), bool)
+    for k in key:
+        v = cols[k] = cols[k][order]
+        same &= v[1:] == v[:-1]
+    same &= lo[1:] == hi[:-1]
+    first = np.flatnonzero(np.r_[True, ~same]) if len(lo) else np.zeros(0, np.int64)
+    last = np.r_[first[1:] - 1, len(lo) - 1] if len(lo) else first
+    out = pd.DataFrame({k: cols[k][first] for k in key})
+    out["lo"], out["hi"] = lo[first], hi[last]
     out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
-    cols = ["core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
-            "status", "overwritten_by", "overlap_ns"]
-    return out.sort_values(["core", "start_ns", "lo"], kind="stable")[cols].reset_index(drop=True)
+    out["status"] = np.array(STATUS, object)[out["status"].to_numpy()]
+    out = out.iloc[np.lexsort((out["lo"].to_numpy(), out["start_ns"].to_numpy(), out["core"].to_numpy()))]
+    return out[["core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
+                "status", "overwritten_by", "overlap_ns"]].reset_index(drop=True)
 
 
 def occupancy(values: pd.DataFrame) -> tuple[np.ndarray, ...]:
@@ -239,17 +246,29 @@ def conflicts(acc: pd.DataFrame, stall: np.ndarray, label: np.ndarray, cmd_id: n
           ((v(D, "lane_mask").astype(np.uint64) & v(T, "lane_mask").astype(np.uint64)) != 0)
     if not hit.any():
         return pd.DataFrame(columns=cols)
-    pair = pd.DataFrame({"core": v(D, "core")[hit], "dma_row": v(D, "row")[hit], "tiu_row": v(T, "row")[hit],
-                         "overlap_start_ns": ostart[hit], "overlap_ns": olen[hit],
-                         "banks": (bank_d & bank_t)[hit],
-                         "dop": (v(D, "access") + ":" + v(D, "operand").astype(str))[hit],
-                         "top": (v(T, "access") + ":" + v(T, "operand").astype(str))[hit]})
-    g = pair.groupby(["core", "dma_row", "tiu_row"], sort=True)
-    out = g.agg(overlap_start_ns=("overlap_start_ns", "first"), overlap_ns=("overlap_ns", "first"),
-                banks=("banks", lambda b: int(np.bitwise_or.reduce(b.to_numpy()))),
-                dma_operands=("dop", lambda s: " ".join(dict.fromkeys(s))),
-                tiu_operands=("top", lambda s: " ".join(dict.fromkeys(s)))).reset_index()
-    out["banks"] = [[b for b in range(BANKS) if m >> b & 1] for m in out["banks"]]
+    # one row per command pair: banks and operands OR-ed as bit masks (few distinct values,
+    # each turned into text once)
+    d_op, d_names = _operand_codes(D)
+    t_op, t_names = _operand_codes(T)
+    key = v(D, "row")[hit].astype(np.int64) * (int(t["row"].max()) + 1) + v(T, "row")[hit]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+
+    def per_pair(values, ufunc=None):
+        x = values[hit][order]
+        return ufunc.reduceat(x, first) if ufunc is not None else x[first]
+
+    banks = per_pair(bank_d & bank_t, np.bitwise_or)
+    out = pd.DataFrame({"core": per_pair(v(D, "core")), "dma_row": per_pair(v(D, "row")),
+                        "tiu_row": per_pair(v(T, "row")), "overlap_start_ns": per_pair(ostart),
+                        "overlap_ns": per_pair(olen)})
+    out["banks"] = _mask_texts(banks, lambda m: [b for b in range(BANKS) if m >> b & 1])
+    out["dma_operands"] = _mask_texts(per_pair(np.int64(1) << d_op, np.bitwise_or),
+                                      lambda m: " ".join(n for k, n in enumerate(d_names) if m >> k & 1))
+    out["tiu_operands"] = _mask_texts(per_pair(np.int64(1) << t_op, np.bitwise_or),
+                                      lambda m: " ".join(n for k, n in enumerate(t_names) if m >> k & 1))
+    out = out.sort_values(["core", "dma_row", "tiu_row"], kind="stable").reset_index(drop=True)
     out["dma_stall_cycles"] = stall[out["dma_row"].to_numpy(np.int64)]
     for side in ("dma", "tiu"):
         rows = out[f"{side}_row"].to_numpy(np.int64)
@@ -258,16 +277,30 @@ def conflicts(acc: pd.DataFrame, stall: np.ndarray, label: np.ndarray, cmd_id: n
     return out[cols]
 
 
+def _operand_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Per access the code of its "R:opd0" label, labels sorted (a handful: codes fit a mask)."""
+    text = frame["access"].astype(str) + ":" + frame["operand"].astype(str)
+    code, names = pd.factorize(text, sort=True)
+    return code.astype(np.int64), [str(n) for n in names]
+
+
+def _mask_texts(masks: np.ndarray, render) -> np.ndarray:
+    """``render(mask)`` for each mask, computed once per distinct mask."""
+    distinct, inverse = np.unique(masks, return_inverse=True)
+    return np.array([render(int(m)) for m in distinct] + [None], object)[:-1][inverse]
+
+
 def _bank_mask(first, last):
     first, last = np.asarray(first, np.int64), np.asarray(last, np.int64)
     return ((np.int64(1) << (last + 1)) - (np.int64(1) << first)).astype(np.int64)
 
 
 def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
-    """TIU commands with two accesses (result included) in one bank and a common lane."""
+    """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
+    row, the two operands, their common banks ("0,1")."""
     t = acc[(acc["engine"] == "TIU") & acc["decoded"].to_numpy(bool)].reset_index(drop=True)
     if t.empty:
-        return pd.DataFrame(columns=["row", "pairs"])
+        return pd.DataFrame(columns=["row", "a", "b", "banks"])
     row = t["row"].to_numpy(np.int64)
     first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
     size = np.diff(np.r_[first, len(row)])
@@ -279,7 +312,7 @@ def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
         i_all.append((cmds[:, None] + ii).ravel())
         j_all.append((cmds[:, None] + jj).ravel())
     if not i_all:
-        return pd.DataFrame(columns=["row", "pairs"])
+        return pd.DataFrame(columns=["row", "a", "b", "banks"])
     i, j = np.concatenate(i_all), np.concatenate(j_all)
     bm = _bank_mask(t["first_bank"], t["last_bank"])
     lm = t["lane_mask"].to_numpy().astype(np.uint64)
@@ -287,9 +320,8 @@ def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
     hit = (both != 0) & ((lm[i] & lm[j]) != 0)
     i, j, both = i[hit], j[hit], both[hit]
     op = t["operand"].to_numpy(object)
-    low = np.array([int(b & -b).bit_length() - 1 for b in both], np.int64) if len(both) else np.zeros(0, np.int64)
-    text = pd.Series(op[i] + "+" + op[j] + " bank " + low.astype(str))
-    return text.groupby(row[i]).agg(list).rename("pairs").rename_axis("row").reset_index()
+    banks = _mask_texts(both, lambda m: ",".join(str(b) for b in range(BANKS) if m >> b & 1))
+    return pd.DataFrame({"row": row[i], "a": op[i], "b": op[j], "banks": banks})
 
 
 def _first_peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
@@ -342,7 +374,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
         "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
         "conflict_candidates": [int((conf["core"] == c).sum()) for c in cores],
-        "tiu_same_bank": [int((same_core == c).sum()) for c in cores]})
+        "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
     steps = {}
     for c in cores:                                     # one pass per core
         m = core == c

@@ -40,20 +40,23 @@ ACCESS_COLUMNS = ("row", "core", "engine", "global_idx", "cmd_id", "func", "star
 
 
 class Fields:
-    """The register fields of a set of commands as int64 arrays (absent field: ``default``)."""
+    """The register fields of a set of commands (rows ``sel`` of an engine's table) as int64
+    arrays (absent field: ``default``). Each column is converted once per engine (``cache``)."""
 
-    def __init__(self, table: pd.DataFrame, prefix: str):
-        self.t, self.p, self.n = table, prefix, len(table)
+    def __init__(self, table: pd.DataFrame, prefix: str, sel: np.ndarray | None = None,
+                 cache: dict | None = None):
+        self.t, self.p, self.sel = table, prefix, sel
+        self.n = len(table) if sel is None else int(np.count_nonzero(sel))
+        self.cache = {} if cache is None else cache
 
     def __call__(self, name: str, default: int = 0) -> np.ndarray:
         col = self.p + name
         if col not in self.t:
             return np.full(self.n, default, np.int64)
-        return np.nan_to_num(self.t[col].to_numpy("float64", na_value=np.nan), nan=default).astype(np.int64)
-
-    def has(self, name: str) -> bool:
-        return self.p + name in self.t
-
+        if (col, default) not in self.cache:
+            self.cache[(col, default)] = self.t[col].to_numpy("int64", na_value=default)
+        full = self.cache[(col, default)]
+        return full if self.sel is None else full[self.sel]
 
 @dataclass(frozen=True)
 class Operand:
@@ -351,14 +354,15 @@ def accesses(profile: Profile) -> pd.DataFrame:
     the capture has none (modes 0 and 1)."""
     c = profile.commands
     parts: list[pd.DataFrame] = []
-    ftype = c["func_type"].astype(str).to_numpy()
+    ftype = _labels(c["func_type"])
     for engine, table in _register_tables(profile):
         rows = table.index.to_numpy(np.int64)
         if engine == "TIU":
+            cache: dict = {}
             for cls in pd.unique(ftype[rows]):
                 sel = ftype[rows] == cls
                 if cls in TIU_OPERANDS:
-                    parts += _tiu_accesses(rows[sel], cls, Fields(table[sel], "des_"))
+                    parts += _tiu_accesses(rows[sel], cls, Fields(table, "des_", sel, cache))
                 elif cls not in NO_ACCESS:
                     parts.append(_undecoded(rows[sel], "R/W", "operands",
                                             f"{cls}: no operand model (spec lmem-view.md §5.3)"))
@@ -372,14 +376,21 @@ def accesses(profile: Profile) -> pd.DataFrame:
     r = out["row"].to_numpy()
     # the command's own columns, then command order with reads before writes
     out["core"] = c["core"].to_numpy(np.int64)[r]
-    out["engine"] = c["engine"].astype(str).to_numpy(object)[r]
+    out["engine"] = _labels(c["engine"])[r]
     out["global_idx"] = c["global_idx"].to_numpy(np.int64)[r]
     out["cmd_id"] = c["cmd_id"].to_numpy(np.int64)[r]
-    out["func"] = c["func_name"].astype(str).to_numpy(object)[r]
+    out["func"] = _labels(c["func_name"])[r]
     out["start_ns"] = c["start_ns"].to_numpy(np.int64)[r]
     out["end_ns"] = c["end_ns"].to_numpy(np.int64)[r]
     out = out.iloc[np.lexsort((out["access"] == "W", r))].reset_index(drop=True)
     return out[list(ACCESS_COLUMNS)]
+
+
+def _labels(col: pd.Series) -> np.ndarray:
+    """A categorical column as text per row (category codes through the category names)."""
+    cat = col.astype("category")
+    names = np.array([str(x) for x in cat.cat.categories] + [""], object)
+    return names[cat.cat.codes.to_numpy()]
 
 
 def _register_tables(profile: Profile):

@@ -23,6 +23,7 @@ from reportgen.analysis.chip import peaks_for
 from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES
 from reportgen.analysis.roofline import input_dtype, peak_ops_per_ns
 from reportgen.model import Profile
+from reportgen.writers.html.charts import _esc
 from reportgen.writers.html.payload import _shuffle
 
 #: rows of the roofline table on the page (all rows are in the workbook and summary.json)
@@ -93,7 +94,7 @@ def roofline_chart(profile: Profile, table: pd.DataFrame, t0: int, views, cores)
         sub = pts[m]
         links = [[_view(c, views, cores), int(s) - t0, int(e) - t0]
                  for c, s, e in zip(sub["core"], sub["start_ns"], sub["end_ns"])]
-        custom = [[str(r.name), "all" if r.core is None else int(r.core), r.bound_by,
+        custom = [[_esc(str(r.name)), "all" if r.core is None else int(r.core), r.bound_by,
                    100 * r.efficiency, r.under_roof_ns / 1e3, r.ns / 1e3,
                    r.dtype if isinstance(r.dtype, str) else "n/a",
                    100 * r.util_compute, 100 * r.util_ddr, 100 * r.util_l2m, *link]
