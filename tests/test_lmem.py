@@ -138,3 +138,14 @@ def test_geometry_worked_example_and_lane_wrap():
 def test_no_descriptors_no_view():
     from reportgen.testing.profiles import make_profile
     assert local_memory(make_profile(cores=1, per_engine=50)) is None
+
+
+def test_above_the_command_limit_the_view_is_skipped_and_said(monkeypatch):
+    from reportgen.analysis import lmem
+    path = LMEM / CASES[1] / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    profile = load_dump(path)
+    monkeypatch.setattr(lmem, "MAX_COMMANDS", len(profile.commands) - 1)
+    assert lmem.local_memory(profile) is None
+    assert [w.code for w in profile.meta.warnings if w.code == "lmem"] == ["lmem"]

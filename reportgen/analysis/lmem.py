@@ -38,6 +38,15 @@ MAX_STEPS = 4000
 _SEG_BITS = 20                   # key = core << 20 | lane offset (offsets < 2^19 after clipping)
 _OFF_MASK = (1 << _SEG_BITS) - 1
 STATUS = ("read", "never read", "written before capture")
+PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
+                 "status", "overwritten_by", "overlap_ns")
+#: above this many commands the view is not computed (a warning says so): its exact sweep costs
+#: about 15 µs of CPU per command on synthetic mode-2 dumps (benchmarks/bench_hardware.py), the
+#: same limit above which the workbook leaves out the register fields it is built from
+MAX_COMMANDS = 200_000
+#: a core whose accesses expand into more (access, segment) pairs than this is not analysed
+#: (said in a warning): about 100 bytes of working memory per pair
+MAX_PAIRS = 20_000_000
 
 
 @dataclass
@@ -77,26 +86,37 @@ def _segments(core, lo, hi):
     return bp, np.searchsorted(bp, base + lo), np.searchsorted(bp, base + hi)
 
 
+def pair_count(acc: pd.DataFrame) -> int:
+    """How many (access, segment) pairs :func:`live_values` expands ``acc`` into."""
+    lo = acc["lane_offset"].to_numpy(np.int64)
+    hi = np.minimum(lo + acc["extent_bytes"].to_numpy(np.int64), LANE_BYTES)
+    _, s0, s1 = _segments(acc["core"].to_numpy(np.int64), lo, hi)
+    return int((s1 - s0).sum())
+
+
 def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     """One row per value on one segment (see the module text), grouped by segment (core, then
     offset) with non-decreasing starts inside a segment."""
-    a = acc.iloc[_time_order(acc)].reset_index(drop=True)
-    core = a["core"].to_numpy(np.int64)
-    lo = a["lane_offset"].to_numpy(np.int64)
-    hi = np.minimum(lo + a["extent_bytes"].to_numpy(np.int64), LANE_BYTES)
+    o = _time_order(acc)
+    a = {k: acc[k].to_numpy()[o] for k in ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")}
+    a["write"] = acc["access"].to_numpy()[o] == "W"
+    core = a["core"].astype(np.int64)
+    lo = a["lane_offset"].astype(np.int64)
+    hi = np.minimum(lo + a["extent_bytes"].astype(np.int64), LANE_BYTES)
     bp, s0, s1 = _segments(core, lo, hi)
     count = s1 - s0
-    rep = np.repeat(np.arange(len(a)), count)
+    rep = np.repeat(np.arange(len(core)), count)
     seg = np.repeat(s0, count) + (np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count))
-    order = np.argsort(seg, kind="stable")          # accesses stay in time order inside a segment
+    # accesses stay in time order inside a segment (a radix sort when segments fit 16 bits)
+    order = np.argsort(seg.astype(np.uint16) if len(bp) <= 1 << 16 else seg, kind="stable")
     seg, rep = seg[order], rep[order]
-    write = (a["access"].to_numpy() == "W")[rep]
-    start, end = a["start_ns"].to_numpy(np.int64)[rep], a["end_ns"].to_numpy(np.int64)[rep]
-    row = a["row"].to_numpy(np.int64)[rep]
+    write = a["write"][rep]
+    start, end = a["start_ns"].astype(np.int64)[rep], a["end_ns"].astype(np.int64)[rep]
+    row = a["row"].astype(np.int64)[rep]
     new_seg = np.r_[True, seg[1:] != seg[:-1]]
     first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
     val = np.cumsum(new_seg | write) - 1
-    n = len(a)
+    n = len(core)
     # a value is identified by the access that made it: its write, or the first read of bytes
     # holding nothing (a value written before the capture)
     vid = rep[first]
@@ -134,7 +154,7 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
         ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
     others = np.where(ok, rmax[np.maximum(k, 0)] if len(r) else 0, np.iinfo(np.int64).min)
     busy = np.maximum(others, np.where(row[first] != ow_row, writer_end, np.iinfo(np.int64).min))
-    core_first = pd.Series(a["start_ns"].to_numpy(np.int64)).groupby(core).transform("min").to_numpy()
+    core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
     seg_v = seg[first]
     return pd.DataFrame({
         "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
@@ -152,7 +172,7 @@ def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
            "overlap_ns"]
     cols = {k: raw[k].to_numpy(np.int64) for k in key}
     lo, hi = raw["lo"].to_numpy(np.int64), raw["hi"].to_numpy(np.int64)
-    order = np.lexsort((lo, *[cols[k] for k in reversed(key)]))
+    order = np.lexsort((lo, cols["value"], cols["core"]))       # a value's parts by offset
     lo, hi = lo[order], hi[order]
     same = np.ones(max(len(lo) - 1, 0), bool)
     for k in key:
@@ -166,8 +186,7 @@ def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
     out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
     out["status"] = np.array(STATUS, object)[out["status"].to_numpy()]
     out = out.iloc[np.lexsort((out["lo"].to_numpy(), out["start_ns"].to_numpy(), out["core"].to_numpy()))]
-    return out[["core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
-                "status", "overwritten_by", "overlap_ns"]].reset_index(drop=True)
+    return out[list(PIECE_COLUMNS)].reset_index(drop=True)
 
 
 def occupancy(values: pd.DataFrame) -> tuple[np.ndarray, ...]:
@@ -337,13 +356,34 @@ def _first_peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> pd.DataFram
 
 def local_memory(profile: Profile) -> LocalMemory | None:
     """The local-memory view, or None when no command has a decodable local access."""
+    n = len(profile.commands)
+    if n > MAX_COMMANDS:
+        if list(profile.registers):                   # descriptors exist (names only: not assembled)
+            profile.meta.warn("lmem", f"local-memory view not computed: {n:,} commands, above its "
+                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; it would "
+                              "cost several seconds, docs/metrics.md \"Local memory\")")
+        return None
     acc = accesses(profile)
     if acc.empty or not acc["decoded"].any():
         return None
     ok = acc[acc["decoded"].to_numpy(bool)]
-    values = live_values(ok)
-    core, bank, t, d = occupancy(values)
     cores = np.unique(acc["core"].to_numpy(np.int64))
+    # one core at a time: the (access, segment) pairs of one core bound the memory used
+    piece_parts, events, skipped = [], [], []
+    for c, rows in ok.groupby("core", sort=True).indices.items():
+        sub = ok.iloc[rows]
+        if pair_count(sub) > MAX_PAIRS:
+            skipped.append(int(c))
+            continue
+        values = live_values(sub)
+        piece_parts.append(_merge_adjacent(values))
+        events.append(occupancy(values))
+        del values
+    if skipped:
+        profile.meta.warn("lmem", f"local memory of core(s) {', '.join(map(str, skipped))} not computed: more "
+                          f"than {MAX_PAIRS:,} (access, address segment) pairs (analysis/lmem.py MAX_PAIRS)")
+    core, bank, t, d = (np.concatenate([e[k] for e in events]) if events else np.zeros(0, np.int64)
+                        for k in range(4))
     total = _first_peaks(core, t, d).reindex(cores)
     per_bank = _first_peaks(core * BANKS + bank, t, d).reindex(
         (cores[:, None] * BANKS + np.arange(BANKS)).ravel())
@@ -351,7 +391,8 @@ def local_memory(profile: Profile) -> LocalMemory | None:
                           "peak_bytes": per_bank["peak_bytes"].fillna(0).to_numpy(np.int64),
                           "peak_at_ns": per_bank["peak_at_ns"].to_numpy(float)})
     banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
-    pieces = _merge_adjacent(values)
+    pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
+        pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
     stall = profile.commands["stall_cycles"].to_numpy("float64", na_value=np.nan)
     c = profile.commands
     conf = conflicts(acc, stall, command_labels(c), c["cmd_id"].to_numpy(np.int64))

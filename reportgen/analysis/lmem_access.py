@@ -279,8 +279,7 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[pd.DataFrame]:
         ok = geo["ok"] & ~smem
         note = np.where(smem, "static memory (SMEM): not local memory",
                         np.where(geo["ok"], op.note, "empty shape"))
-        note = np.where(ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES),
-                        _join(note, "exceeds the lane"), note)
+        note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
         sel = np.flatnonzero(have)
         out.append(_frame(rows[sel], op.access, op.name, (addr & ((1 << 26) - 1))[sel],
                           {k: v[sel] for k, v in geo.items()}, note[sel], ok[sel]))
@@ -293,8 +292,14 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[pd.DataFrame]:
     return out
 
 
-def _join(a, b):
-    return np.where(a == "", b, np.char.add(np.char.add(a.astype(str), "; "), b)).astype(object)
+def _join(note: np.ndarray, where: np.ndarray, text: str) -> np.ndarray:
+    """``note`` with ``text`` appended on the rows of ``where`` (the others untouched)."""
+    note = note.astype(object)
+    idx = np.flatnonzero(where)
+    if len(idx):
+        old = note[idx].astype(str)
+        note[idx] = np.where(old == "", text, np.char.add(old, "; " + text))
+    return note
 
 
 def _undecoded(rows, access, operand, why) -> pd.DataFrame:
@@ -339,10 +344,9 @@ def _dma_accesses(rows: np.ndarray, f: Fields) -> list[pd.DataFrame]:
         smem = ((addr >> 26) & 1) == 1
         ok = geo["ok"] & ~smem
         note = np.where(smem, "static memory (SMEM): not local memory", np.where(geo["ok"], "", "empty shape"))
-        note = np.where(ok & ~broadcast & (mask == 0), _join(note, "lane mask 0x0"), note)
-        note = np.where(ok & np.isin(special, (2, 4, 5, 6)), _join(note, "approximate: special function"), note)
-        note = np.where(ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES),
-                        _join(note, "exceeds the lane"), note)
+        note = _join(note, ok & ~broadcast & (mask == 0), "lane mask 0x0")
+        note = _join(note, ok & np.isin(special, (2, 4, 5, 6)), "approximate: special function")
+        note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
         sel = np.flatnonzero(local)
         out.append(_frame(rows[sel], access, side, (addr & ((1 << 26) - 1))[sel],
                           {k: v[sel] for k, v in geo.items()}, note[sel].astype(object), ok[sel]))
