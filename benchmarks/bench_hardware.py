@@ -27,6 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reportgen.analysis import breakdown  # noqa: E402
 from reportgen.analysis.chip import peaks_for  # noqa: E402
 from reportgen.analysis.derive import derive  # noqa: E402
+from reportgen.analysis import lmem  # noqa: E402
 from reportgen.analysis.lmem import local_memory  # noqa: E402
 from reportgen.analysis.lmem_access import accesses  # noqa: E402
 from reportgen.analysis.roofline import roofline  # noqa: E402
@@ -65,17 +66,20 @@ def main() -> None:
         print(f"{label:<34} {best:8.3f} s  median {median:8.3f} s  cpu {cpu:8.3f} s", flush=True)
         return out
 
-    if not args.profile:
+    if not args.profile and len(p.commands) <= lmem.MAX_COMMANDS:
         run("register tables (once)", lambda: [p.registers[k] for k in list(p.registers)], 1)
     run("derive (whole analysis, with both)", lambda: derive(p), 1)
     a = breakdown.command_arrays(p.commands)
     roof = run("roofline", lambda: roofline(p, a, peaks_for(p.meta)))
     print(f"  {len(roof)} scopes")
-    if not args.profile:
+    if not args.profile and len(p.commands) <= lmem.MAX_COMMANDS:
         acc = run("  lmem accesses", lambda: accesses(p))
         print(f"  {len(acc):,} accesses, {int((~acc['decoded']).sum()):,} not placed")
         lm = run("local memory (all of it)", lambda: local_memory(p))
-        print(f"  {len(lm.pieces):,} live pieces, {len(lm.conflicts):,} conflict candidates")
+        if lm is None:
+            print("  not computed: above analysis/lmem.py MAX_COMMANDS (the warning says so)")
+        else:
+            print(f"  {len(lm.pieces):,} live pieces, {len(lm.conflicts):,} conflict candidates")
     from reportgen.writers import html
     from reportgen.writers.hardware_text import hardware_document
     from reportgen.writers.html import hardware

@@ -29,7 +29,9 @@ from dataclasses import dataclass, field
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.findings import _finding, _pct, _us
 from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES, accesses
+from reportgen.analysis.rules import RULES
 from reportgen.model import Profile
 
 #: the step functions drawn per core keep at most this many points; longer ones are reduced to
@@ -427,9 +429,6 @@ def local_memory(profile: Profile) -> LocalMemory | None:
 def lmem_findings(lm: LocalMemory | None) -> list[dict]:
     """Rule ``lmem_pressure``: a core whose peak live bytes per lane reach the threshold share
     of the 256 KiB lane."""
-    from reportgen.analysis.findings import _finding, _pct, _us
-    from reportgen.analysis.rules import RULES
-
     if lm is None:
         return []
     rule, out = RULES["lmem_pressure"], []

@@ -25,7 +25,9 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.chip import ChipPeaks
+from reportgen.analysis.findings import _finding, _pct, _us
 from reportgen.analysis.kernel_calls import _call_keys
+from reportgen.analysis.rules import RULES
 from reportgen.analysis.unions import grouped_union
 from reportgen.model import ENGINES, Profile
 
@@ -207,9 +209,6 @@ def roofline(profile: Profile, a: dict[str, np.ndarray], peaks: ChipPeaks | None
 def roofline_findings(table: pd.DataFrame) -> list[dict]:
     """Rule ``far_under_roof``: kernels bound by a memory level or by latency that reach at most
     the threshold of their roof, among kernels holding at least ``min_share`` of the kernel time."""
-    from reportgen.analysis.findings import _finding, _pct, _us
-    from reportgen.analysis.rules import RULES
-
     rule = RULES["far_under_roof"]
     k = table[table["scope"] == "kernel"] if len(table) else table
     if k.empty:
