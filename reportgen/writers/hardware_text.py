@@ -4,6 +4,7 @@ recomputed (docs/metrics.md "Roofline", "Local memory")."""
 from __future__ import annotations
 
 import math
+import textwrap
 
 import numpy as np
 import pandas as pd
@@ -15,7 +16,8 @@ from reportgen.writers.fixed_width import fixed_width, fmt
 TOP_SCOPES = 5
 #: conflict candidates listed per core in summary.json (the workbook lists them all)
 MAX_CONFLICTS = 50
-NAME_WIDTH = 40
+NAME_WIDTH = 32
+MAX_WIDTH = 120         # summary.txt lines fit a terminal
 #: (column, header, kind) of the summary.txt roofline table
 TEXT_COLUMNS = [("scope", "Scope", "id"), ("name", "Name", "id"), ("core", "Core", "id"),
                 ("ns", "time", "ns"), ("bound_by", "bound by", "id"), ("intensity", "ops/DDR B", "ratio"),
@@ -59,9 +61,10 @@ def roofline_text(d: Diagnosis) -> str:
         lines = ["Local memory (live bytes per lane of 262,144; docs/metrics.md \"Local memory\")"]
         for c in lm.cores.itertuples(index=False):
             at = "n/a" if c.peak_at_ns != c.peak_at_ns else f"{c.peak_at_ns / 1000:.3f} us"
-            lines.append(f"  core {c.core}: peak {c.peak_bytes:,} B at {at}; {c.accesses} accesses, "
-                         f"{c.undecoded} not placed; {c.conflict_candidates} TIU/DMA bank-conflict "
-                         f"candidates; {c.races} overwrite races")
+            lines += textwrap.wrap(f"core {c.core}: peak {c.peak_bytes:,} B at {at}; {c.accesses} accesses, "
+                                   f"{c.undecoded} not placed; {c.conflict_candidates} TIU/DMA bank-conflict "
+                                   f"candidates; {c.races} overwrite races", MAX_WIDTH,
+                                   initial_indent="  ", subsequent_indent="    ")
         parts.append("\n".join(lines))
     return "\n\n".join(parts)
 
