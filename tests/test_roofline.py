@@ -147,3 +147,35 @@ def test_cdma_and_system_commands_do_not_count():
     r = row(t, "kernel", "k")
     assert r["ddr_bytes"] == 0 and r["ops"] == 0 and r["bound_by"] == "latency"
     assert "SYS" not in set(t[t["scope"] == "function_type"]["name"])
+
+
+def test_layer_scopes_on_the_layer_golden():
+    """Each layer of a bmodel capture is a scope: its ops and DDR bytes are those of the commands
+    the layer view maps to it (independently summed here from the commands)."""
+    import numpy as np
+
+    from shared_data import LAYERS
+    from reportgen.parsers.detect import load_profile
+    from reportgen.testing.profiles import derived
+
+    path = LAYERS / "aks-layers-c2" / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    p = derived(load_profile(path))
+    t = p.diagnosis.roofline
+    layers = t[t["scope"] == "layer"]
+    view = p.layer_view
+    assert len(layers) == (np.bincount(view.command_layer[view.command_layer >= 0]) > 0).sum()
+    c = p.commands
+    for k in range(len(view.layers)):
+        mine = c[view.command_layer == k]
+        if mine.empty:
+            continue
+        name = f"{view.layers['name'].iloc[k]} (line {view.layers['file_line'].iloc[k]})"
+        r = layers[layers["name"] == name].iloc[0]
+        tiu = mine[(mine["engine"] == "TIU") & ~mine["is_sys"]]
+        dma = mine[mine["engine"].isin(["GDMA", "SDMA"]) & ~mine["is_sys"]]
+        ddr = dma[dma["direction"].astype(str).str.contains("DDR")]
+        assert r["ops"] == pytest.approx(np.nansum(tiu["alg_ops"].to_numpy(float)))
+        assert r["ddr_bytes"] == pytest.approx(ddr["bytes"].fillna(0).sum())
+        assert r["commands"] == len(mine)

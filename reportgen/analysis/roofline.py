@@ -108,8 +108,9 @@ def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.nd
         out.append(("call", call, names, core[first]))
     view = profile.layer_view
     if view is not None and len(view.layers):
-        lname = view.layers["name"].astype(str).to_numpy(object) if "name" in view.layers else \
-            np.array([f"layer {i}" for i in range(len(view.layers))], object)
+        # the Layers table's name and final.mlir line (names repeat: MatMul, MatMul ...)
+        lname = (view.layers["name"].astype(str) + " (line " + view.layers["file_line"].astype(str)
+                 + ")").to_numpy(object)
         out.append(("layer", np.asarray(view.command_layer, np.int64), lname,
                     np.full(len(lname), -1)))
     ftype = c["func_type"].astype("category")
