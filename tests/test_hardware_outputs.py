@@ -110,3 +110,43 @@ def test_lmem_the_same_everywhere(outputs):
         in_sheet = [r[col["Peak (B per lane)"]] for r in sheet[1:] if r[col["Core"]] == core and r[col["Bank"]] is not None]
         assert in_sheet == banks["peak_bytes"].tolist()
         assert f"core {core}: peak {c['peak_bytes']:,} B" in outputs["txt"]
+
+
+def _soffice():
+    import shutil
+
+    return shutil.which("libreoffice") or shutil.which("soffice")
+
+
+@pytest.mark.skipif(_soffice() is None, reason="LibreOffice (libreoffice/soffice) is not on PATH; "
+                    "install Debian package libreoffice-calc to run this test")
+def test_libreoffice_reads_the_sheets(tmp_path):
+    """LibreOffice opens the workbook and reads the Roofline and Local Memory sheets' numbers
+    (re-saved by LibreOffice, then read back): no formula, the analysis' values."""
+    import subprocess
+    import zipfile
+
+    if not CASE.exists():
+        pytest.skip(f"shared data not present at {CASE}")
+    profile = load_dump(CASE / "input")
+    derive(profile)
+    path = xlsx.write(profile, profile.summary, tmp_path / "out", quiet=True)
+    res = subprocess.run([_soffice(), f"-env:UserInstallation=file://{tmp_path}/lo-profile", "--headless",
+                          "--convert-to", "xlsx", "--outdir", str(tmp_path / "lo"), str(path)],
+                         capture_output=True, text=True, timeout=300)
+    resaved = tmp_path / "lo" / path.name
+    assert resaved.exists(), res.stdout + res.stderr
+    with zipfile.ZipFile(resaved) as z:
+        assert not any("<f>" in z.read(n).decode("utf-8", "replace") for n in z.namelist()
+                       if n.startswith("xl/worksheets/"))
+    book = openpyxl.load_workbook(resaved, read_only=True)
+    rows = list(book["Roofline"].iter_rows(values_only=True))
+    col = {h: i for i, h in enumerate(rows[0])}
+    roof = profile.diagnosis.roofline
+    assert [r[col["Under roof (ns)"]] for r in rows[1:]] == pytest.approx(roof["under_roof_ns"].tolist(), rel=1e-12)
+    assert [r[col["Bound by"]] for r in rows[1:]] == roof["bound_by"].tolist()
+    mem = list(book["Local Memory"].iter_rows(values_only=True))
+    mcol = {h: i for i, h in enumerate(mem[0])}
+    lm = profile.diagnosis.lmem
+    peaks = [r[mcol["Peak (B per lane)"]] for r in mem[1:] if r[mcol["Bank"]] in (None, "")]
+    assert peaks == lm.cores["peak_bytes"].tolist()
