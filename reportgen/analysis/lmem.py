@@ -229,14 +229,17 @@ def _steps(t, d, bank, nbanks=BANKS):
     return {"t": times, "total": total, "banks": per}
 
 
-def command_labels(commands: pd.DataFrame) -> np.ndarray:
-    """``ENGINE/global_idx`` per commands row (the golden files' and the workbook's naming)."""
-    return (commands["engine"].astype(str) + "/" + commands["global_idx"].astype(str)).to_numpy(object)
+def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """``ENGINE/global_idx`` of the commands at ``rows`` (the golden files' and the workbook's naming)."""
+    engine = commands["engine"].astype("category")
+    names = np.array([str(x) for x in engine.cat.categories] + [""], object)
+    idx = commands["global_idx"].to_numpy(np.int64)[rows]
+    return names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object)
 
 
-def conflicts(acc: pd.DataFrame, stall: np.ndarray, label: np.ndarray, cmd_id: np.ndarray) -> pd.DataFrame:
+def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """TIU/DMA command pairs of one core overlapping in time whose accesses share a bank and a
-    lane (spec §6.3). ``stall``: Stall Cycle per commands row; ``label``, ``cmd_id`` likewise."""
+    lane (spec §6.3), with the DMA's measured Stall Cycle."""
     ok = acc[acc["decoded"].to_numpy(bool)]
     tiu, dma = ok[ok["engine"] == "TIU"], ok[ok["engine"].isin(["GDMA", "SDMA"])]
     cols = ["core", "dma_row", "dma", "dma_cmd_id", "tiu_row", "tiu", "tiu_cmd_id", "overlap_start_ns",
@@ -290,11 +293,12 @@ def conflicts(acc: pd.DataFrame, stall: np.ndarray, label: np.ndarray, cmd_id: n
     out["tiu_operands"] = _mask_texts(per_pair(np.int64(1) << t_op, np.bitwise_or),
                                       lambda m: " ".join(n for k, n in enumerate(t_names) if m >> k & 1))
     out = out.sort_values(["core", "dma_row", "tiu_row"], kind="stable").reset_index(drop=True)
-    out["dma_stall_cycles"] = stall[out["dma_row"].to_numpy(np.int64)]
+    rows = out["dma_row"].to_numpy(np.int64)
+    out["dma_stall_cycles"] = commands["stall_cycles"].to_numpy("float64", na_value=np.nan)[rows]
     for side in ("dma", "tiu"):
         rows = out[f"{side}_row"].to_numpy(np.int64)
-        out[side] = label[rows]
-        out[f"{side}_cmd_id"] = cmd_id[rows]
+        out[side] = command_labels(commands, rows)
+        out[f"{side}_cmd_id"] = commands["cmd_id"].to_numpy(np.int64)[rows]
     return out[cols]
 
 
@@ -348,12 +352,20 @@ def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
 def _first_peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
     """Per group: the highest running sum of ``d`` in (group, time, ends first) order and the
     earliest time it is reached. Each group's deltas sum to 0, so one cumsum serves all."""
-    order = np.lexsort((d > 0, t, group))
+    if len(group) == 0:
+        return pd.DataFrame({"peak_bytes": [], "peak_at_ns": []})
+    t0 = int(t.min())
+    span_bits = max(int(t.max()) - t0, 1).bit_length() + 1
+    if int(group.max()).bit_length() + span_bits < 63:         # one int64 key: one sort
+        order = np.argsort((group << span_bits) | ((t - t0) << 1) | (d > 0), kind="stable")
+    else:
+        order = np.lexsort((d > 0, t, group))
     g, t, level = group[order], t[order], np.cumsum(d[order])
-    frame = pd.DataFrame({"g": g, "level": level, "t": t})
-    top = frame.groupby("g")["level"].transform("max")
-    hit = frame[frame["level"] == top].groupby("g").first()
-    return hit.rename(columns={"level": "peak_bytes", "t": "peak_at_ns"})
+    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
+    top = np.maximum.reduceat(level, first)
+    at = np.flatnonzero(level == np.repeat(top, np.diff(np.r_[first, len(g)])))
+    keep = np.r_[True, g[at][1:] != g[at][:-1]]                    # the earliest per group
+    return pd.DataFrame({"peak_bytes": level[at][keep], "peak_at_ns": t[at][keep]}, index=g[at][keep])
 
 
 def local_memory(profile: Profile) -> LocalMemory | None:
@@ -395,9 +407,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
     pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
         pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
-    stall = profile.commands["stall_cycles"].to_numpy("float64", na_value=np.nan)
-    c = profile.commands
-    conf = conflicts(acc, stall, command_labels(c), c["cmd_id"].to_numpy(np.int64))
+    conf = conflicts(acc, profile.commands)
     same = same_bank_operands(acc)
     size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
     pc = pieces["core"].to_numpy(np.int64)
