@@ -111,10 +111,11 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     seg = np.repeat(s0, count) + (np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count))
     # accesses stay in time order inside a segment (a radix sort when segments fit 16 bits)
     order = np.argsort(seg.astype(np.uint16) if len(bp) <= 1 << 16 else seg, kind="stable")
+    rep_major = rep                                  # pairs access by access, in time order
     seg, rep = seg[order], rep[order]
     write = a["write"][rep]
-    start, end = a["start_ns"].astype(np.int64)[rep], a["end_ns"].astype(np.int64)[rep]
-    row = a["row"].astype(np.int64)[rep]
+    start_a, end_a, row_a = (a[k].astype(np.int64) for k in ("start_ns", "end_ns", "row"))
+    start, end, row = start_a[rep], end_a[rep], row_a[rep]
     new_seg = np.r_[True, seg[1:] != seg[:-1]]
     first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
     val = np.cumsum(new_seg | write) - 1
@@ -122,16 +123,23 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     # a value is identified by the access that made it: its write, or the first read of bytes
     # holding nothing (a value written before the capture)
     vid = rep[first]
-    # every read of a value, wherever on the value, extends the whole value: reads by (value,
-    # order) with their running maximum end
-    r = np.flatnonzero(~write)
-    rkey = vid[val[r]] * n + rep[r]
-    srt = np.argsort(rkey, kind="stable")
-    rkey, r = rkey[srt], r[srt]
-    once = np.r_[True, rkey[1:] != rkey[:-1]]          # a read over several segments counts once
-    rkey, r = rkey[once], r[once]
-    rvid = vid[val[r]]
-    rmax = pd.Series(end[r]).groupby(rvid).cummax().to_numpy() if len(r) else np.zeros(0, np.int64)
+    # every read of a value, wherever on the value, extends the whole value: the reads of each
+    # value once per access, in time order (taken in access order, so one stable sort by value
+    # keeps time order inside a value), with their running maximum end
+    vid_major = np.empty(len(seg), np.int64)
+    vid_major[order] = vid[val]
+    reads = ~a["write"][rep_major]
+    rv, rr = vid_major[reads], rep_major[reads]
+    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
+    rv, rr = rv[once], rr[once]
+    srt = np.argsort(rv, kind="stable")
+    rv, rr = rv[srt], rr[srt]
+    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
+    rvid, rrep = rv[once], rr[once]
+    rkey = rvid * n + rrep
+    has_reads = len(rkey) > 0
+    rmax = _running_max(rvid, end_a[rrep])
+    rrow = row_a[rrep]
     # a segment's value ends when the next write on that segment comes (order ``over_o``)
     nxt = np.r_[first[1:], len(seg)]
     over = np.r_[~new_seg[nxt[:-1]], False]
@@ -139,22 +147,21 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     over_o = np.where(over, rep[at], n)
     ow_row, ow_start = np.where(over, row[at], -1), np.where(over, start[at], 0)
     j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
-    valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if len(r) else np.zeros(len(vid), bool)
-    last_read = np.where(valid, rmax[np.maximum(j, 0)] if len(r) else 0, np.iinfo(np.int64).min)
+    valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
+    last_read = np.where(valid, rmax[np.maximum(j, 0)] if has_reads else 0, np.iinfo(np.int64).min)
     readers = np.where(valid, j - np.searchsorted(rkey, vid * n, side="left") + 1, 0)
     made_by_write = write[first]
     writer_end = np.where(made_by_write, end[first], np.iinfo(np.int64).min)
     # a race: the overwriting command X starts while a reader other than X, or the old writer,
     # still runs; X's own reads (in-place) are the last reads before its write: step over them
     k, ok = j.copy(), valid.copy()
-    rrow = row[r]
     for _ in range(8):                                 # a command has a handful of operands
-        mine = ok & (rrow[np.maximum(k, 0)] == ow_row) if len(r) else ok
+        mine = ok & (rrow[np.maximum(k, 0)] == ow_row) if has_reads else ok
         if not mine.any():
             break
         k = np.where(mine, k - 1, k)
         ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
-    others = np.where(ok, rmax[np.maximum(k, 0)] if len(r) else 0, np.iinfo(np.int64).min)
+    others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
     busy = np.maximum(others, np.where(row[first] != ow_row, writer_end, np.iinfo(np.int64).min))
     core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
     seg_v = seg[first]
@@ -165,6 +172,20 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
         "end_ns": np.maximum(writer_end, last_read), "readers": readers,
         "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
         "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)})
+
+
+def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each new ``group`` (rows grouped): one
+    accumulate, each group lifted above the previous ones."""
+    if len(values) == 0:
+        return values
+    rank = np.cumsum(np.r_[True, group[1:] != group[:-1]])
+    lo = int(values.min())
+    stride = int(values.max()) - lo + 1
+    if stride * (int(rank[-1]) + 1) < 1 << 62:
+        lift = rank * stride
+        return np.maximum.accumulate(values - lo + lift) - lift + lo
+    return pd.Series(values).groupby(group).cummax().to_numpy()
 
 
 def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
