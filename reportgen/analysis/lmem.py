@@ -53,7 +53,7 @@ MAX_PAIRS = 20_000_000
 
 @dataclass
 class LocalMemory:
-    """The local-memory view of a capture (``Profile.lmem`` attached by the diagnosis)."""
+    """The local-memory view of a capture (``Diagnosis.lmem``, attached by analysis.diagnosis)."""
 
     accesses: pd.DataFrame
     #: live pieces: core, lo, hi, first_bank, last_bank, writer (commands row, -1: before the

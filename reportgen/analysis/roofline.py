@@ -104,7 +104,9 @@ def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.nd
         np.minimum.at(first, code, idx)
         labels = np.array([str(x) for x in kernel.cat.categories] + [""], object)
         names = labels[kcode[first]]
-        names = np.where(names == "", "scope", names)
+        scope = c["func_scope"].to_numpy("float64", na_value=np.nan)[first]
+        names = np.where(names == "", np.char.add("scope ", np.nan_to_num(scope).astype(np.int64).astype(str))
+                         .astype(object), names)          # as the Kernels table names them
         out.append(("call", call, names, core[first]))
     view = profile.layer_view
     if view is not None and len(view.layers):
