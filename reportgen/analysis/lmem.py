@@ -96,8 +96,8 @@ def pair_count(acc: pd.DataFrame) -> int:
     return int((s1 - s0).sum())
 
 
-def live_values(acc: pd.DataFrame) -> pd.DataFrame:
-    """One row per value on one segment (see the module text), grouped by segment (core, then
+def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Columns of one row per value on one segment (see the module text), grouped by segment (core, then
     offset) with non-decreasing starts inside a segment."""
     o = _time_order(acc)
     a = {k: acc[k].to_numpy()[o] for k in ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")}
@@ -149,7 +149,10 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
     valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
     last_read = np.where(valid, rmax[np.maximum(j, 0)] if has_reads else 0, np.iinfo(np.int64).min)
-    readers = np.where(valid, j - np.searchsorted(rkey, vid * n, side="left") + 1, 0)
+    group_first = np.zeros(n, np.int64)              # per value: index of its first read in rkey
+    starts = np.flatnonzero(np.r_[True, rvid[1:] != rvid[:-1]]) if has_reads else np.zeros(0, np.int64)
+    group_first[rvid[starts]] = starts
+    readers = np.where(valid, j - group_first[vid] + 1, 0)
     made_by_write = write[first]
     writer_end = np.where(made_by_write, end[first], np.iinfo(np.int64).min)
     # a race: the overwriting command X starts while a reader other than X, or the old writer,
@@ -165,13 +168,13 @@ def live_values(acc: pd.DataFrame) -> pd.DataFrame:
     busy = np.maximum(others, np.where(row[first] != ow_row, writer_end, np.iinfo(np.int64).min))
     core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
     seg_v = seg[first]
-    return pd.DataFrame({
+    return {
         "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
         "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row[first], -1),
         "value": vid, "start_ns": np.where(made_by_write, start[first], core_first[rep[first]]),
         "end_ns": np.maximum(writer_end, last_read), "readers": readers,
         "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
-        "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)})
+        "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)}
 
 
 def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
@@ -188,13 +191,13 @@ def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     return pd.Series(values).groupby(group).cummax().to_numpy()
 
 
-def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
+def _merge_adjacent(raw) -> pd.DataFrame:
     """One piece per run of adjacent segments holding the same value part (same value, times,
     readers, status and overwrite)."""
     key = ["core", "value", "writer", "start_ns", "end_ns", "readers", "status", "overwritten_by",
            "overlap_ns"]
-    cols = {k: raw[k].to_numpy(np.int64) for k in key}
-    lo, hi = raw["lo"].to_numpy(np.int64), raw["hi"].to_numpy(np.int64)
+    cols = {k: np.asarray(raw[k], np.int64) for k in key}
+    lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
     order = np.lexsort((lo, cols["value"], cols["core"]))       # a value's parts by offset
     lo, hi = lo[order], hi[order]
     same = np.ones(max(len(lo) - 1, 0), bool)
@@ -212,11 +215,12 @@ def _merge_adjacent(raw: pd.DataFrame) -> pd.DataFrame:
     return out[list(PIECE_COLUMNS)].reset_index(drop=True)
 
 
-def occupancy(values: pd.DataFrame) -> tuple[np.ndarray, ...]:
+def occupancy(values) -> tuple[np.ndarray, ...]:
     """Covered bytes as +/- events: per segment the union of its values' [start, end), then
-    (core, bank, t, delta) of every merged piece's start and end."""
-    v = values[values["end_ns"].to_numpy() > values["start_ns"].to_numpy()]
-    key, start, end = v["seg"].to_numpy(np.int64), v["start_ns"].to_numpy(np.int64), v["end_ns"].to_numpy(np.int64)
+    (core, bank, t, delta) of every merged piece's start and end (``values``: live_values' columns)."""
+    keep = np.asarray(values["end_ns"]) > np.asarray(values["start_ns"])
+    v = {k: np.asarray(values[k], np.int64)[keep] for k in ("seg", "start_ns", "end_ns", "core", "lo", "hi")}
+    key, start, end = v["seg"], v["start_ns"], v["end_ns"]
     if len(key) == 0:
         return tuple(np.zeros(0, np.int64) for _ in range(4))
     t0 = int(start.min())
@@ -224,8 +228,8 @@ def occupancy(values: pd.DataFrame) -> tuple[np.ndarray, ...]:
     run_end = np.maximum.accumulate(end - t0 + lift) - lift + t0
     new = np.r_[True, (key[1:] != key[:-1]) | (start[1:] > run_end[:-1])]
     last = np.r_[np.flatnonzero(new)[1:] - 1, len(key) - 1]
-    core, lo = v["core"].to_numpy(np.int64)[new], v["lo"].to_numpy(np.int64)[new]
-    size = v["hi"].to_numpy(np.int64)[new] - lo
+    core, lo = v["core"][new], v["lo"][new]
+    size = v["hi"][new] - lo
     return (np.r_[core, core], np.r_[lo, lo] // BANK_BYTES, np.r_[start[new], run_end[last]],
             np.r_[size, -size])
 
@@ -261,58 +265,52 @@ def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
 def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """TIU/DMA command pairs of one core overlapping in time whose accesses share a bank and a
     lane (spec §6.3), with the DMA's measured Stall Cycle."""
-    ok = acc[acc["decoded"].to_numpy(bool)]
-    tiu, dma = ok[ok["engine"] == "TIU"], ok[ok["engine"].isin(["GDMA", "SDMA"])]
     cols = ["core", "dma_row", "dma", "dma_cmd_id", "tiu_row", "tiu", "tiu_cmd_id", "overlap_start_ns",
             "overlap_ns", "banks", "dma_operands", "tiu_operands", "dma_stall_cycles"]
-    if tiu.empty or dma.empty:
+    engine = _engine_codes(acc, commands)
+    dec = acc["decoded"].to_numpy(bool)
+    tiu_i, dma_i = np.flatnonzero(dec & (engine == 0)), np.flatnonzero(dec & (engine == 1))
+    if len(tiu_i) == 0 or len(dma_i) == 0:
         return pd.DataFrame(columns=cols)
+    a = {k: acc[k].to_numpy(np.int64) for k in ("core", "start_ns", "end_ns", "row", "first_bank", "last_bank")}
+    a["lane_mask"] = acc["lane_mask"].to_numpy().astype(np.uint64)
+    a["bank"] = _bank_mask(a["first_bank"], a["last_bank"])
+    a["op"], names = _operand_codes(acc)
     # TIU accesses by (core, start): a core's TIU commands run one at a time
-    t = tiu.sort_values(["core", "start_ns", "row"], kind="stable")
-    tkey_s = (t["core"].to_numpy(np.int64) << 44) + t["start_ns"].to_numpy(np.int64)
-    tkey_e = (t["core"].to_numpy(np.int64) << 44) + t["end_ns"].to_numpy(np.int64)
-    run_e = np.maximum.accumulate(tkey_e)
-    dcore = dma["core"].to_numpy(np.int64) << 44
-    lo = np.searchsorted(run_e, dcore + dma["start_ns"].to_numpy(np.int64), side="right")
-    hi = np.searchsorted(tkey_s, dcore + dma["end_ns"].to_numpy(np.int64), side="left")
+    tiu_i = tiu_i[np.lexsort((a["row"][tiu_i], a["start_ns"][tiu_i], a["core"][tiu_i]))]
+    tkey_s = (a["core"][tiu_i] << 44) + a["start_ns"][tiu_i]
+    run_e = np.maximum.accumulate((a["core"][tiu_i] << 44) + a["end_ns"][tiu_i])
+    dcore = a["core"][dma_i] << 44
+    lo = np.searchsorted(run_e, dcore + a["start_ns"][dma_i], side="right")
+    hi = np.searchsorted(tkey_s, dcore + a["end_ns"][dma_i], side="left")
     n = np.maximum(hi - lo, 0)
-    di = np.repeat(np.arange(len(dma)), n)
-    ti = np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))
-    D, T = dma.iloc[di], t.iloc[ti]
-
-    def v(frame, col):
-        return frame[col].to_numpy()
-
-    ostart = np.maximum(v(D, "start_ns"), v(T, "start_ns"))
-    olen = np.minimum(v(D, "end_ns"), v(T, "end_ns")) - ostart
-    bank_d = _bank_mask(v(D, "first_bank"), v(D, "last_bank"))
-    bank_t = _bank_mask(v(T, "first_bank"), v(T, "last_bank"))
-    hit = (olen > 0) & ((bank_d & bank_t) != 0) & \
-          ((v(D, "lane_mask").astype(np.uint64) & v(T, "lane_mask").astype(np.uint64)) != 0)
+    di = np.repeat(dma_i, n)
+    ti = tiu_i[np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))]
+    ostart = np.maximum(a["start_ns"][di], a["start_ns"][ti])
+    olen = np.minimum(a["end_ns"][di], a["end_ns"][ti]) - ostart
+    both = a["bank"][di] & a["bank"][ti]
+    hit = (olen > 0) & (both != 0) & ((a["lane_mask"][di] & a["lane_mask"][ti]) != 0)
     if not hit.any():
         return pd.DataFrame(columns=cols)
+    di, ti, ostart, olen, both = di[hit], ti[hit], ostart[hit], olen[hit], both[hit]
     # one row per command pair: banks and operands OR-ed as bit masks (few distinct values,
     # each turned into text once)
-    d_op, d_names = _operand_codes(D)
-    t_op, t_names = _operand_codes(T)
-    key = v(D, "row")[hit].astype(np.int64) * (int(t["row"].max()) + 1) + v(T, "row")[hit]
+    key = a["row"][di] * (int(a["row"][tiu_i].max()) + 1) + a["row"][ti]
     order = np.argsort(key, kind="stable")
     key = key[order]
     first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
 
     def per_pair(values, ufunc=None):
-        x = values[hit][order]
+        x = values[order]
         return ufunc.reduceat(x, first) if ufunc is not None else x[first]
 
-    banks = per_pair(bank_d & bank_t, np.bitwise_or)
-    out = pd.DataFrame({"core": per_pair(v(D, "core")), "dma_row": per_pair(v(D, "row")),
-                        "tiu_row": per_pair(v(T, "row")), "overlap_start_ns": per_pair(ostart),
+    out = pd.DataFrame({"core": per_pair(a["core"][di]), "dma_row": per_pair(a["row"][di]),
+                        "tiu_row": per_pair(a["row"][ti]), "overlap_start_ns": per_pair(ostart),
                         "overlap_ns": per_pair(olen)})
-    out["banks"] = _mask_texts(banks, lambda m: [b for b in range(BANKS) if m >> b & 1])
-    out["dma_operands"] = _mask_texts(per_pair(np.int64(1) << d_op, np.bitwise_or),
-                                      lambda m: " ".join(n for k, n in enumerate(d_names) if m >> k & 1))
-    out["tiu_operands"] = _mask_texts(per_pair(np.int64(1) << t_op, np.bitwise_or),
-                                      lambda m: " ".join(n for k, n in enumerate(t_names) if m >> k & 1))
+    out["banks"] = _mask_texts(per_pair(both, np.bitwise_or), lambda m: [b for b in range(BANKS) if m >> b & 1])
+    for side, idx in (("dma", di), ("tiu", ti)):
+        out[f"{side}_operands"] = _mask_texts(per_pair(np.int64(1) << a["op"][idx], np.bitwise_or),
+                                              lambda m: " ".join(n for k, n in enumerate(names) if m >> k & 1))
     out = out.sort_values(["core", "dma_row", "tiu_row"], kind="stable").reset_index(drop=True)
     rows = out["dma_row"].to_numpy(np.int64)
     out["dma_stall_cycles"] = commands["stall_cycles"].to_numpy("float64", na_value=np.nan)[rows]
@@ -323,11 +321,22 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     return out[cols]
 
 
+def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
+    """Per access: 0 TIU, 1 GDMA or SDMA, 2 other (from the commands' engine categories)."""
+    engine = commands["engine"].astype("category")
+    per_cat = np.array([0 if x == "TIU" else 1 if x in ("GDMA", "SDMA") else 2
+                        for x in engine.cat.categories] + [2], np.int8)
+    return per_cat[engine.cat.codes.to_numpy()][acc["row"].to_numpy(np.int64)]
+
+
 def _operand_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Per access the code of its "R:opd0" label, labels sorted (a handful: codes fit a mask)."""
-    text = frame["access"].astype(str) + ":" + frame["operand"].astype(str)
-    code, names = pd.factorize(text, sort=True)
-    return code.astype(np.int64), [str(n) for n in names]
+    ac, an = pd.factorize(frame["access"].to_numpy(object))
+    oc, on = pd.factorize(frame["operand"].to_numpy(object))
+    pair, pn = pd.factorize(ac.astype(np.int64) * max(len(on), 1) + oc)
+    labels = np.array([f"{an[p // max(len(on), 1)]}:{on[p % max(len(on), 1)]}" for p in pn], object)
+    rank = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
+    return rank[pair].astype(np.int64), [str(x) for x in np.sort(labels)]
 
 
 def _mask_texts(masks: np.ndarray, render) -> np.ndarray:
@@ -341,10 +350,11 @@ def _bank_mask(first, last):
     return ((np.int64(1) << (last + 1)) - (np.int64(1) << first)).astype(np.int64)
 
 
-def same_bank_operands(acc: pd.DataFrame) -> pd.DataFrame:
+def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
     row, the two operands, their common banks ("0,1")."""
-    t = acc[(acc["engine"] == "TIU") & acc["decoded"].to_numpy(bool)].reset_index(drop=True)
+    t = acc.iloc[np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))]
+    t = t.reset_index(drop=True)
     if t.empty:
         return pd.DataFrame(columns=["row", "a", "b", "banks"])
     row = t["row"].to_numpy(np.int64)
@@ -429,25 +439,28 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
         pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
     conf = conflicts(acc, profile.commands)
-    same = same_bank_operands(acc)
+    same = same_bank_operands(acc, profile.commands)
     size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
     pc = pieces["core"].to_numpy(np.int64)
 
-    def per_core(values_, where=None) -> np.ndarray:
-        keep = np.ones(len(values_), bool) if where is None else where
-        return np.array([values_[keep & (pc == c)].sum() for c in cores], np.int64)
+    acc_core = acc["core"].to_numpy(np.int64)
+
+    def per_core(values_, where=None, of=pc) -> np.ndarray:
+        """Sum of ``values_`` (where ``where``) per core ``of`` each row."""
+        v = np.asarray(values_, np.int64) if where is None else np.where(where, values_, 0)
+        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
 
     same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
     table = pd.DataFrame({
         "core": cores, "peak_bytes": total["peak_bytes"].fillna(0).to_numpy(np.int64),
         "peak_at_ns": total["peak_at_ns"].to_numpy(float),
         "peak_share": total["peak_bytes"].fillna(0).to_numpy(float) / LANE_BYTES,
-        "accesses": [int((acc["core"] == c).sum()) for c in cores],
-        "undecoded": [int(((acc["core"] == c) & ~acc["decoded"]).sum()) for c in cores],
+        "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
+        "undecoded": per_core(~acc["decoded"].to_numpy(bool), None, acc_core),
         "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
         "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
         "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
-        "conflict_candidates": [int((conf["core"] == c).sum()) for c in cores],
+        "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
         "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
     steps = {}
     for c in cores:                                     # one pass per core
