@@ -198,7 +198,12 @@ def _merge_adjacent(raw) -> pd.DataFrame:
            "overlap_ns"]
     cols = {k: np.asarray(raw[k], np.int64) for k in key}
     lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
-    order = np.lexsort((lo, cols["value"], cols["core"]))       # a value's parts by offset
+    # a value's parts by offset: (core, value, lo) is unique, one int64 key when it fits
+    vbits = max(int(cols["value"].max(initial=0)), 1).bit_length()
+    if int(cols["core"].max(initial=0)).bit_length() + vbits + _SEG_BITS < 63:
+        order = np.argsort((cols["core"] << (vbits + _SEG_BITS)) | (cols["value"] << _SEG_BITS) | lo)
+    else:
+        order = np.lexsort((lo, cols["value"], cols["core"]))
     lo, hi = lo[order], hi[order]
     same = np.ones(max(len(lo) - 1, 0), bool)
     for k in key:
@@ -234,16 +239,29 @@ def occupancy(values) -> tuple[np.ndarray, ...]:
             np.r_[size, -size])
 
 
-def _steps(t, d, bank, nbanks=BANKS):
-    """A core's total and per-bank step functions on common times, reduced to MAX_STEPS points
-    by the maximum per time bucket."""
-    times = np.unique(t)
-    total = np.zeros(len(times), np.int64)
-    per = np.zeros((nbanks, len(times)), np.int64)
-    pos = np.searchsorted(times, t)
-    np.add.at(total, pos, d)
-    np.add.at(per, (bank, pos), d)
-    total, per = np.cumsum(total), np.cumsum(per, axis=1)
+def core_steps(t: np.ndarray, d: np.ndarray, bank: np.ndarray, nbanks: int = BANKS):
+    """A core's occupancy from its +/- events: exact total and per-bank step functions on the
+    distinct event times (the level after all events at a time: the highest level reached at
+    that time, since a time's ends never raise it), their peaks at the earliest time reached,
+    then the steps reduced to MAX_STEPS points by the maximum per time bucket (a peak is never
+    lost). One sort of the core's events."""
+    order = np.argsort(t, kind="stable")
+    t, d, bank = t[order], d[order], bank[order]
+    new = np.r_[True, t[1:] != t[:-1]] if len(t) else np.zeros(0, bool)
+    times = t[new]
+    pos = np.cumsum(new) - 1
+    total = np.cumsum(np.add.reduceat(d, np.flatnonzero(new))) if len(t) else np.zeros(0, np.int64)
+    per = np.cumsum(np.bincount(bank * len(times) + pos, weights=d, minlength=nbanks * len(times))
+                    .reshape(nbanks, len(times)), axis=1).round().astype(np.int64)
+
+    def peak(levels):
+        """(peak bytes, earliest time at it) per row of ``levels``; time NaN when never occupied."""
+        at = levels.argmax(axis=-1) if levels.shape[-1] else np.zeros(levels.shape[:-1], np.int64)
+        top = np.take_along_axis(levels, np.asarray(at)[..., None], -1)[..., 0] if levels.shape[-1] \
+            else np.zeros(levels.shape[:-1], np.int64)
+        return top, np.where(top > 0, times[at] if len(times) else np.nan, np.nan)
+
+    peaks = {"total": peak(total), "banks": peak(per)}
     if len(times) > MAX_STEPS:
         edges = np.linspace(times[0], times[-1], MAX_STEPS + 1)
         b = np.minimum(np.searchsorted(edges, times, side="right") - 1, MAX_STEPS - 1)
@@ -251,7 +269,7 @@ def _steps(t, d, bank, nbanks=BANKS):
         times = times[first]
         total = np.maximum.reduceat(total, first)
         per = np.maximum.reduceat(per, first, axis=1)
-    return {"t": times, "total": total, "banks": per}
+    return {"t": times, "total": total, "banks": per}, peaks
 
 
 def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
@@ -380,25 +398,6 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     return pd.DataFrame({"row": row[i], "a": op[i], "b": op[j], "banks": banks})
 
 
-def _first_peaks(group: np.ndarray, t: np.ndarray, d: np.ndarray) -> pd.DataFrame:
-    """Per group: the highest running sum of ``d`` in (group, time, ends first) order and the
-    earliest time it is reached. Each group's deltas sum to 0, so one cumsum serves all."""
-    if len(group) == 0:
-        return pd.DataFrame({"peak_bytes": [], "peak_at_ns": []})
-    t0 = int(t.min())
-    span_bits = max(int(t.max()) - t0, 1).bit_length() + 1
-    if int(group.max()).bit_length() + span_bits < 63:         # one int64 key: one sort
-        order = np.argsort((group << span_bits) | ((t - t0) << 1) | (d > 0), kind="stable")
-    else:
-        order = np.lexsort((d > 0, t, group))
-    g, t, level = group[order], t[order], np.cumsum(d[order])
-    first = np.flatnonzero(np.r_[True, g[1:] != g[:-1]])
-    top = np.maximum.reduceat(level, first)
-    at = np.flatnonzero(level == np.repeat(top, np.diff(np.r_[first, len(g)])))
-    keep = np.r_[True, g[at][1:] != g[at][:-1]]                    # the earliest per group
-    return pd.DataFrame({"peak_bytes": level[at][keep], "peak_at_ns": t[at][keep]}, index=g[at][keep])
-
-
 def local_memory(profile: Profile) -> LocalMemory | None:
     """The local-memory view, or None when no command has a decodable local access."""
     n = len(profile.commands)
@@ -414,7 +413,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     ok = acc[acc["decoded"].to_numpy(bool)]
     cores = np.unique(acc["core"].to_numpy(np.int64))
     # one core at a time: the (access, segment) pairs of one core bound the memory used
-    piece_parts, events, skipped = [], [], []
+    piece_parts, events, skipped, analysed = [], [], [], []
     for c, rows in ok.groupby("core", sort=True).indices.items():
         sub = ok.iloc[rows]
         if pair_count(sub) > MAX_PAIRS:
@@ -423,18 +422,24 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         values = live_values(sub)
         piece_parts.append(_merge_adjacent(values))
         events.append(occupancy(values))
+        analysed.append(int(c))
         del values
     if skipped:
         profile.meta.warn("lmem", f"local memory of core(s) {', '.join(map(str, skipped))} not computed: more "
                           f"than {MAX_PAIRS:,} (access, address segment) pairs (analysis/lmem.py MAX_PAIRS)")
-    core, bank, t, d = (np.concatenate([e[k] for e in events]) if events else np.zeros(0, np.int64)
-                        for k in range(4))
-    total = _first_peaks(core, t, d).reindex(cores)
-    per_bank = _first_peaks(core * BANKS + bank, t, d).reindex(
-        (cores[:, None] * BANKS + np.arange(BANKS)).ravel())
+    steps, total_peak, bank_peak = {}, [], []
+    for c, (core_, bank_, t_, d_) in zip(analysed, events):
+        steps[int(c)], pk = core_steps(t_, d_, bank_)
+        total_peak.append(pk["total"])
+        bank_peak.append(pk["banks"])
+    done = np.isin(cores, analysed)
+    peak_bytes, peak_at = np.zeros(len(cores), np.int64), np.full(len(cores), np.nan)
+    bank_bytes, bank_at = np.zeros((len(cores), BANKS), np.int64), np.full((len(cores), BANKS), np.nan)
+    if analysed:
+        peak_bytes[done], peak_at[done] = (np.array([p[k] for p in total_peak]) for k in (0, 1))
+        bank_bytes[done], bank_at[done] = (np.array([p[k] for p in bank_peak]) for k in (0, 1))
     banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
-                          "peak_bytes": per_bank["peak_bytes"].fillna(0).to_numpy(np.int64),
-                          "peak_at_ns": per_bank["peak_at_ns"].to_numpy(float)})
+                          "peak_bytes": bank_bytes.ravel(), "peak_at_ns": bank_at.ravel()})
     banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
     pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
         pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
@@ -452,9 +457,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
 
     same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
     table = pd.DataFrame({
-        "core": cores, "peak_bytes": total["peak_bytes"].fillna(0).to_numpy(np.int64),
-        "peak_at_ns": total["peak_at_ns"].to_numpy(float),
-        "peak_share": total["peak_bytes"].fillna(0).to_numpy(float) / LANE_BYTES,
+        "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
         "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
         "undecoded": per_core(~acc["decoded"].to_numpy(bool), None, acc_core),
         "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
@@ -462,10 +465,6 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
         "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
         "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
-    steps = {}
-    for c in cores:                                     # one pass per core
-        m = core == c
-        steps[int(c)] = _steps(t[m], d[m], bank[m])
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)
 

@@ -251,17 +251,18 @@ def lane_mask(lane: np.ndarray, count: np.ndarray) -> np.ndarray:
     return np.where(s == 0, base, (base << s) | (base >> back))
 
 
-def _frame(rows, access, operand, local_addr, geo, note, decoded) -> pd.DataFrame:
+def _frame(rows, access, operand, local_addr, geo, note, decoded) -> dict[str, np.ndarray]:
+    """One part of the accesses as columns (one frame is built at the end, :func:`accesses`)."""
     k = len(rows)
     d = {"row": rows, "access": np.full(k, access, object), "operand": np.full(k, operand, object),
          "local_addr": local_addr, **{c: geo[c] for c in ("start_lane", "lanes", "lane_offset",
                                                            "extent_bytes", "data_bytes_per_lane",
                                                            "first_bank", "last_bank", "lane_mask")}}
-    d["decoded"], d["note"] = decoded, note
-    return pd.DataFrame(d)
+    d["decoded"], d["note"] = decoded, np.asarray(note, object)
+    return d
 
 
-def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[pd.DataFrame]:
+def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[dict]:
     out = []
     for op in TIU_OPERANDS[cls]:
         have = np.ones(f.n, bool) if op.when is None else np.asarray(op.when(f), bool)
@@ -302,7 +303,7 @@ def _join(note: np.ndarray, where: np.ndarray, text: str) -> np.ndarray:
     return note
 
 
-def _undecoded(rows, access, operand, why) -> pd.DataFrame:
+def _undecoded(rows, access, operand, why) -> dict:
     k = len(rows)
     z = np.zeros(k, np.int64)
     geo = {c: z for c in ("start_lane", "lanes", "lane_offset", "extent_bytes", "data_bytes_per_lane",
@@ -311,7 +312,7 @@ def _undecoded(rows, access, operand, why) -> pd.DataFrame:
     return _frame(rows, access, operand, z, geo, np.full(k, why, object), np.zeros(k, bool))
 
 
-def _dma_accesses(rows: np.ndarray, f: Fields) -> list[pd.DataFrame]:
+def _dma_accesses(rows: np.ndarray, f: Fields) -> list[dict]:
     """DMA_tensor local sides (spec §5.1); other DMA classes: undecoded."""
     out = []
     ctype, special = f("cmd_type"), f("cmd_special_function")
@@ -357,7 +358,7 @@ def accesses(profile: Profile) -> pd.DataFrame:
     """Every local-memory access of the commands with descriptors, in command order; empty when
     the capture has none (modes 0 and 1)."""
     c = profile.commands
-    parts: list[pd.DataFrame] = []
+    parts: list[dict] = []
     ftype = _labels(c["func_type"])
     for engine, table in _register_tables(profile):
         rows = table.index.to_numpy(np.int64)
@@ -376,23 +377,32 @@ def accesses(profile: Profile) -> pd.DataFrame:
             parts.append(_undecoded(rows, "R/W", "local side", f"{engine}: no operand model"))
     if not parts:
         return pd.DataFrame(columns=list(ACCESS_COLUMNS))
-    out = pd.concat(parts, ignore_index=True)
-    r = out["row"].to_numpy()
-    # the command's own columns, then command order with reads before writes
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    r = col["row"].astype(np.int64)
+    # command order with reads before writes; text columns as categories (few distinct values)
+    order = np.lexsort((col["access"] == "W", r))
+    r = r[order]
+    out = {k: v[order] for k, v in col.items()}
+    out["row"] = r
+    for k in ("access", "operand", "note"):
+        out[k] = pd.Categorical(out[k])
+    # the command's own columns
     out["core"] = c["core"].to_numpy(np.int64)[r]
-    out["engine"] = _labels(c["engine"])[r]
+    out["engine"] = _labels(c["engine"], r)
     out["global_idx"] = c["global_idx"].to_numpy(np.int64)[r]
     out["cmd_id"] = c["cmd_id"].to_numpy(np.int64)[r]
-    out["func"] = _labels(c["func_name"])[r]
+    out["func"] = _labels(c["func_name"], r)
     out["start_ns"] = c["start_ns"].to_numpy(np.int64)[r]
     out["end_ns"] = c["end_ns"].to_numpy(np.int64)[r]
-    out = out.iloc[np.lexsort((out["access"] == "W", r))].reset_index(drop=True)
-    return out[list(ACCESS_COLUMNS)]
+    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS})
 
 
-def _labels(col: pd.Series) -> np.ndarray:
-    """A categorical column as text per row (category codes through the category names)."""
+def _labels(col: pd.Series, rows: np.ndarray | None = None):
+    """A categorical column as text per row (category codes through the category names); with
+    ``rows``: a categorical of those rows (the codes taken, never the text)."""
     cat = col.astype("category")
+    if rows is not None:
+        return pd.Categorical.from_codes(cat.cat.codes.to_numpy()[rows], dtype=cat.dtype)
     names = np.array([str(x) for x in cat.cat.categories] + [""], object)
     return names[cat.cat.codes.to_numpy()]
 
