@@ -115,7 +115,6 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     seg, rep = seg[order], rep[order]
     write = a["write"][rep]
     start_a, end_a, row_a = (a[k].astype(np.int64) for k in ("start_ns", "end_ns", "row"))
-    start, end, row = start_a[rep], end_a[rep], row_a[rep]
     new_seg = np.r_[True, seg[1:] != seg[:-1]]
     first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
     val = np.cumsum(new_seg | write) - 1
@@ -145,7 +144,8 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     over = np.r_[~new_seg[nxt[:-1]], False]
     at = np.minimum(nxt, len(seg) - 1)
     over_o = np.where(over, rep[at], n)
-    ow_row, ow_start = np.where(over, row[at], -1), np.where(over, start[at], 0)
+    rep_at, rep_first = rep[at], rep[first]         # command fields taken per value, not per pair
+    ow_row, ow_start = np.where(over, row_a[rep_at], -1), np.where(over, start_a[rep_at], 0)
     j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
     valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
     last_read = np.where(valid, rmax[np.maximum(j, 0)] if has_reads else 0, np.iinfo(np.int64).min)
@@ -154,7 +154,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     group_first[rvid[starts]] = starts
     readers = np.where(valid, j - group_first[vid] + 1, 0)
     made_by_write = write[first]
-    writer_end = np.where(made_by_write, end[first], np.iinfo(np.int64).min)
+    writer_end = np.where(made_by_write, end_a[rep_first], np.iinfo(np.int64).min)
     # a race: the overwriting command X starts while a reader other than X, or the old writer,
     # still runs; X's own reads (in-place) are the last reads before its write: step over them
     k, ok = j.copy(), valid.copy()
@@ -165,13 +165,13 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
         k = np.where(mine, k - 1, k)
         ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
     others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
-    busy = np.maximum(others, np.where(row[first] != ow_row, writer_end, np.iinfo(np.int64).min))
+    busy = np.maximum(others, np.where(row_a[rep_first] != ow_row, writer_end, np.iinfo(np.int64).min))
     core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
     seg_v = seg[first]
     return {
         "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
-        "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row[first], -1),
-        "value": vid, "start_ns": np.where(made_by_write, start[first], core_first[rep[first]]),
+        "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row_a[rep_first], -1),
+        "value": vid, "start_ns": np.where(made_by_write, start_a[rep_first], core_first[rep_first]),
         "end_ns": np.maximum(writer_end, last_read), "readers": readers,
         "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
         "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)}
