@@ -149,3 +149,32 @@ def test_above_the_command_limit_the_view_is_skipped_and_said(monkeypatch):
     monkeypatch.setattr(lmem, "MAX_COMMANDS", len(profile.commands) - 1)
     assert lmem.local_memory(profile) is None
     assert [w.code for w in profile.meta.warnings if w.code == "lmem"] == ["lmem"]
+
+
+def test_memory_bound_per_core_leaves_out_the_cores_above_it_and_says_so(monkeypatch):
+    """MAX_PAIRS bounds the working memory (docs/metrics.md "Local memory"): a core above it is
+    left out with a warning; the other cores' figures are those of the unbounded run."""
+    from reportgen.analysis import lmem
+    from reportgen.analysis.lmem_access import accesses
+    path = LMEM / CASES[1] / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    full = local_memory(load_dump(path)).cores.set_index("core")
+    profile = load_dump(path)
+    acc = accesses(profile)
+    ok = acc[acc["decoded"].to_numpy(bool)]
+    pairs = {int(c): lmem.pair_count(ok.iloc[rows]) for c, rows in ok.groupby("core").indices.items()}
+    if len(set(pairs.values())) < 2:
+        pytest.skip("all cores of the case expand into the same number of pairs")
+    bound = min(pairs.values())
+    monkeypatch.setattr(lmem, "MAX_PAIRS", bound)
+    lm = lmem.local_memory(profile)
+    over = sorted(c for c, n in pairs.items() if n > bound)
+    warned = [w.message for w in profile.meta.warnings if w.code == "lmem"]
+    assert len(warned) == 1 and f"core(s) {', '.join(map(str, over))} not computed" in warned[0]
+    cores = lm.cores.set_index("core")
+    assert (cores.loc[over, "peak_bytes"] == 0).all() and cores.loc[over, "peak_at_ns"].isna().all()
+    kept = [c for c in pairs if c not in over]
+    assert (cores.loc[kept, "peak_bytes"] == full.loc[kept, "peak_bytes"]).all()
+    assert (cores.loc[kept, "peak_at_ns"] == full.loc[kept, "peak_at_ns"]).all()
+    assert set(lm.steps) == set(kept)

@@ -359,13 +359,16 @@ def accesses(profile: Profile) -> pd.DataFrame:
     the capture has none (modes 0 and 1)."""
     c = profile.commands
     parts: list[dict] = []
-    ftype = _labels(c["func_type"])
+    ftype = c["func_type"].astype("category")
+    names = [str(x) for x in ftype.cat.categories] + [""]
+    ftype = ftype.cat.codes.to_numpy().astype(np.int64)        # category -1 (missing): ""
     for engine, table in _register_tables(profile):
         rows = table.index.to_numpy(np.int64)
         if engine == "TIU":
             cache: dict = {}
-            for cls in pd.unique(ftype[rows]):
-                sel = ftype[rows] == cls
+            classes = ftype[rows]
+            for code in pd.unique(classes):                    # class by class, compared as codes
+                sel, cls = classes == code, names[code]
                 if cls in TIU_OPERANDS:
                     parts += _tiu_accesses(rows[sel], cls, Fields(table, "des_", sel, cache))
                 elif cls not in NO_ACCESS:
