@@ -106,9 +106,10 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     lo = a["lane_offset"].astype(np.int64)
     hi = np.minimum(lo + a["extent_bytes"].astype(np.int64), LANE_BYTES)
     bp, s0, s1 = _segments(core, lo, hi)
+    # per-pair arrays in 32 bits (indices below 2^31: MAX_PAIRS): half the memory traffic
     count = s1 - s0
-    rep = np.repeat(np.arange(len(core)), count)
-    seg = np.repeat(s0, count) + (np.arange(len(rep)) - np.repeat(np.cumsum(count) - count, count))
+    rep = np.repeat(np.arange(len(core), dtype=np.int32), count)
+    seg = np.repeat((s0 - (np.cumsum(count) - count)).astype(np.int32), count) + np.arange(len(rep), dtype=np.int32)
     # accesses stay in time order inside a segment (a radix sort when segments fit 16 bits)
     order = np.argsort(seg.astype(np.uint16) if len(bp) <= 1 << 16 else seg, kind="stable")
     rep_major = rep                                  # pairs access by access, in time order
@@ -117,16 +118,16 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     start_a, end_a, row_a = (a[k].astype(np.int64) for k in ("start_ns", "end_ns", "row"))
     new_seg = np.r_[True, seg[1:] != seg[:-1]]
     first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
-    val = np.cumsum(new_seg | write) - 1
+    val = np.cumsum(new_seg | write, dtype=np.int32) - 1
     n = len(core)
     # a value is identified by the access that made it: its write, or the first read of bytes
     # holding nothing (a value written before the capture)
-    vid = rep[first]
+    vid = rep[first].astype(np.int64)
     # every read of a value, wherever on the value, extends the whole value: the reads of each
     # value once per access, in time order (taken in access order, so one stable sort by value
     # keeps time order inside a value), with their running maximum end
-    vid_major = np.empty(len(seg), np.int64)
-    vid_major[order] = vid[val]
+    vid_major = np.empty(len(seg), np.int32)
+    vid_major[order] = rep[first][val]
     reads = ~a["write"][rep_major]
     rv, rr = vid_major[reads], rep_major[reads]
     once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
@@ -134,7 +135,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     srt = np.argsort(rv, kind="stable")
     rv, rr = rv[srt], rr[srt]
     once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
-    rvid, rrep = rv[once], rr[once]
+    rvid, rrep = rv[once].astype(np.int64), rr[once]
     rkey = rvid * n + rrep
     has_reads = len(rkey) > 0
     rmax = _running_max(rvid, end_a[rrep])

@@ -252,9 +252,9 @@ def lane_mask(lane: np.ndarray, count: np.ndarray) -> np.ndarray:
 
 
 def _frame(rows, access, operand, local_addr, geo, note, decoded) -> dict[str, np.ndarray]:
-    """One part of the accesses as columns (one frame is built at the end, :func:`accesses`)."""
-    k = len(rows)
-    d = {"row": rows, "access": np.full(k, access, object), "operand": np.full(k, operand, object),
+    """One part of the accesses as columns, access and operand one text each (one frame is
+    built at the end, :func:`accesses`)."""
+    d = {"row": rows, "access": access, "operand": operand,
          "local_addr": local_addr, **{c: geo[c] for c in ("start_lane", "lanes", "lane_offset",
                                                            "extent_bytes", "data_bytes_per_lane",
                                                            "first_bank", "last_bank", "lane_mask")}}
@@ -278,8 +278,7 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[dict]:
         geo = geometry(addr & ((1 << 26) - 1), op.shape(f), esize, op.layout(f), strides)
         smem = ((addr >> 26) & 1) == 1
         ok = geo["ok"] & ~smem
-        note = np.where(smem, "static memory (SMEM): not local memory",
-                        np.where(geo["ok"], op.note, "empty shape"))
+        note = _notes(smem, geo["ok"], op.note)
         note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
         sel = np.flatnonzero(have)
         out.append(_frame(rows[sel], op.access, op.name, (addr & ((1 << 26) - 1))[sel],
@@ -291,6 +290,12 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[dict]:
                                       "requant operands: address in a TIU general-control register "
                                       "(SYS_TR_ACC), not decodable here"))
     return out
+
+
+def _notes(smem: np.ndarray, ok: np.ndarray, placed: str) -> np.ndarray:
+    """Per access its note as an object array (a table lookup: no fixed-width text arrays)."""
+    texts = np.array([placed, "empty shape", "static memory (SMEM): not local memory"], object)
+    return texts[np.where(smem, 2, np.where(ok, 0, 1))]
 
 
 def _join(note: np.ndarray, where: np.ndarray, text: str) -> np.ndarray:
@@ -344,7 +349,7 @@ def _dma_accesses(rows: np.ndarray, f: Fields) -> list[dict]:
         geo["lane_mask"] = np.where(masked, geo["lane_mask"] & mask, geo["lane_mask"])
         smem = ((addr >> 26) & 1) == 1
         ok = geo["ok"] & ~smem
-        note = np.where(smem, "static memory (SMEM): not local memory", np.where(geo["ok"], "", "empty shape"))
+        note = _notes(smem, geo["ok"], "")
         note = _join(note, ok & ~broadcast & (mask == 0), "lane mask 0x0")
         note = _join(note, ok & np.isin(special, (2, 4, 5, 6)), "approximate: special function")
         note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
@@ -380,15 +385,22 @@ def accesses(profile: Profile) -> pd.DataFrame:
             parts.append(_undecoded(rows, "R/W", "local side", f"{engine}: no operand model"))
     if not parts:
         return pd.DataFrame(columns=list(ACCESS_COLUMNS))
-    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0]}
+    # access and operand are constant per part: categories straight from the parts
+    text = {}
+    for k in ("access", "operand"):
+        names = list(dict.fromkeys(p[k] for p in parts))
+        text[k] = (np.repeat([names.index(p[k]) for p in parts], [len(p["row"]) for p in parts]), names)
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text}
     r = col["row"].astype(np.int64)
     # command order with reads before writes; text columns as categories (few distinct values)
-    order = np.lexsort((col["access"] == "W", r))
+    codes, names = text["access"]
+    order = np.lexsort((np.array([x == "W" for x in names])[codes], r))
     r = r[order]
     out = {k: v[order] for k, v in col.items()}
     out["row"] = r
-    for k in ("access", "operand", "note"):
-        out[k] = pd.Categorical(out[k])
+    for k, (codes, names) in text.items():
+        out[k] = pd.Categorical.from_codes(codes[order], categories=names)
+    out["note"] = pd.Categorical(out["note"])
     # the command's own columns
     out["core"] = c["core"].to_numpy(np.int64)[r]
     out["engine"] = _labels(c["engine"], r)
