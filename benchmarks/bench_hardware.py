@@ -3,6 +3,7 @@
     python benchmarks/bench_hardware.py                   # decoded mode-2 dump, 8 cores x 137,500
     python benchmarks/bench_hardware.py --per-core 20000  # smaller
     python benchmarks/bench_hardware.py --profile         # make_profile (no descriptors): roofline only
+    python benchmarks/bench_hardware.py --no-limit        # the local-memory view above MAX_COMMANDS too
 
 On a decoded synthetic mode-2 dump (reportgen.testing.synth, cached under benchmarks/_work like
 bench_pipeline): the descriptors give every TIU and DMA command its local-memory accesses. Prints,
@@ -49,7 +50,11 @@ def main() -> None:
     ap.add_argument("--per-core", type=int, default=137_500)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="make_profile instead of a dump")
+    ap.add_argument("--no-limit", action="store_true",
+                    help="lift analysis/lmem.py MAX_COMMANDS (measure the view above it)")
     args = ap.parse_args()
+    if args.no_limit:
+        lmem.MAX_COMMANDS = 1 << 62
     if args.profile:
         from reportgen.testing.profiles import make_profile
         p = make_profile(cores=args.cores, per_engine=args.per_core // 3)
@@ -94,6 +99,8 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = run("result.html (whole page)", lambda: html.write(p, p.summary, tmp, quiet=True), 1)
         size = path.stat().st_size
+        import resource
+        print(f"peak memory (max RSS) {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MB")
         print(f"result.html {size / 1e6:.2f} MB; roofline + lmem data in it "
               f"{(len(str(Parts.data.get('roofline', ''))) + len(Parts.data.get('lmem', {}).get('b64', ''))) / 1e6:.2f} MB")
 

@@ -17,13 +17,7 @@
   const PIXELS = 1500;
 
   // ------------------------------------------------------------------------------ roofline
-  function openScope(view, a, b) {
-    const pad = Math.max((b - a) * 0.05, 1000);
-    const tab = R.data.tabs.find((t) => t.views.includes(view));
-    if (!tab) return null;
-    history.replaceState(null, '', '#' + tab.id);
-    return R.zoom(view, a - pad, b + pad);
-  }
+  const {openScope, react: linkedReact} = R.linked;     // templates/diagnosis.js
 
   let roofDrawn = null;
   function drawRoofline() {
@@ -148,25 +142,12 @@
                    name: 'peak', xaxis: 'x', yaxis: 'y',
                    hovertemplate: 'peak %{y:,} B per lane at %{x:.3f} µs<extra></extra>'});
     }
-    entry.syncing = true;
-    try {
-      await Plotly.react(entry.node, traces, {
-        height: 420, margin: {l: 150, r: 20, t: 10, b: 40}, plot_bgcolor: '#fafbfc', showlegend: false, shapes,
-        xaxis: {range: [a / 1e3, b / 1e3], anchor: 'y2', title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
-        yaxis: {domain: [0.58, 1], title: {text: 'live B per lane'}, range: [0, L.lane_bytes * 1.08], gridcolor: '#e3e7ea'},
-        yaxis2: {domain: [0, 0.52], autorange: 'reversed', tickfont: {size: 9}},
-      }, {displaylogo: false, responsive: true});
-    } finally {
-      entry.syncing = false;
-    }
-    entry.node.dataset.range = `${a},${b}`;
-    if (!entry.wired) {
-      entry.wired = true;
-      entry.node.on('plotly_relayout', (ev) => {
-        if (entry.syncing || !('xaxis.range[0]' in ev)) return;
-        R.views[view].setRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
-      });
-    }
+    await linkedReact(entry, view, a, b, traces, {
+      height: 420, margin: {l: 150, r: 20, t: 10, b: 40}, plot_bgcolor: '#fafbfc', showlegend: false, shapes,
+      xaxis: {range: [a / 1e3, b / 1e3], anchor: 'y2', title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
+      yaxis: {domain: [0.58, 1], title: {text: 'live B per lane'}, range: [0, L.lane_bytes * 1.08], gridcolor: '#e3e7ea'},
+      yaxis2: {domain: [0, 0.52], autorange: 'reversed', tickfont: {size: 9}},
+    });
   }
 
   let drawing = Promise.resolve();

@@ -13,7 +13,6 @@
 from __future__ import annotations
 
 import base64
-import gzip
 from typing import Any
 
 import numpy as np
@@ -24,7 +23,7 @@ from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES
 from reportgen.analysis.roofline import input_dtype, peak_ops_per_ns
 from reportgen.model import Profile
 from reportgen.writers.html.charts import _esc
-from reportgen.writers.html.payload import _shuffle
+from reportgen.writers.html.payload import BinaryBlock
 
 #: rows of the roofline table on the page (all rows are in the workbook and summary.json)
 ROWS_SHOWN = 200
@@ -123,15 +122,8 @@ def roofline_chart(profile: Profile, table: pd.DataFrame, t0: int, views, cores)
 
 def lmem_block(lm, t0: int) -> tuple[list[dict], str]:
     """Per core: the step functions' columns in one gzip'd, byte-shuffled block (base64)."""
-    heads, chunks, offset = [], [], 0
-
-    def put(values: np.ndarray) -> dict:
-        nonlocal offset
-        raw = _shuffle(values)
-        chunks.append(raw)
-        head = {"dtype": values.dtype.str[1:], "offset": offset, "n": int(len(values))}
-        offset += len(raw)
-        return head
+    heads, packed = [], BinaryBlock()
+    put = packed.put
 
     for c in lm.cores.to_dict("records"):
         core = int(c["core"])
@@ -146,7 +138,7 @@ def lmem_block(lm, t0: int) -> tuple[list[dict], str]:
             "bank_peaks": banks["peak_bytes"].astype(int).tolist(),
             "t": put((steps["t"] - t0).astype("<f8")), "total": put(steps["total"].astype("<u4")),
             "banks": put(np.ascontiguousarray(steps["banks"].ravel().astype("<u2")))})
-    blob = gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
+    blob = packed.gzipped()
     return heads, base64.b64encode(blob).decode("ascii")
 
 
