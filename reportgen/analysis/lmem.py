@@ -43,11 +43,12 @@ STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so): its exact sweep costs
-#: about 15 µs of CPU per command on synthetic mode-2 dumps (benchmarks/bench_hardware.py), the
-#: same limit above which the workbook leaves out the register fields it is built from
+#: about 10 µs of CPU per command at 200k commands and 15 µs at 1.16M on synthetic mode-2 dumps
+#: (the (access, segment) pairs grow faster than the commands; benchmarks/bench_hardware.py
+#: --no-limit), the same limit above which the workbook leaves out the register fields it reads
 MAX_COMMANDS = 200_000
 #: a core whose accesses expand into more (access, segment) pairs than this is not analysed
-#: (said in a warning): about 100 bytes of working memory per pair
+#: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
 MAX_PAIRS = 20_000_000
 
 
