@@ -178,3 +178,12 @@ def test_memory_bound_per_core_leaves_out_the_cores_above_it_and_says_so(monkeyp
     assert (cores.loc[kept, "peak_bytes"] == full.loc[kept, "peak_bytes"]).all()
     assert (cores.loc[kept, "peak_at_ns"] == full.loc[kept, "peak_at_ns"]).all()
     assert set(lm.steps) == set(kept)
+
+
+def test_stable_order_is_numpys_stable_argsort():
+    from reportgen.analysis.lmem import stable_order
+    rng = np.random.default_rng(26)
+    for top in (7, 1 << 16, 70_000, (1 << 32) - 1, 1 << 40):       # one pass, two passes, fallback
+        keys = rng.integers(0, top, 100_000)
+        assert (stable_order(keys) == np.argsort(keys, kind="stable")).all()
+    assert len(stable_order(np.zeros(0, np.int64))) == 0

@@ -111,8 +111,8 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     count = s1 - s0
     rep = np.repeat(np.arange(len(core), dtype=np.int32), count)
     seg = np.repeat((s0 - (np.cumsum(count) - count)).astype(np.int32), count) + np.arange(len(rep), dtype=np.int32)
-    # accesses stay in time order inside a segment (a radix sort when segments fit 16 bits)
-    order = np.argsort(seg.astype(np.uint16) if len(bp) <= 1 << 16 else seg, kind="stable")
+    # accesses stay in time order inside a segment (a stable radix sort)
+    order = stable_order(seg)
     rep_major = rep                                  # pairs access by access, in time order
     seg, rep = seg[order], rep[order]
     write = a["write"][rep]
@@ -133,7 +133,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     rv, rr = vid_major[reads], rep_major[reads]
     once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
     rv, rr = rv[once], rr[once]
-    srt = np.argsort(rv, kind="stable")
+    srt = stable_order(rv)
     rv, rr = rv[srt], rr[srt]
     once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
     rvid, rrep = rv[once].astype(np.int64), rr[once]
@@ -179,6 +179,19 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
         "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)}
 
 
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` for keys in [0, 2^32): one or two passes of numpy's
+    radix sort of 16-bit keys (low half, then high half), linear instead of a comparison sort."""
+    key = np.asarray(key)
+    top = int(key.max()) if len(key) else 0
+    if len(key) and (int(key.min()) < 0 or top >= 1 << 32):
+        return np.argsort(key, kind="stable")
+    if top < 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
+
+
 def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
     """Running maximum of ``values`` restarting at each new ``group`` (rows grouped): one
     accumulate, each group lifted above the previous ones."""
@@ -200,10 +213,10 @@ def _merge_adjacent(raw) -> pd.DataFrame:
            "overlap_ns"]
     cols = {k: np.asarray(raw[k], np.int64) for k in key}
     lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
-    # a value's parts by offset: (core, value, lo) is unique, one int64 key when it fits
-    vbits = max(int(cols["value"].max(initial=0)), 1).bit_length()
-    if int(cols["core"].max(initial=0)).bit_length() + vbits + _SEG_BITS < 63:
-        order = np.argsort((cols["core"] << (vbits + _SEG_BITS)) | (cols["value"] << _SEG_BITS) | lo)
+    # a value's parts by offset: the rows come by segment (offset order) for one core, so a
+    # stable sort by value alone orders them by (value, lo)
+    if len(lo) and (cols["core"] == cols["core"][0]).all() and (np.diff(lo) >= 0).all():
+        order = stable_order(cols["value"])
     else:
         order = np.lexsort((lo, cols["value"], cols["core"]))
     lo, hi = lo[order], hi[order]
