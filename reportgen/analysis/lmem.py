@@ -98,8 +98,8 @@ def pair_count(acc: pd.DataFrame) -> int:
 
 
 def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
-    """Columns of one row per value on one segment (see the module text), grouped by segment (core, then
-    offset) with non-decreasing starts inside a segment."""
+    """Columns of one row per value on one segment (see the module text), grouped by segment
+    (core, then offset) with non-decreasing starts inside a segment."""
     o = _time_order(acc)
     a = {k: acc[k].to_numpy()[o] for k in ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")}
     a["write"] = acc["access"].to_numpy()[o] == "W"
@@ -123,12 +123,13 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     n = len(core)
     # a value is identified by the access that made it: its write, or the first read of bytes
     # holding nothing (a value written before the capture)
-    vid = rep[first].astype(np.int64)
+    rep_first = rep[first]                           # command fields taken per value, not per pair
+    vid = rep_first.astype(np.int64)
     # every read of a value, wherever on the value, extends the whole value: the reads of each
     # value once per access, in time order (taken in access order, so one stable sort by value
     # keeps time order inside a value), with their running maximum end
     vid_major = np.empty(len(seg), np.int32)
-    vid_major[order] = rep[first][val]
+    vid_major[order] = rep_first[val]
     reads = ~a["write"][rep_major]
     rv, rr = vid_major[reads], rep_major[reads]
     once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
@@ -146,7 +147,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     over = np.r_[~new_seg[nxt[:-1]], False]
     at = np.minimum(nxt, len(seg) - 1)
     over_o = np.where(over, rep[at], n)
-    rep_at, rep_first = rep[at], rep[first]         # command fields taken per value, not per pair
+    rep_at = rep[at]
     ow_row, ow_start = np.where(over, row_a[rep_at], -1), np.where(over, start_a[rep_at], 0)
     j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
     valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
