@@ -43,7 +43,7 @@ STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so): its exact sweep costs
-#: about 10 µs of CPU per command at 200k commands and 15 µs at 1.16M on synthetic mode-2 dumps
+#: about 9 µs of CPU per command at 200k commands and 13 µs at 1.16M on synthetic mode-2 dumps
 #: (the (access, segment) pairs grow faster than the commands; benchmarks/bench_hardware.py
 #: --no-limit), the same limit above which the workbook leaves out the register fields it reads
 MAX_COMMANDS = 200_000
