@@ -315,6 +315,11 @@ class Diagnosis:
     #: why it is slow and what would help (analysis/why.py: dependency graph, critical path,
     #: waits, what-if); None for captures without commands
     why: Any = None
+    #: roofline per kernel, call, layer, Function Type and core, ranked by time under the roof
+    #: (analysis/roofline.py COLUMNS; empty without chip peaks)
+    roofline: pd.DataFrame = field(default_factory=pd.DataFrame)
+    #: the local-memory view (analysis/lmem.py LocalMemory); None without descriptors
+    lmem: Any = None
 
 
 @dataclass

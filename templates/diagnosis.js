@@ -17,14 +17,36 @@
   if (!D) return;
 
   // ------------------------------------------------------------------------------ kernel links
-  function openRow(row) {
-    const view = row.dataset.view, a = Number(row.dataset.a), b = Number(row.dataset.b);
+  function openScope(view, a, b) {   // the timeline of ``view`` zoomed to [a, b) ns, padded
     const pad = Math.max((b - a) * 0.05, 1000);
     const tab = R.data.tabs.find((t) => t.views.includes(view));
     if (!tab) return null;
     history.replaceState(null, '', '#' + tab.id);
     return R.zoom(view, a - pad, b + pad);
   }
+  function openRow(row) {
+    return openScope(row.dataset.view, Number(row.dataset.a), Number(row.dataset.b));
+  }
+
+  /* Draw a chart below a core's timeline showing [a, b) ns; zooming the chart zooms the timeline
+   * (the timeline's own zoom redraws the chart through 'rg-range'; ``syncing`` stops the echo). */
+  async function linkedReact(entry, view, a, b, traces, layout) {
+    entry.syncing = true;
+    try {
+      await Plotly.react(entry.node, traces, layout, {displaylogo: false, responsive: true});
+    } finally {
+      entry.syncing = false;
+    }
+    entry.node.dataset.range = `${a},${b}`;
+    if (!entry.wired) {
+      entry.wired = true;
+      entry.node.on('plotly_relayout', (ev) => {
+        if (entry.syncing || !('xaxis.range[0]' in ev)) return;
+        R.views[view].setRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
+      });
+    }
+  }
+  R.linked = {openScope, react: linkedReact};
   for (const row of document.querySelectorAll('#panel-diagnosis tr[data-view]')) {
     row.addEventListener('click', () => openRow(row));
     row.addEventListener('keydown', (ev) => { if (ev.key === 'Enter') { ev.preventDefault(); openRow(row); } });
@@ -129,25 +151,13 @@
     const W = D.urate.buckets, {A, U, w} = uarchBins(series.get(core), a, b, W);
     const x = new Float64Array(W), y = new Array(W);
     for (let k = 0; k < W; k++) { x[k] = (a + k * w) / 1e3; y[k] = U[k] > 0 ? (A[k] / U[k]) * 100 : null; }
-    entry.syncing = true;
-    try {
-      await Plotly.react(entry.node, [{type: 'scatter', mode: 'lines', x, y, line: {shape: 'hv', width: 1.3, color: '#2E7D32'},
-        connectgaps: false, name: 'uArch rate', hovertemplate: '%{y:.2f}% from %{x:.3f} µs<extra></extra>'}], {
-        height: 220, margin: {l: 150, r: 20, t: 10, b: 40}, plot_bgcolor: '#fafbfc', showlegend: false,
-        xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
-        yaxis: {title: {text: 'uArch rate (%)'}, range: [0, 105], gridcolor: '#e3e7ea'},
-      }, {displaylogo: false, responsive: true});
-    } finally {
-      entry.syncing = false;
-    }
-    entry.node.dataset.range = `${a},${b}`;
-    if (!entry.wired) {
-      entry.wired = true;
-      entry.node.on('plotly_relayout', (ev) => {
-        if (entry.syncing || !('xaxis.range[0]' in ev)) return;
-        R.views[view].setRange(ev['xaxis.range[0]'] * 1e3, ev['xaxis.range[1]'] * 1e3);
-      });
-    }
+    await linkedReact(entry, view, a, b, [{type: 'scatter', mode: 'lines', x, y,
+      line: {shape: 'hv', width: 1.3, color: '#2E7D32'}, connectgaps: false, name: 'uArch rate',
+      hovertemplate: '%{y:.2f}% from %{x:.3f} µs<extra></extra>'}], {
+      height: 220, margin: {l: 150, r: 20, t: 10, b: 40}, plot_bgcolor: '#fafbfc', showlegend: false,
+      xaxis: {range: [a / 1e3, b / 1e3], title: {text: 'time since first event (µs)', standoff: 4}, gridcolor: '#e3e7ea'},
+      yaxis: {title: {text: 'uArch rate (%)'}, range: [0, 105], gridcolor: '#e3e7ea'},
+    });
   }
 
   let drawing = Promise.resolve();

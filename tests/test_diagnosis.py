@@ -176,6 +176,8 @@ FINDINGS_FIRED = [
     ("dma_bound_stretch", 1, "TIU", "0-600", "high"),     # 60 %
     ("core_imbalance", 2, "TIU", None, "high"),           # 1 % vs median 20 %: 0.05x
     ("core_imbalance", 1, "GDMA", None, "high"),          # 68 % vs 5 %: 13.6x
+    ("far_under_roof", None, "TIU+DMA", "k_small", "high"),  # latency: 3200 B / 68.264 / 800 ns
+    ("far_under_roof", None, "TIU+DMA", "k_big", "medium"),  # DDR: 19200 B / 68.264 / 930 ns
     ("waiting_share", 0, "TIU", None, "high"),            # 60 %
     ("waiting_share", 0, "GDMA", None, "high"),           # 55 %
     ("low_uarch_rate", "Overall", "TIU", "sAR", "high"),  # 110 / 440 = 25 %
@@ -192,7 +194,7 @@ def test_findings_fire_and_rank(profile):
     assert (gains[:-1] >= gains[1:]).all()
     got = [(r.rule, r.core, r.engine, r.subject, r.severity) for r in f.itertuples()]
     assert sorted(got, key=str) == sorted(FINDINGS_FIRED, key=str)
-    assert f["rank"].tolist() == list(range(1, 12))
+    assert f["rank"].tolist() == list(range(1, 14))
     values = dict(zip(zip(f["rule"], f["core"], f["engine"]), f["value"]))
     assert values[("core_imbalance", 2, "TIU")] == pytest.approx(0.01 / 0.2)
     assert values[("core_imbalance", 1, "GDMA")] == pytest.approx(0.68 / 0.05)

@@ -12,8 +12,10 @@ from reportgen.analysis.chip import peaks_for
 from reportgen.analysis.finding_gains import rank_by_gain
 from reportgen.analysis.findings import findings
 from reportgen.analysis.kernel_calls import device_calls, host_calls, kernel_table
+from reportgen.analysis.lmem import lmem_findings, local_memory
 from reportgen.analysis.overlap import overlap
 from reportgen.analysis.why import explain
+from reportgen.analysis.roofline import roofline, roofline_findings
 from reportgen.model import Diagnosis, Profile
 
 
@@ -26,9 +28,13 @@ def diagnose(profile: Profile) -> Diagnosis:
                        if not t.empty] or [device_calls(profile, a)], ignore_index=True)
     kernels = kernel_table(calls, span, ncores)
     per_core, stretches = overlap(a, ncores)
-    found = findings(profile.summary, breakdown, kernels, stretches, peaks_for(profile.meta))
+    roof = roofline(profile, a, peaks_for(profile.meta))
+    lmem = local_memory(profile)
+    found = findings(profile.summary, breakdown, kernels, stretches, peaks_for(profile.meta),
+                     extra=roofline_findings(roof) + lmem_findings(lmem))
     why = explain(profile) if len(profile.commands) else None
     if why is not None:
         found = rank_by_gain(found, why)
     return Diagnosis(breakdown=breakdown, functions=functions, kernel_calls=calls, kernels=kernels,
-                     overlap=per_core, stretches=stretches, findings=found, why=why)
+                     overlap=per_core, stretches=stretches, findings=found, why=why,
+                     roofline=roof, lmem=lmem)

@@ -29,7 +29,7 @@ def _scenario_for(f: dict, why) -> tuple[str, str | None, int | None]:
         return "engine", cause["waited_for_engine"], cause["waited_for_core"]
     if rule == "low_uarch_rate":
         return "function_type", f["subject"], None
-    if rule == "kernel_dominates":
+    if rule in ("kernel_dominates", "far_under_roof"):
         return "kernel", f["subject"], None
     return "", None, None
 

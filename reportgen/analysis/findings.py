@@ -165,9 +165,11 @@ def fold(found: list[dict], cores: int) -> list[dict]:
 
 
 def findings(summary: pd.DataFrame, breakdown: pd.DataFrame, kernels: pd.DataFrame,
-             stretches: pd.DataFrame, peaks: ChipPeaks | None) -> pd.DataFrame:
+             stretches: pd.DataFrame, peaks: ChipPeaks | None, extra: list[dict] = ()) -> pd.DataFrame:
+    """``extra``: findings judged elsewhere (roofline, local memory), made with :func:`_finding`."""
     found = (core_imbalance(summary) + dma_bound_stretches(stretches) + ddr_bandwidth(summary, peaks)
-             + waiting_share(breakdown) + low_uarch_rate(breakdown) + kernel_dominates(kernels))
+             + waiting_share(breakdown) + low_uarch_rate(breakdown) + kernel_dominates(kernels)
+             + list(extra))
     found = fold(found, cores=len(_core_rows(summary)))
     if not found:
         return pd.DataFrame(columns=list(FINDING_COLUMNS))

@@ -79,4 +79,11 @@ RULES = {r.name: r for r in (
          "Peak reserved (else allocated) device memory divided by the capacity the trace states."),
     Rule("fw_straggler", ">=", 1.10, 1.25, "x",
          "A device's compute time divided by the median over the devices (2 devices or more)."),
+    Rule("far_under_roof", "<=", 0.50, 0.20, "%",
+         "Efficiency (achieved / roof at its intensity) of a kernel bound by DDR, L2M or latency, "
+         "for kernels with at least min_share of all kernels' roofline time (analysis/roofline.py).",
+         min_share=0.05),
+    Rule("lmem_pressure", ">=", 0.90, 0.98, "%",
+         "A core's peak local-memory occupancy (live bytes per lane) over the 256 KiB lane "
+         "(analysis/lmem.py)."),
 )}

@@ -11,6 +11,7 @@ import pandas as pd
 
 from reportgen.model import Diagnosis
 from reportgen.writers.fixed_width import TEXT_FORMATS, fixed_width, fmt
+from reportgen.writers.hardware_text import hardware_document, roofline_text
 
 MAX_WIDTH = 120          # summary.txt lines of this section fit a terminal
 MAX_FINDINGS = 20
@@ -74,6 +75,7 @@ def diagnosis_text(d: Diagnosis) -> str:
     if not d.kernels.empty:
         parts.append(_table(f"Top kernels (by total time; {len(d.kernels)} in all)",
                             d.kernels.head(TOP_ROWS), KERNEL_COLUMNS))
+    parts += [t for t in (roofline_text(d),) if t]
     return "\n\n".join(parts)
 
 
@@ -95,4 +97,5 @@ def diagnosis_document(d: Diagnosis) -> dict:
     """summary.json's diagnosis keys, every value unformatted (ns, 0..1 shares, GB/s)."""
     return {"findings": _records(d.findings), "breakdown": _records(d.breakdown),
             "functions": _records(d.functions), "kernels": _records(d.kernels),
-            "overlap": _records(d.overlap), "stretches": _records(d.stretches)}
+            "overlap": _records(d.overlap), "stretches": _records(d.stretches),
+            **hardware_document(d)}

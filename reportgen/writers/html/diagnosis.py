@@ -20,7 +20,6 @@ Everything shown comes from ``profile.diagnosis`` (analysis/diagnosis.py) and
 from __future__ import annotations
 
 import base64
-import gzip
 from dataclasses import dataclass
 from typing import Any
 
@@ -32,7 +31,7 @@ from reportgen.analysis.uarch_timeline import modelled, modelled_tiu, rate_bins
 from reportgen.model import ENGINES, Profile
 from reportgen.writers.html.charts import _BASE_LAYOUT, _esc, _typed
 from reportgen.writers.html.palette import SYSTEM_COLOR, UNKNOWN_COLOR
-from reportgen.writers.html.payload import _narrow, _shuffle
+from reportgen.writers.html.payload import BinaryBlock, _narrow
 
 #: kernel calls listed in the table (the longest; every call is in the workbook and Perfetto)
 CALLS_SHOWN = 300
@@ -182,15 +181,8 @@ def urate_block(profile: Profile, lanes: timeline.Lanes, t0: int) -> tuple[dict[
     # the payload's item order: by lane, then start, then end (payload.encode_items)
     order = np.lexsort((c["end_ns"].to_numpy(np.int64), c["start_ns"].to_numpy(np.int64), lanes.of_command))
     bounds = np.searchsorted(lanes.of_command[order], np.arange(len(lanes.names) + 1))
-    chunks, offset = [], 0
-
-    def put(values: np.ndarray) -> dict[str, Any]:
-        nonlocal offset
-        raw = _shuffle(values)
-        chunks.append(raw)
-        head = {"dtype": values.dtype.str[1:], "offset": offset, "n": int(len(values))}
-        offset += len(raw)
-        return head
+    packed = BinaryBlock()
+    put = packed.put
 
     lanes_shown = []
     for lane, (engine, cores) in enumerate(zip(lanes.engines, lanes.cores)):
@@ -213,7 +205,7 @@ def urate_block(profile: Profile, lanes: timeline.Lanes, t0: int) -> tuple[dict[
             head["fine"] = {"lo": lo, "hi": hi, "alg": put(fine_alg.astype("<f4")),
                             "uarch": put(fine_uarch.astype("<f4"))}
         block = {"cores": heads}
-    return block, gzip.compress(b"".join(chunks), compresslevel=6, mtime=0)
+    return block, packed.gzipped()
 
 
 def parts(profile: Profile, t0: int, types: list[dict[str, Any]], lanes: timeline.Lanes

@@ -22,7 +22,7 @@ from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
-from reportgen.writers.html import charts, device_time_chart, diagnosis, tables
+from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -207,6 +207,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         layer_part.add_views(views, tabs, lane_specs)
     diag = diagnosis.parts(profile, t0, types, lanes) if pmu else None
     if diag:
+        hardware.attach(diag, profile, t0, views)
+    if diag:
         tabs.insert(1, diag.tab)
         figures.update(diag.charts)
     compare_html = None
@@ -250,7 +252,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
         plotly_b64=plotly_bundle_b64(), layers=layer_part,
         diagnosis=diag.template if diag else None,
-        diagnosis_js=_asset("diagnosis.js") if diag else None, diag_urate_b64=diag.urate_b64 if diag else None,
+        diagnosis_js=_asset("diagnosis.js") + "\n" + _asset("hardware.js") if diag else None,
+        diag_urate_b64=diag.urate_b64 if diag else None,
         compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None,
         device_time={"title": device_time_chart.TITLE, "note": device_time_chart.NOTE}
         if "devicetime" in figures else None)

@@ -226,3 +226,23 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
     header = {"n": int(len(order)), "lane_off": lane_off.tolist(), "columns": specs,
               "bw_pad_ns": float(pad)}
     return header, blob
+
+
+class BinaryBlock:
+    """Arrays packed into one gzip'd block for the page: ``put(values)`` appends one array,
+    byte-shuffled, and returns its head (dtype, byte offset, length) for the page's decoder;
+    ``gzipped()`` the block."""
+
+    def __init__(self) -> None:
+        self.chunks: list[bytes] = []
+        self.offset = 0
+
+    def put(self, values: np.ndarray) -> dict[str, Any]:
+        raw = _shuffle(values)
+        self.chunks.append(raw)
+        head = {"dtype": values.dtype.str[1:], "offset": self.offset, "n": int(len(values))}
+        self.offset += len(raw)
+        return head
+
+    def gzipped(self) -> bytes:
+        return gzip.compress(b"".join(self.chunks), compresslevel=6, mtime=0)

@@ -9,6 +9,7 @@ import pandas as pd
 from reportgen.model import Diagnosis
 from reportgen.writers.xlsx.columns import Column, column_from_series
 from reportgen.writers.xlsx.why_sheets import FINDING_GAINS, why_sheets
+from reportgen.writers.xlsx.hardware_sheets import hardware_sheets
 from reportgen.writers.xlsx.workbook import Book
 
 TAB_COLOR = "#7030A0"
@@ -96,7 +97,7 @@ def sheets(d: Diagnosis) -> list[tuple[str, pd.DataFrame, list]]:
     """(sheet name, table, spec) in workbook order."""
     return [("Findings", d.findings, FINDINGS + FINDING_GAINS), ("Function Types", d.breakdown, BREAKDOWN),
             ("Function Names", d.functions, BREAKDOWN), ("Kernels", d.kernels, KERNELS),
-            ("Kernel Calls", d.kernel_calls, KERNEL_CALLS)] + why_sheets(d.why)
+            ("Kernel Calls", d.kernel_calls, KERNEL_CALLS)] + why_sheets(d.why) + hardware_sheets(d)
 
 
 def write_diagnosis_sheets(book: Book, d: Diagnosis, quiet: bool) -> list[str]:

@@ -1,0 +1,504 @@
+"""Local memory per core: live ranges, occupancy per bank and in total, peaks, bank-conflict
+candidates (spec ``lmem-view.md`` §6; docs/metrics.md "Local memory").
+
+The accesses come from :mod:`analysis.lmem_access`. Everything is in the one-lane view (bytes per
+lane at lane-local offsets), times in ns.
+
+* **Live pieces.** The lane is cut into *segments* at every access boundary and bank boundary; an
+  access covers a run of whole segments. Per segment, its accesses in time order (reads before
+  writes at equal starts, a command's reads before its writes) form *values*: each write starts
+  one, the reads up to the next write use it; reads before the first write use a value written
+  before the capture, which starts at the core's first access. A value lives from its start to
+  the last end among its writer and readers. Adjacent segments with the same value are one piece.
+  A value overwritten while a reader other than the overwriting command still runs records the
+  overlap (a race).
+* **Occupancy** at t = the bytes of the lane covered by pieces live at t (a byte counted once):
+  per segment the union of its pieces, then one sweep of +bytes / −bytes events per core and per
+  bank. Peak = the maximum, at the earliest time it is reached.
+* **Bank-conflict candidates**: a TIU and a DMA command of one core running at the same time
+  with accesses sharing a bank and a lane; and TIU commands with two operands in one bank and a
+  common lane. Shown beside the DMA's measured Stall Cycle.
+
+Whole-array work: one expansion of (access, segment) pairs, sorts and reductions; the only
+Python loops run over cores or banks.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+import pandas as pd
+
+from reportgen.analysis.findings import _finding, _pct, _us
+from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES, accesses
+from reportgen.analysis.rules import RULES
+from reportgen.model import Profile
+
+#: the step functions drawn per core keep at most this many points; longer ones are reduced to
+#: the maximum per time bucket (a peak is never lost)
+MAX_STEPS = 4000
+_SEG_BITS = 20                   # key = core << 20 | lane offset (offsets < 2^19 after clipping)
+_OFF_MASK = (1 << _SEG_BITS) - 1
+STATUS = ("read", "never read", "written before capture")
+PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
+                 "status", "overwritten_by", "overlap_ns")
+#: above this many commands the view is not computed (a warning says so): its exact sweep costs
+#: about 9 µs of CPU per command at 200k commands and 13 µs at 1.16M on synthetic mode-2 dumps
+#: (the (access, segment) pairs grow faster than the commands; benchmarks/bench_hardware.py
+#: --no-limit), the same limit above which the workbook leaves out the register fields it reads
+MAX_COMMANDS = 200_000
+#: a core whose accesses expand into more (access, segment) pairs than this is not analysed
+#: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
+MAX_PAIRS = 20_000_000
+
+
+@dataclass
+class LocalMemory:
+    """The local-memory view of a capture (``Diagnosis.lmem``, attached by analysis.diagnosis)."""
+
+    accesses: pd.DataFrame
+    #: live pieces: core, lo, hi, first_bank, last_bank, writer (commands row, -1: before the
+    #: capture), start_ns, end_ns, readers, status, overwritten_by (row or -1), overlap_ns
+    pieces: pd.DataFrame
+    #: one row per core: peak_bytes, peak_at_ns, accesses, undecoded, never_read_bytes,
+    #: before_capture_bytes, races, conflict candidates, tiu same-bank commands
+    cores: pd.DataFrame
+    #: one row per core and bank: core, bank, peak_bytes, peak_at_ns
+    banks: pd.DataFrame
+    #: TIU/DMA pairs overlapping in time on a common bank and lane
+    conflicts: pd.DataFrame
+    #: pairs of operands of one TIU command in one bank and a common lane: row, a, b, banks
+    same_bank: pd.DataFrame
+    #: per core: {"t": ns, "total": bytes, "banks": 16 x len(t)} step functions (reduced)
+    steps: dict = field(default_factory=dict)
+
+
+def _time_order(acc: pd.DataFrame) -> np.ndarray:
+    """By core and start; at equal starts reads before writes (so a command's reads come before
+    its writes), then command row."""
+    return np.lexsort((acc["row"].to_numpy(), acc["access"].to_numpy() == "W",
+                       acc["start_ns"].to_numpy(), acc["core"].to_numpy()))
+
+
+def _segments(core, lo, hi):
+    """Sorted segment boundaries (keys) and, per access, its first and past-last segment."""
+    base = core.astype(np.int64) << _SEG_BITS
+    cores = np.unique(core)
+    banks = (cores.astype(np.int64)[:, None] << _SEG_BITS) + np.arange(BANKS + 1) * BANK_BYTES
+    bp = np.unique(np.concatenate([base + lo, base + hi, banks.ravel()]))
+    return bp, np.searchsorted(bp, base + lo), np.searchsorted(bp, base + hi)
+
+
+def pair_count(acc: pd.DataFrame) -> int:
+    """How many (access, segment) pairs :func:`live_values` expands ``acc`` into."""
+    lo = acc["lane_offset"].to_numpy(np.int64)
+    hi = np.minimum(lo + acc["extent_bytes"].to_numpy(np.int64), LANE_BYTES)
+    _, s0, s1 = _segments(acc["core"].to_numpy(np.int64), lo, hi)
+    return int((s1 - s0).sum())
+
+
+def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
+    """Columns of one row per value on one segment (see the module text), grouped by segment
+    (core, then offset) with non-decreasing starts inside a segment."""
+    o = _time_order(acc)
+    a = {k: acc[k].to_numpy()[o] for k in ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")}
+    a["write"] = acc["access"].to_numpy()[o] == "W"
+    core = a["core"].astype(np.int64)
+    lo = a["lane_offset"].astype(np.int64)
+    hi = np.minimum(lo + a["extent_bytes"].astype(np.int64), LANE_BYTES)
+    bp, s0, s1 = _segments(core, lo, hi)
+    # per-pair arrays in 32 bits (indices below 2^31: MAX_PAIRS): half the memory traffic
+    count = s1 - s0
+    rep = np.repeat(np.arange(len(core), dtype=np.int32), count)
+    seg = np.repeat((s0 - (np.cumsum(count) - count)).astype(np.int32), count) + np.arange(len(rep), dtype=np.int32)
+    # accesses stay in time order inside a segment (a stable radix sort)
+    order = stable_order(seg)
+    rep_major = rep                                  # pairs access by access, in time order
+    seg, rep = seg[order], rep[order]
+    write = a["write"][rep]
+    start_a, end_a, row_a = (a[k].astype(np.int64) for k in ("start_ns", "end_ns", "row"))
+    new_seg = np.r_[True, seg[1:] != seg[:-1]]
+    first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
+    val = np.cumsum(new_seg | write, dtype=np.int32) - 1
+    n = len(core)
+    # a value is identified by the access that made it: its write, or the first read of bytes
+    # holding nothing (a value written before the capture)
+    rep_first = rep[first]                           # command fields taken per value, not per pair
+    vid = rep_first.astype(np.int64)
+    # every read of a value, wherever on the value, extends the whole value: the reads of each
+    # value once per access, in time order (taken in access order, so one stable sort by value
+    # keeps time order inside a value), with their running maximum end
+    vid_major = np.empty(len(seg), np.int32)
+    vid_major[order] = rep_first[val]
+    reads = ~a["write"][rep_major]
+    rv, rr = vid_major[reads], rep_major[reads]
+    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
+    rv, rr = rv[once], rr[once]
+    srt = stable_order(rv)
+    rv, rr = rv[srt], rr[srt]
+    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
+    rvid, rrep = rv[once].astype(np.int64), rr[once]
+    rkey = rvid * n + rrep
+    has_reads = len(rkey) > 0
+    rmax = _running_max(rvid, end_a[rrep])
+    rrow = row_a[rrep]
+    # a segment's value ends when the next write on that segment comes (order ``over_o``)
+    nxt = np.r_[first[1:], len(seg)]
+    over = np.r_[~new_seg[nxt[:-1]], False]
+    at = np.minimum(nxt, len(seg) - 1)
+    over_o = np.where(over, rep[at], n)
+    rep_at = rep[at]
+    ow_row, ow_start = np.where(over, row_a[rep_at], -1), np.where(over, start_a[rep_at], 0)
+    j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
+    valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
+    last_read = np.where(valid, rmax[np.maximum(j, 0)] if has_reads else 0, np.iinfo(np.int64).min)
+    group_first = np.zeros(n, np.int64)              # per value: index of its first read in rkey
+    starts = np.flatnonzero(np.r_[True, rvid[1:] != rvid[:-1]]) if has_reads else np.zeros(0, np.int64)
+    group_first[rvid[starts]] = starts
+    readers = np.where(valid, j - group_first[vid] + 1, 0)
+    made_by_write = write[first]
+    writer_end = np.where(made_by_write, end_a[rep_first], np.iinfo(np.int64).min)
+    # a race: the overwriting command X starts while a reader other than X, or the old writer,
+    # still runs; X's own reads (in-place) are the last reads before its write: step over them
+    k, ok = j.copy(), valid.copy()
+    for _ in range(8):                                 # a command has a handful of operands
+        mine = ok & (rrow[np.maximum(k, 0)] == ow_row) if has_reads else ok
+        if not mine.any():
+            break
+        k = np.where(mine, k - 1, k)
+        ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
+    others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
+    busy = np.maximum(others, np.where(row_a[rep_first] != ow_row, writer_end, np.iinfo(np.int64).min))
+    core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
+    seg_v = seg[first]
+    return {
+        "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
+        "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row_a[rep_first], -1),
+        "value": vid, "start_ns": np.where(made_by_write, start_a[rep_first], core_first[rep_first]),
+        "end_ns": np.maximum(writer_end, last_read), "readers": readers,
+        "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
+        "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)}
+
+
+def stable_order(key: np.ndarray) -> np.ndarray:
+    """``np.argsort(key, kind="stable")`` for keys in [0, 2^32): one or two passes of numpy's
+    radix sort of 16-bit keys (low half, then high half), linear instead of a comparison sort."""
+    key = np.asarray(key)
+    top = int(key.max()) if len(key) else 0
+    if len(key) and (int(key.min()) < 0 or top >= 1 << 32):
+        return np.argsort(key, kind="stable")
+    if top < 1 << 16:
+        return np.argsort(key.astype(np.uint16), kind="stable")
+    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
+    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
+
+
+def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
+    """Running maximum of ``values`` restarting at each new ``group`` (rows grouped): one
+    accumulate, each group lifted above the previous ones."""
+    if len(values) == 0:
+        return values
+    rank = np.cumsum(np.r_[True, group[1:] != group[:-1]])
+    lo = int(values.min())
+    stride = int(values.max()) - lo + 1
+    if stride * (int(rank[-1]) + 1) < 1 << 62:
+        lift = rank * stride
+        return np.maximum.accumulate(values - lo + lift) - lift + lo
+    return pd.Series(values).groupby(group).cummax().to_numpy()
+
+
+def _merge_adjacent(raw) -> pd.DataFrame:
+    """One piece per run of adjacent segments holding the same value part (same value, times,
+    readers, status and overwrite)."""
+    key = ["core", "value", "writer", "start_ns", "end_ns", "readers", "status", "overwritten_by",
+           "overlap_ns"]
+    cols = {k: np.asarray(raw[k], np.int64) for k in key}
+    lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
+    # a value's parts by offset: the rows come by segment (offset order) for one core, so a
+    # stable sort by value alone orders them by (value, lo)
+    if len(lo) and (cols["core"] == cols["core"][0]).all() and (np.diff(lo) >= 0).all():
+        order = stable_order(cols["value"])
+    else:
+        order = np.lexsort((lo, cols["value"], cols["core"]))
+    lo, hi = lo[order], hi[order]
+    same = np.ones(max(len(lo) - 1, 0), bool)
+    for k in key:
+        v = cols[k] = cols[k][order]
+        same &= v[1:] == v[:-1]
+    same &= lo[1:] == hi[:-1]
+    first = np.flatnonzero(np.r_[True, ~same]) if len(lo) else np.zeros(0, np.int64)
+    last = np.r_[first[1:] - 1, len(lo) - 1] if len(lo) else first
+    out = pd.DataFrame({k: cols[k][first] for k in key})
+    out["lo"], out["hi"] = lo[first], hi[last]
+    out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
+    out["status"] = np.array(STATUS, object)[out["status"].to_numpy()]
+    out = out.iloc[np.lexsort((out["lo"].to_numpy(), out["start_ns"].to_numpy(), out["core"].to_numpy()))]
+    return out[list(PIECE_COLUMNS)].reset_index(drop=True)
+
+
+def occupancy(values) -> tuple[np.ndarray, ...]:
+    """Covered bytes as +/- events: per segment the union of its values' [start, end), then
+    (core, bank, t, delta) of every merged piece's start and end (``values``: live_values' columns)."""
+    keep = np.asarray(values["end_ns"]) > np.asarray(values["start_ns"])
+    v = {k: np.asarray(values[k], np.int64)[keep] for k in ("seg", "start_ns", "end_ns", "core", "lo", "hi")}
+    key, start, end = v["seg"], v["start_ns"], v["end_ns"]
+    if len(key) == 0:
+        return tuple(np.zeros(0, np.int64) for _ in range(4))
+    t0 = int(start.min())
+    lift = (key - key.min()) * (int(end.max()) - t0 + 1)       # one running max for all segments
+    run_end = np.maximum.accumulate(end - t0 + lift) - lift + t0
+    new = np.r_[True, (key[1:] != key[:-1]) | (start[1:] > run_end[:-1])]
+    last = np.r_[np.flatnonzero(new)[1:] - 1, len(key) - 1]
+    core, lo = v["core"][new], v["lo"][new]
+    size = v["hi"][new] - lo
+    return (np.r_[core, core], np.r_[lo, lo] // BANK_BYTES, np.r_[start[new], run_end[last]],
+            np.r_[size, -size])
+
+
+def core_steps(t: np.ndarray, d: np.ndarray, bank: np.ndarray, nbanks: int = BANKS):
+    """A core's occupancy from its +/- events: exact total and per-bank step functions on the
+    distinct event times (the level after all events at a time: the highest level reached at
+    that time, since a time's ends never raise it), their peaks at the earliest time reached,
+    then the steps reduced to MAX_STEPS points by the maximum per time bucket (a peak is never
+    lost). One sort of the core's events."""
+    order = np.argsort(t, kind="stable")
+    t, d, bank = t[order], d[order], bank[order]
+    new = np.r_[True, t[1:] != t[:-1]] if len(t) else np.zeros(0, bool)
+    times = t[new]
+    pos = np.cumsum(new) - 1
+    total = np.cumsum(np.add.reduceat(d, np.flatnonzero(new))) if len(t) else np.zeros(0, np.int64)
+    per = np.cumsum(np.bincount(bank * len(times) + pos, weights=d, minlength=nbanks * len(times))
+                    .reshape(nbanks, len(times)), axis=1).round().astype(np.int64)
+
+    def peak(levels):
+        """(peak bytes, earliest time at it) per row of ``levels``; time NaN when never occupied."""
+        at = levels.argmax(axis=-1) if levels.shape[-1] else np.zeros(levels.shape[:-1], np.int64)
+        top = np.take_along_axis(levels, np.asarray(at)[..., None], -1)[..., 0] if levels.shape[-1] \
+            else np.zeros(levels.shape[:-1], np.int64)
+        return top, np.where(top > 0, times[at] if len(times) else np.nan, np.nan)
+
+    peaks = {"total": peak(total), "banks": peak(per)}
+    if len(times) > MAX_STEPS:
+        edges = np.linspace(times[0], times[-1], MAX_STEPS + 1)
+        b = np.minimum(np.searchsorted(edges, times, side="right") - 1, MAX_STEPS - 1)
+        first = np.flatnonzero(np.r_[True, b[1:] != b[:-1]])
+        times = times[first]
+        total = np.maximum.reduceat(total, first)
+        per = np.maximum.reduceat(per, first, axis=1)
+    return {"t": times, "total": total, "banks": per}, peaks
+
+
+def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
+    """``ENGINE/global_idx`` of the commands at ``rows`` (the golden files' and the workbook's naming)."""
+    engine = commands["engine"].astype("category")
+    names = np.array([str(x) for x in engine.cat.categories] + [""], object)
+    idx = commands["global_idx"].to_numpy(np.int64)[rows]
+    return names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object)
+
+
+def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
+    """TIU/DMA command pairs of one core overlapping in time whose accesses share a bank and a
+    lane (spec §6.3), with the DMA's measured Stall Cycle."""
+    cols = ["core", "dma_row", "dma", "dma_cmd_id", "tiu_row", "tiu", "tiu_cmd_id", "overlap_start_ns",
+            "overlap_ns", "banks", "dma_operands", "tiu_operands", "dma_stall_cycles"]
+    engine = _engine_codes(acc, commands)
+    dec = acc["decoded"].to_numpy(bool)
+    tiu_i, dma_i = np.flatnonzero(dec & (engine == 0)), np.flatnonzero(dec & (engine == 1))
+    if len(tiu_i) == 0 or len(dma_i) == 0:
+        return pd.DataFrame(columns=cols)
+    a = {k: acc[k].to_numpy(np.int64) for k in ("core", "start_ns", "end_ns", "row", "first_bank", "last_bank")}
+    a["lane_mask"] = acc["lane_mask"].to_numpy().astype(np.uint64)
+    a["bank"] = _bank_mask(a["first_bank"], a["last_bank"])
+    a["op"], names = _operand_codes(acc)
+    # TIU accesses by (core, start): a core's TIU commands run one at a time
+    tiu_i = tiu_i[np.lexsort((a["row"][tiu_i], a["start_ns"][tiu_i], a["core"][tiu_i]))]
+    tkey_s = (a["core"][tiu_i] << 44) + a["start_ns"][tiu_i]
+    run_e = np.maximum.accumulate((a["core"][tiu_i] << 44) + a["end_ns"][tiu_i])
+    dcore = a["core"][dma_i] << 44
+    lo = np.searchsorted(run_e, dcore + a["start_ns"][dma_i], side="right")
+    hi = np.searchsorted(tkey_s, dcore + a["end_ns"][dma_i], side="left")
+    n = np.maximum(hi - lo, 0)
+    di = np.repeat(dma_i, n)
+    ti = tiu_i[np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))]
+    ostart = np.maximum(a["start_ns"][di], a["start_ns"][ti])
+    olen = np.minimum(a["end_ns"][di], a["end_ns"][ti]) - ostart
+    both = a["bank"][di] & a["bank"][ti]
+    hit = (olen > 0) & (both != 0) & ((a["lane_mask"][di] & a["lane_mask"][ti]) != 0)
+    if not hit.any():
+        return pd.DataFrame(columns=cols)
+    di, ti, ostart, olen, both = di[hit], ti[hit], ostart[hit], olen[hit], both[hit]
+    # one row per command pair: banks and operands OR-ed as bit masks (few distinct values,
+    # each turned into text once)
+    key = a["row"][di] * (int(a["row"][tiu_i].max()) + 1) + a["row"][ti]
+    order = np.argsort(key, kind="stable")
+    key = key[order]
+    first = np.flatnonzero(np.r_[True, key[1:] != key[:-1]])
+
+    def per_pair(values, ufunc=None):
+        x = values[order]
+        return ufunc.reduceat(x, first) if ufunc is not None else x[first]
+
+    out = pd.DataFrame({"core": per_pair(a["core"][di]), "dma_row": per_pair(a["row"][di]),
+                        "tiu_row": per_pair(a["row"][ti]), "overlap_start_ns": per_pair(ostart),
+                        "overlap_ns": per_pair(olen)})
+    out["banks"] = _mask_texts(per_pair(both, np.bitwise_or), lambda m: [b for b in range(BANKS) if m >> b & 1])
+    for side, idx in (("dma", di), ("tiu", ti)):
+        out[f"{side}_operands"] = _mask_texts(per_pair(np.int64(1) << a["op"][idx], np.bitwise_or),
+                                              lambda m: " ".join(n for k, n in enumerate(names) if m >> k & 1))
+    out = out.sort_values(["core", "dma_row", "tiu_row"], kind="stable").reset_index(drop=True)
+    rows = out["dma_row"].to_numpy(np.int64)
+    out["dma_stall_cycles"] = commands["stall_cycles"].to_numpy("float64", na_value=np.nan)[rows]
+    for side in ("dma", "tiu"):
+        rows = out[f"{side}_row"].to_numpy(np.int64)
+        out[side] = command_labels(commands, rows)
+        out[f"{side}_cmd_id"] = commands["cmd_id"].to_numpy(np.int64)[rows]
+    return out[cols]
+
+
+def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
+    """Per access: 0 TIU, 1 GDMA or SDMA, 2 other (from the commands' engine categories)."""
+    engine = commands["engine"].astype("category")
+    per_cat = np.array([0 if x == "TIU" else 1 if x in ("GDMA", "SDMA") else 2
+                        for x in engine.cat.categories] + [2], np.int8)
+    return per_cat[engine.cat.codes.to_numpy()][acc["row"].to_numpy(np.int64)]
+
+
+def _operand_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
+    """Per access the code of its "R:opd0" label, labels sorted (a handful: codes fit a mask)."""
+    ac, an = pd.factorize(frame["access"].to_numpy(object))
+    oc, on = pd.factorize(frame["operand"].to_numpy(object))
+    pair, pn = pd.factorize(ac.astype(np.int64) * max(len(on), 1) + oc)
+    labels = np.array([f"{an[p // max(len(on), 1)]}:{on[p % max(len(on), 1)]}" for p in pn], object)
+    rank = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
+    return rank[pair].astype(np.int64), [str(x) for x in np.sort(labels)]
+
+
+def _mask_texts(masks: np.ndarray, render) -> np.ndarray:
+    """``render(mask)`` for each mask, computed once per distinct mask."""
+    distinct, inverse = np.unique(masks, return_inverse=True)
+    return np.array([render(int(m)) for m in distinct] + [None], object)[:-1][inverse]
+
+
+def _bank_mask(first, last):
+    first, last = np.asarray(first, np.int64), np.asarray(last, np.int64)
+    return ((np.int64(1) << (last + 1)) - (np.int64(1) << first)).astype(np.int64)
+
+
+def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
+    """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
+    row, the two operands, their common banks ("0,1")."""
+    t = acc.iloc[np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))]
+    t = t.reset_index(drop=True)
+    if t.empty:
+        return pd.DataFrame(columns=["row", "a", "b", "banks"])
+    row = t["row"].to_numpy(np.int64)
+    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    size = np.diff(np.r_[first, len(row)])
+    # all pairs i < j inside one command (a command has at most a handful of accesses)
+    i_all, j_all = [], []
+    for k in range(2, int(size.max()) + 1):                  # by command size, not by command
+        cmds = first[size == k]
+        ii, jj = np.triu_indices(k, 1)
+        i_all.append((cmds[:, None] + ii).ravel())
+        j_all.append((cmds[:, None] + jj).ravel())
+    if not i_all:
+        return pd.DataFrame(columns=["row", "a", "b", "banks"])
+    i, j = np.concatenate(i_all), np.concatenate(j_all)
+    bm = _bank_mask(t["first_bank"], t["last_bank"])
+    lm = t["lane_mask"].to_numpy().astype(np.uint64)
+    both = bm[i] & bm[j]
+    hit = (both != 0) & ((lm[i] & lm[j]) != 0)
+    i, j, both = i[hit], j[hit], both[hit]
+    op = t["operand"].to_numpy(object)
+    banks = _mask_texts(both, lambda m: ",".join(str(b) for b in range(BANKS) if m >> b & 1))
+    return pd.DataFrame({"row": row[i], "a": op[i], "b": op[j], "banks": banks})
+
+
+def local_memory(profile: Profile) -> LocalMemory | None:
+    """The local-memory view, or None when no command has a decodable local access."""
+    n = len(profile.commands)
+    if n > MAX_COMMANDS:
+        if list(profile.registers):                   # descriptors exist (names only: not assembled)
+            profile.meta.warn("lmem", f"local-memory view not computed: {n:,} commands, above its "
+                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; it would "
+                              "cost several seconds, docs/metrics.md \"Local memory\")")
+        return None
+    acc = accesses(profile)
+    if acc.empty or not acc["decoded"].any():
+        return None
+    ok = acc[acc["decoded"].to_numpy(bool)]
+    cores = np.unique(acc["core"].to_numpy(np.int64))
+    # one core at a time: the (access, segment) pairs of one core bound the memory used
+    piece_parts, events, skipped, analysed = [], [], [], []
+    for c, rows in ok.groupby("core", sort=True).indices.items():
+        sub = ok.iloc[rows]
+        if pair_count(sub) > MAX_PAIRS:
+            skipped.append(int(c))
+            continue
+        values = live_values(sub)
+        piece_parts.append(_merge_adjacent(values))
+        events.append(occupancy(values))
+        analysed.append(int(c))
+        del values
+    if skipped:
+        profile.meta.warn("lmem", f"local memory of core(s) {', '.join(map(str, skipped))} not computed: more "
+                          f"than {MAX_PAIRS:,} (access, address segment) pairs (analysis/lmem.py MAX_PAIRS)")
+    steps, total_peak, bank_peak = {}, [], []
+    for c, (core_, bank_, t_, d_) in zip(analysed, events):
+        steps[int(c)], pk = core_steps(t_, d_, bank_)
+        total_peak.append(pk["total"])
+        bank_peak.append(pk["banks"])
+    done = np.isin(cores, analysed)
+    peak_bytes, peak_at = np.zeros(len(cores), np.int64), np.full(len(cores), np.nan)
+    bank_bytes, bank_at = np.zeros((len(cores), BANKS), np.int64), np.full((len(cores), BANKS), np.nan)
+    if analysed:
+        peak_bytes[done], peak_at[done] = (np.array([p[k] for p in total_peak]) for k in (0, 1))
+        bank_bytes[done], bank_at[done] = (np.array([p[k] for p in bank_peak]) for k in (0, 1))
+    banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
+                          "peak_bytes": bank_bytes.ravel(), "peak_at_ns": bank_at.ravel()})
+    banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
+    pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
+        pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
+    conf = conflicts(acc, profile.commands)
+    same = same_bank_operands(acc, profile.commands)
+    size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
+    pc = pieces["core"].to_numpy(np.int64)
+
+    acc_core = acc["core"].to_numpy(np.int64)
+
+    def per_core(values_, where=None, of=pc) -> np.ndarray:
+        """Sum of ``values_`` (where ``where``) per core ``of`` each row."""
+        v = np.asarray(values_, np.int64) if where is None else np.where(where, values_, 0)
+        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
+
+    same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
+    table = pd.DataFrame({
+        "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
+        "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
+        "undecoded": per_core(~acc["decoded"].to_numpy(bool), None, acc_core),
+        "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
+        "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
+        "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
+        "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
+        "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
+    return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
+                       same_bank=same, steps=steps)
+
+
+def lmem_findings(lm: LocalMemory | None) -> list[dict]:
+    """Rule ``lmem_pressure``: a core whose peak live bytes per lane reach the threshold share
+    of the 256 KiB lane."""
+    if lm is None:
+        return []
+    rule, out = RULES["lmem_pressure"], []
+    for r in lm.cores.itertuples(index=False):
+        share = r.peak_bytes / LANE_BYTES
+        if rule.fires(share):
+            full = lm.banks[(lm.banks["core"] == r.core) & (lm.banks["peak_bytes"] >= BANK_BYTES)]
+            out.append(_finding(
+                "lmem_pressure", share,
+                f"core {r.core} local memory peaks at {r.peak_bytes:,} of {LANE_BYTES:,} bytes per lane "
+                f"({_pct(share)}) at {_us(r.peak_at_ns)}; {len(full)} of {BANKS} banks full at some "
+                f"point, {r.conflict_candidates} TIU/DMA bank-conflict candidates",
+                core=int(r.core), engine="LMEM", detail=f"core {r.core} {_pct(share)}"))
+    return out

@@ -1,0 +1,189 @@
+"""Local memory (analysis/lmem_access.py, analysis/lmem.py) against the golden cases of
+``../shared/data/lmem`` (spec lmem-view.md): the vendor 0.3.0's records, right and wrong, and
+the spec's own accesses, live pieces and summary (written by the spec's reference
+implementation, a separate program)."""
+from __future__ import annotations
+
+import json
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from shared_data import DATA, needs
+from reportgen.analysis.lmem import local_memory
+from reportgen.analysis.lmem_access import geometry, lane_mask, ALIGNED, FREE
+from reportgen.parsers.pmu.dump import load_dump
+
+LMEM = DATA / "lmem"
+CASES = ("aks-m2-lmem-basic", "aks-m2-lmem-kernels")
+GEOMETRY = ("local_addr", "start_lane", "lanes", "lane_offset", "extent_bytes", "data_bytes_per_lane",
+            "first_bank", "last_bank")
+KEY = ["core", "engine", "global_idx", "access", "operand"]
+
+
+@pytest.fixture(scope="module", params=CASES)
+def case(request):
+    path = LMEM / request.param
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    profile = load_dump(path / "input")
+    return path, profile, local_memory(profile)
+
+
+def _ours(lm) -> pd.DataFrame:
+    a = lm.accesses.copy()
+    a["local_addr"] = [hex(int(x)) for x in a["local_addr"]]
+    return a
+
+
+def test_every_access_of_the_spec_with_its_geometry(case):
+    path, _, lm = case
+    gold = pd.read_csv(path / "lmem_accesses.csv")
+    ours = _ours(lm)
+    assert ours["decoded"].all()
+    m = gold.merge(ours, on=KEY, how="outer", suffixes=("_gold", ""), indicator=True)
+    assert (m["_merge"] == "both").all(), m[m["_merge"] != "both"][KEY]
+    for col in GEOMETRY + ("start_ns", "end_ns"):
+        gold_v = m[f"{col}_gold"].astype(str) if col == "local_addr" else m[f"{col}_gold"].astype(np.int64)
+        assert (gold_v.to_numpy() == m[col].to_numpy()).all(), col
+
+
+def test_vendor_records_right_reproduced_wrong_not(case):
+    path, _, lm = case
+    rec = pd.read_csv(path / "lmem_records.csv", keep_default_na=False)
+    ours = lm.accesses
+    access = rec["lmem_access"].map({"write": "W", "read": "R"})
+    operand = rec["operand"].replace({"opd0+opd1": "opd0"})       # the vendor's V4 record: opd0's
+    m = pd.DataFrame({"core": rec["core"], "engine": rec["engine"], "global_idx": rec["global_idx"],
+                      "access": access, "operand": operand}).merge(ours, on=KEY, how="left")
+    assert m["lane_offset"].notna().all()
+    right = ~rec["vendor_errors"].str.contains("V1|V2|V3|V4")
+    assert right.sum() == {"aks-m2-lmem-basic": 60, "aks-m2-lmem-kernels": 30}[path.name]
+    # right on geometry: address, bytes per lane, bank and read/write reproduced exactly
+    r, g = m[right.to_numpy()], rec[right]
+    assert (r["lane_offset"].to_numpy() == g["lane_local_addr"].to_numpy()).all()
+    assert (r["extent_bytes"].to_numpy() == g["bytes_per_lane"].astype(float).to_numpy()).all()
+    assert (("BANK[" + r["first_bank"].astype(str) + "]").to_numpy() == g["bank"].to_numpy()).all()
+    # wrong: ours are the spec's values, and differ from the vendor's where its error says
+    w, g = m[~right.to_numpy()], rec[~right]
+    assert (w["lane_offset"].to_numpy() == g["spec_lane_offset"].to_numpy()).all()
+    assert (w["extent_bytes"].to_numpy() == g["spec_extent_bytes"].to_numpy()).all()
+    assert (w["first_bank"].to_numpy() == g["spec_first_bank"].to_numpy()).all()
+    v1 = g["vendor_errors"].str.contains("V1").to_numpy()
+    assert (w["lane_offset"].to_numpy()[v1] != g["lane_local_addr"].to_numpy()[v1]).all()
+    size = g["vendor_errors"].str.contains("V2|V3|V4").to_numpy()
+    assert (w["extent_bytes"].to_numpy()[size] != g["bytes_per_lane"].astype(float).to_numpy()[size]).all()
+
+
+def test_live_pieces_equal_the_spec(case):
+    path, profile, lm = case
+    gold = pd.read_csv(path / "lmem_live.csv", keep_default_na=False)
+    label = (profile.commands["engine"].astype(str) + "/" + profile.commands["global_idx"].astype(str)).to_numpy()
+    p = lm.pieces
+    ours = pd.DataFrame({
+        "core": p["core"], "lo": p["lo"], "hi": p["hi"],
+        "writer": np.where(p["writer"] >= 0, label[np.maximum(p["writer"], 0)], ""),
+        "start": p["start_ns"].astype(float), "end": p["end_ns"].astype(float), "status": p["status"],
+        "over": np.where(p["overwritten_by"] >= 0, label[np.maximum(p["overwritten_by"], 0)], ""),
+        "overlap": p["overlap_ns"].astype(float)})
+    theirs = pd.DataFrame({
+        "core": gold["core"], "lo": gold["lane_offset_lo"], "hi": gold["lane_offset_hi"],
+        "writer": gold["writer"], "start": gold["live_start_ns"].astype(float),
+        "end": gold["live_end_ns"].astype(float), "status": gold["status"],
+        "over": gold["overwritten_by"], "overlap": gold["overlap_ns"].astype(float)})
+    key = list(ours.columns)
+    assert ours.sort_values(key).to_numpy().tolist() == theirs.sort_values(key).to_numpy().tolist()
+
+
+def test_peaks_conflicts_and_same_bank_operands(case):
+    path, profile, lm = case
+    gold = json.loads((path / "lmem_summary.json").read_text())
+    for core, g in gold.items():
+        row = lm.cores[lm.cores["core"] == int(core)].iloc[0]
+        assert row["peak_bytes"] == g["peak_bytes"] and row["peak_at_ns"] == g["peak_at_ns"]
+        assert row["accesses"] == g["accesses"] and row["undecoded"] == g["undecoded"]
+        banks = lm.banks[lm.banks["core"] == int(core)]
+        assert banks["peak_bytes"].tolist() == [b["peak_bytes"] for b in g["banks"]]
+        assert np.nan_to_num(banks["peak_at_ns"].to_numpy(float), nan=-1).tolist() == \
+            [-1 if b["peak_at_ns"] is None else b["peak_at_ns"] for b in g["banks"]]
+        conf = lm.conflicts[lm.conflicts["core"] == int(core)]
+        assert [(r.dma, r.tiu, r.overlap_start_ns, r.overlap_ns, list(r.banks), r.dma_operands,
+                 r.tiu_operands, r.dma_stall_cycles) for r in conf.itertuples()] == \
+            [(c["dma"], c["tiu"], c["overlap_start_ns"], c["overlap_ns"], c["banks"], c["dma_operands"],
+              c["tiu_operands"], c["dma_stall_cycles"]) for c in g["conflict_candidates"]]
+        label = (profile.commands["engine"].astype(str) + "/" + profile.commands["global_idx"].astype(str)).to_numpy()
+        same = lm.same_bank[profile.commands["core"].to_numpy()[lm.same_bank["row"]] == int(core)]
+        ours = {}
+        for r in same.itertuples(index=False):
+            ours.setdefault(label[r.row], []).append(f"{r.a}+{r.b} bank {r.banks}")
+        assert {k: sorted(v) for k, v in ours.items()} == \
+            {s["tiu"]: sorted(s["pairs"]) for s in g["tiu_same_bank_operands"]}
+        assert row["tiu_same_bank"] == len(g["tiu_same_bank_operands"])
+
+
+def test_geometry_worked_example_and_lane_wrap():
+    # spec §2.4: BF16 1x256x1x384 at lane 2 offset 0, strides 98304/384/384/1 -> 3,840 B, bank 0
+    g = geometry(np.array([0x80000]), (1, 256, 1, 384), np.array([2.0]), FREE,
+                 (np.array([98304]), np.array([384]), np.array([384]), np.array([1])))
+    assert (g["start_lane"][0], g["lane_offset"][0], g["extent_bytes"][0], g["data_bytes_per_lane"][0],
+            g["first_bank"][0], g["last_bank"][0]) == (2, 0, 3840, 3072, 0, 0)
+    # aligned FP16 100x200 matrix at lane 0: cs = align_up(200, 32) = 224 -> (224 + 200) x 2 B
+    g = geometry(np.array([0]), (1, 100, 1, 200), np.array([2.0]), ALIGNED)
+    assert g["extent_bytes"][0] == 848 and g["data_bytes_per_lane"][0] == 800
+    assert int(lane_mask(np.array([62]), np.array([4]))[0]) == 0b11 | (0b11 << 62)
+    assert int(lane_mask(np.array([0]), np.array([64]))[0]) == (1 << 64) - 1
+
+
+def test_no_descriptors_no_view():
+    from reportgen.testing.profiles import make_profile
+    assert local_memory(make_profile(cores=1, per_engine=50)) is None
+
+
+def test_above_the_command_limit_the_view_is_skipped_and_said(monkeypatch):
+    from reportgen.analysis import lmem
+    path = LMEM / CASES[1] / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    profile = load_dump(path)
+    monkeypatch.setattr(lmem, "MAX_COMMANDS", len(profile.commands) - 1)
+    assert lmem.local_memory(profile) is None
+    assert [w.code for w in profile.meta.warnings if w.code == "lmem"] == ["lmem"]
+
+
+def test_memory_bound_per_core_leaves_out_the_cores_above_it_and_says_so(monkeypatch):
+    """MAX_PAIRS bounds the working memory (docs/metrics.md "Local memory"): a core above it is
+    left out with a warning; the other cores' figures are those of the unbounded run."""
+    from reportgen.analysis import lmem
+    from reportgen.analysis.lmem_access import accesses
+    path = LMEM / CASES[1] / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    full = local_memory(load_dump(path)).cores.set_index("core")
+    profile = load_dump(path)
+    acc = accesses(profile)
+    ok = acc[acc["decoded"].to_numpy(bool)]
+    pairs = {int(c): lmem.pair_count(ok.iloc[rows]) for c, rows in ok.groupby("core").indices.items()}
+    if len(set(pairs.values())) < 2:
+        pytest.skip("all cores of the case expand into the same number of pairs")
+    bound = min(pairs.values())
+    monkeypatch.setattr(lmem, "MAX_PAIRS", bound)
+    lm = lmem.local_memory(profile)
+    over = sorted(c for c, n in pairs.items() if n > bound)
+    warned = [w.message for w in profile.meta.warnings if w.code == "lmem"]
+    assert len(warned) == 1 and f"core(s) {', '.join(map(str, over))} not computed" in warned[0]
+    cores = lm.cores.set_index("core")
+    assert (cores.loc[over, "peak_bytes"] == 0).all() and cores.loc[over, "peak_at_ns"].isna().all()
+    kept = [c for c in pairs if c not in over]
+    assert (cores.loc[kept, "peak_bytes"] == full.loc[kept, "peak_bytes"]).all()
+    assert (cores.loc[kept, "peak_at_ns"] == full.loc[kept, "peak_at_ns"]).all()
+    assert set(lm.steps) == set(kept)
+
+
+def test_stable_order_is_numpys_stable_argsort():
+    from reportgen.analysis.lmem import stable_order
+    rng = np.random.default_rng(26)
+    for top in (7, 1 << 16, 70_000, (1 << 32) - 1, 1 << 40):       # one pass, two passes, fallback
+        keys = rng.integers(0, top, 100_000)
+        assert (stable_order(keys) == np.argsort(keys, kind="stable")).all()
+    assert len(stable_order(np.zeros(0, np.int64))) == 0
