@@ -168,14 +168,15 @@ def finish(t: pd.DataFrame, peaks: ChipPeaks) -> pd.DataFrame:
     ops, compute_ns = t["ops"].to_numpy(float), t["compute_ns"].to_numpy(float)
     ddr, l2m = t["ddr_bytes"].to_numpy(float), t["l2m_bytes"].to_numpy(float)
     bw_ddr, bw_l2m = peaks.ddr_gbps_per_core, peaks.l2_gbps           # bytes per ns
-    util = np.vstack([_div(compute_ns, ns), _div(ddr / bw_ddr, ns), _div(l2m / bw_l2m, ns)])
+    # a chip without the memory level (peak 0: CV84X6 has no L2M) has no utilisation of it
+    util = np.vstack([_div(compute_ns, ns), _div(ddr, ns * bw_ddr), _div(l2m, ns * bw_l2m)])
     util0 = np.nan_to_num(util)
     best = util0.max(axis=0)
     bound = np.where(best < LATENCY_UTIL, "latency", np.array(RESOURCES, object)[np.argmax(util0, axis=0)])
     peak = _div(ops, compute_ns) * 1e9                                # effective ops/s of the mix
     intensity, intensity_l2m = _div(ops, ddr), _div(ops, l2m)
-    roof = np.fmin(peak, np.fmin(np.where(ddr > 0, intensity * bw_ddr * 1e9, np.inf),
-                                 np.where(l2m > 0, intensity_l2m * bw_l2m * 1e9, np.inf)))
+    roof = np.fmin(peak, np.fmin(np.where((ddr > 0) & (bw_ddr > 0), intensity * bw_ddr * 1e9, np.inf),
+                                 np.where((l2m > 0) & (bw_l2m > 0), intensity_l2m * bw_l2m * 1e9, np.inf)))
     out = t.drop(columns=["compute_ns"]).copy()
     out["intensity"], out["intensity_l2m"] = intensity, intensity_l2m
     out["ops_per_s"] = _div(ops, ns) * 1e9
