@@ -147,30 +147,34 @@ _GROUPS = np.concatenate([_group_table(False, b""), _group_table(True, b""), _gr
 #: ".dddd" of 0..9999 ten-thousandths without trailing zeros, NUL-padded; 0: nothing
 _DECIMALS = np.frombuffer(b"".join((b"." + (b"%04d" % k).rstrip(b"0")).ljust(5, b"\0") if k else b"\0" * 5
                                    for k in range(10_000)), np.uint8).reshape(10_000, 5)
-_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
+#: the same groups as little-endian 32-bit words: one word per group is picked and stored
+_GROUP_WORDS = _GROUPS.view("<u4").ravel()
 
 
-def _digits(a: np.ndarray, neg: np.ndarray) -> Cells:
-    """Decimal cells of ``-a`` where ``neg`` else ``a`` (``a`` >= 0, int64), right-aligned:
-    4-digit groups picked from :data:`_GROUPS`, 4 digits per division."""
+def _digits(a: np.ndarray, neg: np.ndarray) -> list[Cells]:
+    """Decimal cells of ``-a`` where ``neg`` else ``a`` (``a`` >= 0, int64): 4-digit groups
+    picked from :data:`_GROUPS` (as whole 32-bit words), 4 digits per division, and a column
+    for the minus sign only when some value is negative (NUL bytes are dropped from the lines,
+    so the sign may stand apart from the digits' padding)."""
     n = len(a)
     top = int(a.max()) if n else 0
     groups = max(1, (len(str(top)) + 3) // 4)
-    mat = np.empty((n, 1 + 4 * groups), np.uint8)
-    mat[:, 0] = 0                               # room for a minus sign
-    digits = np.searchsorted(_POW10, a, "right") + 1
-    for g in range(groups, 0, -1):              # least significant group first
+    words = np.empty((n, groups), "<u4")
+    for g in range(groups - 1, -1, -1):         # least significant group first
         a, low = np.divmod(a, 10_000)
-        leading = (a == 0) * (2 if g == groups else 1)     # nothing above: NUL-padded
-        mat[:, 1 + 4 * (g - 1):1 + 4 * g] = _GROUPS[low + 10_000 * leading]
-    mat[neg, mat.shape[1] - 1 - digits[neg]] = ord("-")
-    return mat
+        leading = (a == 0) * (2 if g == groups - 1 else 1)     # nothing above: NUL-padded
+        low += 10_000 * leading
+        words[:, g] = _GROUP_WORDS[low]
+    mat = words.view(np.uint8).reshape(n, 4 * groups)
+    if not neg.any():
+        return [mat]
+    return [np.where(neg, np.uint8(ord("-")), np.uint8(0))[:, None], mat]
 
 
 def _int_cells(values: np.ndarray) -> list[Cells]:
     """The decimal cells of an integer slice."""
     v = values.astype(np.int64, copy=False)
-    return [_digits(np.abs(v), v < 0)]
+    return _digits(np.abs(v), v < 0)
 
 
 def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
@@ -184,7 +188,7 @@ def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
     if not ok.all():
         return None
     whole, frac = np.divmod(np.round(size * 10_000).astype(np.int64), 10_000)
-    return [_digits(whole, v < 0), _DECIMALS[frac]]
+    return [*_digits(whole, v < 0), _DECIMALS[frac]]
 
 
 def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Cells]:
@@ -210,6 +214,11 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
     return parts
 
 
+def _plain(dtype) -> bool:
+    """A numpy number dtype (its missing values, if any, are NaN)."""
+    return isinstance(dtype, np.dtype) and dtype.kind in "iufb"
+
+
 class _Source:
     """The command frame's columns as the writer reads them: numbers sliced per chunk, text as
     codes into a table of finished cells (built once)."""
@@ -221,6 +230,11 @@ class _Source:
         self.concurrency = concurrency(c["core"].to_numpy(np.int64), start, end)
         self.text = {name: _text_table(c[name]) for _, name, kind in COLUMNS
                      if kind == "text" and name in c}
+        self.start, self.end = start, end
+        # the number columns as arrays, no copies: a numpy column itself, a nullable one's
+        # extension array (sliced by its own take: no Series, no index per chunk)
+        self.numbers = {name: (c[name].to_numpy() if _plain(c[name].dtype) else c[name].array)
+                        for _, name, kind in COLUMNS if kind in ("int", "float", "rate") and name in c}
 
     def cells(self, name: str, kind: str, rows: np.ndarray) -> list[Cells]:
         """Column ``name`` of the given rows as one or more parts written side by side (every
@@ -231,16 +245,23 @@ class _Source:
                 return _int_cells(self.engine_id[rows])
             if name == "concurrency":
                 return _int_cells(self.concurrency[rows])
-            return _int_cells(c["end_ns"].take(rows).to_numpy(np.int64)
-                              - c["start_ns"].take(rows).to_numpy(np.int64))
+            return _int_cells(self.end[rows] - self.start[rows])
         if name not in c:
             return [np.zeros((len(rows), 1), np.uint8)]
         if kind == "text":
             codes, table = self.text[name]
             return [table[codes[rows]]]         # code -1: the trailing empty cell
-        s = c[name].take(rows)                  # the slice only: never a copy of the column
-        present = s.notna().to_numpy(bool)
-        values = s.to_numpy(np.int64 if kind == "int" else np.float64, na_value=0)
+        dtype = np.int64 if kind == "int" else np.float64
+        column = self.numbers[name]
+        if isinstance(column, np.ndarray):      # the slice only: never a copy of the column
+            values = column[rows]
+            present = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(len(rows), bool)
+            values = np.where(present, values, 0).astype(dtype, copy=False) if not present.all() \
+                else values.astype(dtype, copy=False)
+        else:
+            part = column.take(rows)
+            present = ~np.asarray(part.isna(), bool)
+            values = part.to_numpy(dtype, na_value=0)
         return _number_cells(values, present, kind)
 
 
@@ -262,7 +283,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
         out[:, at] = _COMMA
         at += 1
     out[:, -1] = _NEWLINE
-    return out[out != 0].tobytes()
+    return out.tobytes().translate(None, b"\0")     # faster than a boolean mask of the matrix
 
 
 def write(profile: Profile, out_dir) -> Path:

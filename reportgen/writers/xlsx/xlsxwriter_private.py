@@ -35,7 +35,7 @@ import xlsxwriter
 import xlsxwriter.workbook
 
 from reportgen.errors import OutputError
-from reportgen.writers.xlsx import sheet_xml
+from reportgen.writers.xlsx import deflate, sheet_xml
 from reportgen.writers.xlsx.columns import Column
 
 #: xlsxwriter versions whose internals this module was checked against: >=3.1,<4
@@ -194,6 +194,7 @@ def zip_level(level: int | None):
 
     xlsxwriter.workbook.ZipFile = LeveledZipFile
     try:
-        yield
+        with deflate.isal_deflate(level):      # ISA-L's deflate where installed (deflate.py)
+            yield
     finally:
         xlsxwriter.workbook.ZipFile = original
