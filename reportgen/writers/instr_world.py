@@ -31,6 +31,7 @@ import pandas as pd
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
+from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
@@ -110,18 +111,6 @@ def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
                        c["cmd_id"].to_numpy(), c["end_ns"].to_numpy(), c["start_ns"].to_numpy()))
 
 
-#: a column part: an (n, width) uint8 matrix, each row one cell's UTF-8 bytes with NUL bytes
-#: where there is nothing (padding, an empty cell): a CSV cell never holds a NUL (csv_cell)
-Cells = np.ndarray
-
-
-def _fixed(strings: np.ndarray) -> Cells:
-    """Cells from a numpy bytes (``S``) array (NUL-padded already), trimmed to the longest."""
-    n = len(strings)
-    width = max(int(np.char.str_len(strings).max()) if n else 0, 1)
-    return strings.view(np.uint8).reshape(n, strings.dtype.itemsize)[:, :width]
-
-
 def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
     """(codes, cells): a text column as category codes and a table of its quoted, inert UTF-8
     cells; the trailing entry (code -1) is the empty cell."""
@@ -133,42 +122,9 @@ def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
     return cat.cat.codes.to_numpy(), _fixed(np.array(encoded, dtype=bytes))
 
 
-def _group_table(lead: bool, zero: bytes) -> np.ndarray:
-    """The 4 bytes of every group 0..9999: zero-padded ("0042"), or, for the leading group of a
-    number, NUL-padded with ``zero`` for 0 (b"" above the last group, b"0" in it)."""
-    texts = [b"%04d" % k if not lead else (b"%d" % k if k else zero).rjust(4, b"\0")
-             for k in range(10_000)]
-    return np.frombuffer(b"".join(texts), np.uint8).reshape(10_000, 4)
-
-
-#: digit groups, indexed by (group value + 10,000 x kind): kind 0 inside a number, 1 a leading
-#: group above the last, 2 a leading last group (so 0 is "0")
-_GROUPS = np.concatenate([_group_table(False, b""), _group_table(True, b""), _group_table(True, b"0")])
 #: ".dddd" of 0..9999 ten-thousandths without trailing zeros, NUL-padded; 0: nothing
 _DECIMALS = np.frombuffer(b"".join((b"." + (b"%04d" % k).rstrip(b"0")).ljust(5, b"\0") if k else b"\0" * 5
                                    for k in range(10_000)), np.uint8).reshape(10_000, 5)
-#: the same groups as little-endian 32-bit words: one word per group is picked and stored
-_GROUP_WORDS = _GROUPS.view("<u4").ravel()
-
-
-def _digits(a: np.ndarray, neg: np.ndarray) -> list[Cells]:
-    """Decimal cells of ``-a`` where ``neg`` else ``a`` (``a`` >= 0, int64): 4-digit groups
-    picked from :data:`_GROUPS` (as whole 32-bit words), 4 digits per division, and a column
-    for the minus sign only when some value is negative (NUL bytes are dropped from the lines,
-    so the sign may stand apart from the digits' padding)."""
-    n = len(a)
-    top = int(a.max()) if n else 0
-    groups = max(1, (len(str(top)) + 3) // 4)
-    words = np.empty((n, groups), "<u4")
-    for g in range(groups - 1, -1, -1):         # least significant group first
-        a, low = np.divmod(a, 10_000)
-        leading = (a == 0) * (2 if g == groups - 1 else 1)     # nothing above: NUL-padded
-        low += 10_000 * leading
-        words[:, g] = _GROUP_WORDS[low]
-    mat = words.view(np.uint8).reshape(n, 4 * groups)
-    if not neg.any():
-        return [mat]
-    return [np.where(neg, np.uint8(ord("-")), np.uint8(0))[:, None], mat]
 
 
 def _int_cells(values: np.ndarray) -> list[Cells]:
