@@ -130,7 +130,8 @@ def stage_times(stderr: str) -> dict[str, float]:
 def run_cli(cmd: list[str], out: Path, root: Path = ROOT) -> treemem.Measured:
     """A command measured as a process tree (treemem.run), run from ``root`` (a checkout)."""
     shutil.rmtree(out, ignore_errors=True)
-    res = treemem.run(cmd, env=dict(os.environ, PYTHONPATH=str(root)))
+    # run from the checkout: "python -m" puts the working folder first on sys.path
+    res = treemem.run(cmd, env=dict(os.environ, PYTHONPATH=str(root)), cwd=str(root))
     if res.returncode:
         raise SystemExit(f"{' '.join(cmd)}: exit {res.returncode}\n{res.stderr[-2000:]}")
     return res
