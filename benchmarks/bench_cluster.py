@@ -2,10 +2,13 @@
 
     python benchmarks/bench_cluster.py --dumps 64 --cores 8 --cmds 10000 --workers 1 2
     python benchmarks/bench_cluster.py --dumps 16 32 64 --workers 2 --outputs summary   # memory
+    python benchmarks/bench_cluster.py --dumps 8 --workers 1 2 --repeat 3    # what a 2nd worker buys
 
 Measures, per (dumps, workers): wall time, dumps/s and commands/s, the client's peak RSS (the
 run happens in a fresh child process so ru_maxrss is that run's own), and the cluster report's
-own time (analysis + index.html, cluster.xlsx, cluster.json). Every device runs the same
+own time (analysis + index.html, cluster.xlsx, cluster.json), and the CPU time of the run's whole
+process tree (client and workers); with several --workers, the speed-up of each over the first
+(median wall times of --repeat alternating runs: on a loaded machine read the CPU times too). Every device runs the same
 synthetic program with a TIU clock between 995 and 1005 MHz; one dump is planted as a straggler
 (its conv kernels' TIU time x3) and the run checks that the cluster report names it, alone.
 Dumps are generated once into --cache and reused.
@@ -15,6 +18,7 @@ from __future__ import annotations
 import argparse
 import json
 import resource
+import statistics
 import shutil
 import subprocess
 import sys
@@ -85,6 +89,7 @@ def main() -> int:
     ap.add_argument("--cmds", type=int, default=10000, help="commands per core")
     ap.add_argument("--workers", type=int, nargs="+", default=[1, 2])
     ap.add_argument("--outputs", default="all", choices=("all", "summary", "summary+web"))
+    ap.add_argument("--repeat", type=int, default=1, help="alternating runs of each worker count")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "reportgen-bench-cluster"))
     ap.add_argument("--child", nargs=5, metavar=("RUN", "OUT", "N", "WORKERS", "OUTPUTS"),
                     help=argparse.SUPPRESS)
@@ -99,20 +104,30 @@ def main() -> int:
     run = make_dumps(cache, max(a.dumps), a.cores, a.cmds)
     for n in a.dumps:
         planted = f"node{STRAGGLER // 8}/cdm_profile_data_dev{STRAGGLER % 8}-0"
-        for w in a.workers:
-            out = cache / f"out-{n}-{w}"
-            shutil.rmtree(out, ignore_errors=True)
-            res = subprocess.run([sys.executable, __file__, "--child", str(run), str(out), str(n), str(w),
-                                  a.outputs],
-                                 capture_output=True, text=True)
-            if res.returncode:
-                print(res.stderr, file=sys.stderr)
-                return res.returncode
-            row = json.loads(res.stdout.strip().splitlines()[-1])
-            row["planted_straggler_named"] = row["stragglers"] == [planted]
-            rows.append(row)
-            print(json.dumps(row), flush=True)
-            shutil.rmtree(out, ignore_errors=True)
+        walls: dict[int, list[float]] = {w: [] for w in a.workers}
+        for _ in range(a.repeat):
+            for w in a.workers:        # alternating: a load that comes and goes hits every count
+                out = cache / f"out-{n}-{w}"
+                shutil.rmtree(out, ignore_errors=True)
+                cpu0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                res = subprocess.run([sys.executable, __file__, "--child", str(run), str(out), str(n),
+                                      str(w), a.outputs], capture_output=True, text=True)
+                cpu1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+                if res.returncode:
+                    print(res.stderr, file=sys.stderr)
+                    return res.returncode
+                row = json.loads(res.stdout.strip().splitlines()[-1])
+                row["tree_cpu_s"] = round(cpu1.ru_utime + cpu1.ru_stime - cpu0.ru_utime - cpu0.ru_stime, 2)
+                row["planted_straggler_named"] = row["stragglers"] == [planted]
+                rows.append(row)
+                walls[w].append(row["tasks_s"])
+                print(json.dumps(row), flush=True)
+                shutil.rmtree(out, ignore_errors=True)
+        first = a.workers[0]
+        for w in a.workers[1:]:
+            print(f"{n} dumps: {w} workers {statistics.median(walls[w]):.2f} s vs {first} "
+                  f"{statistics.median(walls[first]):.2f} s (median of {a.repeat}): "
+                  f"{statistics.median(walls[first]) / statistics.median(walls[w]):.2f}x", flush=True)
     return 0 if all(r["planted_straggler_named"] and not r["failed"] for r in rows) else 1
 
 

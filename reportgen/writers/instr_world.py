@@ -31,6 +31,7 @@ import pandas as pd
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
+from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
@@ -110,18 +111,6 @@ def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
                        c["cmd_id"].to_numpy(), c["end_ns"].to_numpy(), c["start_ns"].to_numpy()))
 
 
-#: a column part: an (n, width) uint8 matrix, each row one cell's UTF-8 bytes with NUL bytes
-#: where there is nothing (padding, an empty cell): a CSV cell never holds a NUL (csv_cell)
-Cells = np.ndarray
-
-
-def _fixed(strings: np.ndarray) -> Cells:
-    """Cells from a numpy bytes (``S``) array (NUL-padded already), trimmed to the longest."""
-    n = len(strings)
-    width = max(int(np.char.str_len(strings).max()) if n else 0, 1)
-    return strings.view(np.uint8).reshape(n, strings.dtype.itemsize)[:, :width]
-
-
 def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
     """(codes, cells): a text column as category codes and a table of its quoted, inert UTF-8
     cells; the trailing entry (code -1) is the empty cell."""
@@ -133,44 +122,15 @@ def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
     return cat.cat.codes.to_numpy(), _fixed(np.array(encoded, dtype=bytes))
 
 
-def _group_table(lead: bool, zero: bytes) -> np.ndarray:
-    """The 4 bytes of every group 0..9999: zero-padded ("0042"), or, for the leading group of a
-    number, NUL-padded with ``zero`` for 0 (b"" above the last group, b"0" in it)."""
-    texts = [b"%04d" % k if not lead else (b"%d" % k if k else zero).rjust(4, b"\0")
-             for k in range(10_000)]
-    return np.frombuffer(b"".join(texts), np.uint8).reshape(10_000, 4)
-
-
-#: digit groups, indexed by (group value + 10,000 x kind): kind 0 inside a number, 1 a leading
-#: group above the last, 2 a leading last group (so 0 is "0")
-_GROUPS = np.concatenate([_group_table(False, b""), _group_table(True, b""), _group_table(True, b"0")])
 #: ".dddd" of 0..9999 ten-thousandths without trailing zeros, NUL-padded; 0: nothing
 _DECIMALS = np.frombuffer(b"".join((b"." + (b"%04d" % k).rstrip(b"0")).ljust(5, b"\0") if k else b"\0" * 5
                                    for k in range(10_000)), np.uint8).reshape(10_000, 5)
-_POW10 = 10 ** np.arange(1, 19, dtype=np.int64)
-
-
-def _digits(a: np.ndarray, neg: np.ndarray) -> Cells:
-    """Decimal cells of ``-a`` where ``neg`` else ``a`` (``a`` >= 0, int64), right-aligned:
-    4-digit groups picked from :data:`_GROUPS`, 4 digits per division."""
-    n = len(a)
-    top = int(a.max()) if n else 0
-    groups = max(1, (len(str(top)) + 3) // 4)
-    mat = np.empty((n, 1 + 4 * groups), np.uint8)
-    mat[:, 0] = 0                               # room for a minus sign
-    digits = np.searchsorted(_POW10, a, "right") + 1
-    for g in range(groups, 0, -1):              # least significant group first
-        a, low = np.divmod(a, 10_000)
-        leading = (a == 0) * (2 if g == groups else 1)     # nothing above: NUL-padded
-        mat[:, 1 + 4 * (g - 1):1 + 4 * g] = _GROUPS[low + 10_000 * leading]
-    mat[neg, mat.shape[1] - 1 - digits[neg]] = ord("-")
-    return mat
 
 
 def _int_cells(values: np.ndarray) -> list[Cells]:
     """The decimal cells of an integer slice."""
     v = values.astype(np.int64, copy=False)
-    return [_digits(np.abs(v), v < 0)]
+    return _digits(np.abs(v), v < 0)
 
 
 def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
@@ -184,7 +144,7 @@ def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
     if not ok.all():
         return None
     whole, frac = np.divmod(np.round(size * 10_000).astype(np.int64), 10_000)
-    return [_digits(whole, v < 0), _DECIMALS[frac]]
+    return [*_digits(whole, v < 0), _DECIMALS[frac]]
 
 
 def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Cells]:
@@ -210,6 +170,11 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
     return parts
 
 
+def _plain(dtype) -> bool:
+    """A numpy number dtype (its missing values, if any, are NaN)."""
+    return isinstance(dtype, np.dtype) and dtype.kind in "iufb"
+
+
 class _Source:
     """The command frame's columns as the writer reads them: numbers sliced per chunk, text as
     codes into a table of finished cells (built once)."""
@@ -221,6 +186,11 @@ class _Source:
         self.concurrency = concurrency(c["core"].to_numpy(np.int64), start, end)
         self.text = {name: _text_table(c[name]) for _, name, kind in COLUMNS
                      if kind == "text" and name in c}
+        self.start, self.end = start, end
+        # the number columns as arrays, no copies: a numpy column itself, a nullable one's
+        # extension array (sliced by its own take: no Series, no index per chunk)
+        self.numbers = {name: (c[name].to_numpy() if _plain(c[name].dtype) else c[name].array)
+                        for _, name, kind in COLUMNS if kind in ("int", "float", "rate") and name in c}
 
     def cells(self, name: str, kind: str, rows: np.ndarray) -> list[Cells]:
         """Column ``name`` of the given rows as one or more parts written side by side (every
@@ -231,16 +201,23 @@ class _Source:
                 return _int_cells(self.engine_id[rows])
             if name == "concurrency":
                 return _int_cells(self.concurrency[rows])
-            return _int_cells(c["end_ns"].take(rows).to_numpy(np.int64)
-                              - c["start_ns"].take(rows).to_numpy(np.int64))
+            return _int_cells(self.end[rows] - self.start[rows])
         if name not in c:
             return [np.zeros((len(rows), 1), np.uint8)]
         if kind == "text":
             codes, table = self.text[name]
             return [table[codes[rows]]]         # code -1: the trailing empty cell
-        s = c[name].take(rows)                  # the slice only: never a copy of the column
-        present = s.notna().to_numpy(bool)
-        values = s.to_numpy(np.int64 if kind == "int" else np.float64, na_value=0)
+        dtype = np.int64 if kind == "int" else np.float64
+        column = self.numbers[name]
+        if isinstance(column, np.ndarray):      # the slice only: never a copy of the column
+            values = column[rows]
+            present = ~np.isnan(values) if values.dtype.kind == "f" else np.ones(len(rows), bool)
+            values = np.where(present, values, 0).astype(dtype, copy=False) if not present.all() \
+                else values.astype(dtype, copy=False)
+        else:
+            part = column.take(rows)
+            present = ~np.asarray(part.isna(), bool)
+            values = part.to_numpy(dtype, na_value=0)
         return _number_cells(values, present, kind)
 
 
@@ -262,7 +239,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
         out[:, at] = _COMMA
         at += 1
     out[:, -1] = _NEWLINE
-    return out[out != 0].tobytes()
+    return out.tobytes().translate(None, b"\0")     # faster than a boolean mask of the matrix
 
 
 def write(profile: Profile, out_dir) -> Path:

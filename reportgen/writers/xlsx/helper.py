@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from reportgen.parallel import die_with_parent
-from reportgen.writers.xlsx import sheet_xml, workbook
+from reportgen.writers.xlsx import sheet_bytes, workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import Column, cut_count
 from reportgen.writers.xlsx.sheet_columns import COMMAND_FORMATS, FREEZE_COLS
@@ -117,7 +117,7 @@ def build_rows_file(cols: list[Column], styles: dict[str | None, int],
     if any(c.kind == "mixed" or c.num_format not in styles for c in cols):
         raise ValueError("a column the helper cannot write")
     n = len(cols[0]) if cols else 0
-    with open(path, "w", encoding="utf-8") as fh:
-        for _, _, xml in sheet_xml.row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols]):
+    with open(path, "wb") as fh:
+        for _, _, xml in sheet_bytes.row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols]):
             fh.write(xml)
     return workbook.heads_of(cols), n, cut_count(cols)

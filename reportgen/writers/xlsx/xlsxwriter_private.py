@@ -35,7 +35,7 @@ import xlsxwriter
 import xlsxwriter.workbook
 
 from reportgen.errors import OutputError
-from reportgen.writers.xlsx import sheet_xml
+from reportgen.writers.xlsx import deflate, sheet_bytes, sheet_xml
 from reportgen.writers.xlsx.columns import Column
 
 #: xlsxwriter versions whose internals this module was checked against: >=3.1,<4
@@ -134,8 +134,9 @@ def _write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, fir
     constant_memory sheet, keeping the bookkeeping xlsxwriter relies on (:func:`_rows_written`)."""
     styles = [style_index(formats(col.num_format)) for col in columns]
     _start_rows(ws, first_row)
-    for start, stop, xml in sheet_xml.row_chunks(columns, lo, hi, first_row, styles):
-        ws.row_data_fh.write(xml)
+    ws.row_data_fh.flush()
+    for start, stop, xml in sheet_bytes.row_chunks(columns, lo, hi, first_row, styles):
+        ws.row_data_fh.buffer.write(xml)                # bytes: sheet_xml's XML, built faster
         _rows_written(ws, sheet, first_row + start - lo, first_row + stop - 1 - lo, len(columns))
         if progress is not None:
             progress(stop - start)
@@ -194,6 +195,7 @@ def zip_level(level: int | None):
 
     xlsxwriter.workbook.ZipFile = LeveledZipFile
     try:
-        yield
+        with deflate.isal_deflate(level):      # ISA-L's deflate where installed (deflate.py)
+            yield
     finally:
         xlsxwriter.workbook.ZipFile = original
