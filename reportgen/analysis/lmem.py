@@ -73,11 +73,30 @@ class LocalMemory:
     steps: dict = field(default_factory=dict)
 
 
-def _time_order(acc: pd.DataFrame) -> np.ndarray:
+SWEEP_COLUMNS = ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")
+
+
+def sweep_columns(acc: pd.DataFrame) -> dict[str, np.ndarray]:
+    """The columns the sweep reads, as int64 arrays, and ``write`` (the access is a write): what
+    :func:`live_values` and :func:`pair_count` take (a frame of accesses works too)."""
+    cols = {k: acc[k].to_numpy(np.int64) for k in SWEEP_COLUMNS}
+    access = acc["access"]
+    if isinstance(access.dtype, pd.CategoricalDtype):          # compare the codes, not the texts
+        cats = list(access.cat.categories)
+        cols["write"] = access.cat.codes.to_numpy() == (cats.index("W") if "W" in cats else -2)
+    else:
+        cols["write"] = access.to_numpy() == "W"
+    return cols
+
+
+def _as_columns(acc) -> dict[str, np.ndarray]:
+    return acc if isinstance(acc, dict) else sweep_columns(acc)
+
+
+def _time_order(acc: dict) -> np.ndarray:
     """By core and start; at equal starts reads before writes (so a command's reads come before
     its writes), then command row."""
-    return np.lexsort((acc["row"].to_numpy(), acc["access"].to_numpy() == "W",
-                       acc["start_ns"].to_numpy(), acc["core"].to_numpy()))
+    return np.lexsort((acc["row"], acc["write"], acc["start_ns"], acc["core"]))
 
 
 def _segments(core, lo, hi):
@@ -89,23 +108,26 @@ def _segments(core, lo, hi):
     return bp, np.searchsorted(bp, base + lo), np.searchsorted(bp, base + hi)
 
 
-def pair_count(acc: pd.DataFrame) -> int:
-    """How many (access, segment) pairs :func:`live_values` expands ``acc`` into."""
-    lo = acc["lane_offset"].to_numpy(np.int64)
-    hi = np.minimum(lo + acc["extent_bytes"].to_numpy(np.int64), LANE_BYTES)
-    _, s0, s1 = _segments(acc["core"].to_numpy(np.int64), lo, hi)
+def pair_count(acc) -> int:
+    """How many (access, segment) pairs :func:`live_values` expands ``acc`` (a frame or
+    :func:`sweep_columns`) into."""
+    acc = _as_columns(acc)
+    lo = acc["lane_offset"]
+    hi = np.minimum(lo + acc["extent_bytes"], LANE_BYTES)
+    _, s0, s1 = _segments(acc["core"], lo, hi)
     return int((s1 - s0).sum())
 
 
-def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
+def live_values(acc) -> dict[str, np.ndarray]:
     """Columns of one row per value on one segment (see the module text), grouped by segment
-    (core, then offset) with non-decreasing starts inside a segment."""
+    (core, then offset) with non-decreasing starts inside a segment (``acc``: a frame of
+    accesses or :func:`sweep_columns`)."""
+    acc = _as_columns(acc)
     o = _time_order(acc)
-    a = {k: acc[k].to_numpy()[o] for k in ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "row")}
-    a["write"] = acc["access"].to_numpy()[o] == "W"
-    core = a["core"].astype(np.int64)
-    lo = a["lane_offset"].astype(np.int64)
-    hi = np.minimum(lo + a["extent_bytes"].astype(np.int64), LANE_BYTES)
+    a = {k: acc[k][o] for k in (*SWEEP_COLUMNS, "write")}
+    core = a["core"].astype(np.int64, copy=False)
+    lo = a["lane_offset"].astype(np.int64, copy=False)
+    hi = np.minimum(lo + a["extent_bytes"].astype(np.int64, copy=False), LANE_BYTES)
     bp, s0, s1 = _segments(core, lo, hi)
     # per-pair arrays in 32 bits (indices below 2^31: MAX_PAIRS): half the memory traffic
     count = s1 - s0
@@ -116,7 +138,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     rep_major = rep                                  # pairs access by access, in time order
     seg, rep = seg[order], rep[order]
     write = a["write"][rep]
-    start_a, end_a, row_a = (a[k].astype(np.int64) for k in ("start_ns", "end_ns", "row"))
+    start_a, end_a, row_a = (a[k].astype(np.int64, copy=False) for k in ("start_ns", "end_ns", "row"))
     new_seg = np.r_[True, seg[1:] != seg[:-1]]
     first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
     val = np.cumsum(new_seg | write, dtype=np.int32) - 1
@@ -169,7 +191,7 @@ def live_values(acc: pd.DataFrame) -> dict[str, np.ndarray]:
         ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
     others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
     busy = np.maximum(others, np.where(row_a[rep_first] != ow_row, writer_end, np.iinfo(np.int64).min))
-    core_first = pd.Series(a["start_ns"].astype(np.int64)).groupby(core).transform("min").to_numpy()
+    core_first = start_a[np.searchsorted(core, core)]   # in time order: a core's first start
     seg_v = seg[first]
     return {
         "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
@@ -210,25 +232,29 @@ def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
 def _merge_adjacent(raw) -> pd.DataFrame:
     """One piece per run of adjacent segments holding the same value part (same value, times,
     readers, status and overwrite)."""
-    key = ["core", "value", "writer", "start_ns", "end_ns", "readers", "status", "overwritten_by",
-           "overlap_ns"]
+    # core, writer, start and "made by a write" are functions of the value (the access that made
+    # it), status of the value and its readers: only these can differ along one value
+    key = ["value", "end_ns", "readers", "overwritten_by", "overlap_ns"]
+    per_value = ["core", "writer", "start_ns", "status"]
     cols = {k: np.asarray(raw[k], np.int64) for k in key}
     lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
+    core = np.asarray(raw["core"], np.int64)
     # a value's parts by offset: the rows come by segment (offset order) for one core, so a
     # stable sort by value alone orders them by (value, lo)
-    if len(lo) and (cols["core"] == cols["core"][0]).all() and (np.diff(lo) >= 0).all():
+    if len(lo) and (core == core[0]).all() and (np.diff(lo) >= 0).all():
         order = stable_order(cols["value"])
     else:
-        order = np.lexsort((lo, cols["value"], cols["core"]))
+        order = np.lexsort((lo, cols["value"], core))
     lo, hi = lo[order], hi[order]
-    same = np.ones(max(len(lo) - 1, 0), bool)
+    same = lo[1:] == hi[:-1]
     for k in key:
         v = cols[k] = cols[k][order]
         same &= v[1:] == v[:-1]
-    same &= lo[1:] == hi[:-1]
     first = np.flatnonzero(np.r_[True, ~same]) if len(lo) else np.zeros(0, np.int64)
     last = np.r_[first[1:] - 1, len(lo) - 1] if len(lo) else first
     out = pd.DataFrame({k: cols[k][first] for k in key})
+    for k in per_value:
+        out[k] = np.asarray(raw[k], np.int64)[order[first]]
     out["lo"], out["hi"] = lo[first], hi[last]
     out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
     out["status"] = np.array(STATUS, object)[out["status"].to_numpy()]
@@ -239,9 +265,8 @@ def _merge_adjacent(raw) -> pd.DataFrame:
 def occupancy(values) -> tuple[np.ndarray, ...]:
     """Covered bytes as +/- events: per segment the union of its values' [start, end), then
     (core, bank, t, delta) of every merged piece's start and end (``values``: live_values' columns)."""
-    keep = np.asarray(values["end_ns"]) > np.asarray(values["start_ns"])
-    v = {k: np.asarray(values[k], np.int64)[keep] for k in ("seg", "start_ns", "end_ns", "core", "lo", "hi")}
-    key, start, end = v["seg"], v["start_ns"], v["end_ns"]
+    keep = np.flatnonzero(np.asarray(values["end_ns"]) > np.asarray(values["start_ns"]))
+    key, start, end = (np.asarray(values[k], np.int64)[keep] for k in ("seg", "start_ns", "end_ns"))
     if len(key) == 0:
         return tuple(np.zeros(0, np.int64) for _ in range(4))
     t0 = int(start.min())
@@ -249,8 +274,9 @@ def occupancy(values) -> tuple[np.ndarray, ...]:
     run_end = np.maximum.accumulate(end - t0 + lift) - lift + t0
     new = np.r_[True, (key[1:] != key[:-1]) | (start[1:] > run_end[:-1])]
     last = np.r_[np.flatnonzero(new)[1:] - 1, len(key) - 1]
-    core, lo = v["core"][new], v["lo"][new]
-    size = v["hi"][new] - lo
+    at = keep[new]                                  # core, lo, hi only where a union starts
+    core, lo = np.asarray(values["core"], np.int64)[at], np.asarray(values["lo"], np.int64)[at]
+    size = np.asarray(values["hi"], np.int64)[at] - lo
     return (np.r_[core, core], np.r_[lo, lo] // BANK_BYTES, np.r_[start[new], run_end[last]],
             np.r_[size, -size])
 
@@ -426,12 +452,17 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     acc = accesses(profile)
     if acc.empty or not acc["decoded"].any():
         return None
-    ok = acc[acc["decoded"].to_numpy(bool)]
-    cores = np.unique(acc["core"].to_numpy(np.int64))
+    cols = sweep_columns(acc)
+    cores = np.unique(cols["core"])
+    dec = np.flatnonzero(acc["decoded"].to_numpy(bool))
+    by_core = dec[np.argsort(cols["core"][dec], kind="stable")]
+    bounds = np.searchsorted(cols["core"][by_core], np.r_[cores, cores[-1] + 1])
     # one core at a time: the (access, segment) pairs of one core bound the memory used
     piece_parts, events, skipped, analysed = [], [], [], []
-    for c, rows in ok.groupby("core", sort=True).indices.items():
-        sub = ok.iloc[rows]
+    for c, b0, b1 in zip(cores, bounds[:-1], bounds[1:]):
+        if b0 == b1:                                       # no decoded access on this core
+            continue
+        sub = {k: v[by_core[b0:b1]] for k, v in cols.items()}
         if pair_count(sub) > MAX_PAIRS:
             skipped.append(int(c))
             continue
