@@ -409,7 +409,8 @@ def accesses(profile: Profile) -> pd.DataFrame:
     out["func"] = _labels(c["func_name"], r)
     out["start_ns"] = c["start_ns"].to_numpy(np.int64)[r]
     out["end_ns"] = c["end_ns"].to_numpy(np.int64)[r]
-    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS})
+    # fresh arrays, owned by nothing else: no consolidating copy (a third of a second at 2.6M rows)
+    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS}, copy=False)
 
 
 def _labels(col: pd.Series, rows: np.ndarray | None = None):
