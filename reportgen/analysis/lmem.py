@@ -233,10 +233,12 @@ def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
 def _merge_adjacent(raw) -> pd.DataFrame:
     """One piece per run of adjacent segments holding the same value part (same value, times,
     readers, status and overwrite)."""
-    # core, writer, start and "made by a write" are functions of the value (the access that made
-    # it), status of the value and its readers: only these can differ along one value
-    key = ["value", "end_ns", "readers", "overwritten_by", "overlap_ns"]
-    per_value = ["core", "writer", "start_ns", "status"]
+    # core, writer and start are functions of the value (the access that made it); end, readers,
+    # status and overlap of the value and the command that overwrites the part (the reads before
+    # it: a command's writes are adjacent in time order, no read between them): compare only
+    # value and overwriting command
+    key = ["value", "overwritten_by"]
+    per_value = ["core", "writer", "start_ns", "end_ns", "readers", "status", "overlap_ns"]
     cols = {k: np.asarray(raw[k], np.int64) for k in key}
     lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
     core = np.asarray(raw["core"], np.int64)
