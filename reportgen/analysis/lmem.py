@@ -44,9 +44,9 @@ PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so). It was 200,000 (the
 #: limit above which the workbook leaves out the register fields the view reads); the view now
-#: assembles those fields itself and runs at 1.16M commands (15-17 s CPU on a loaded machine, docs/metrics.md
-#: "Local memory", benchmarks/bench_hardware.py). This bounds the accesses table (about 2.2
-#: accesses per command, ~150 bytes each); MAX_PAIRS bounds the sweep's working memory per core
+#: assembles those fields itself and runs at 1.16M commands (15-17 s CPU on a loaded machine,
+#: docs/metrics.md "Local memory", benchmarks/bench_hardware.py). This bounds the accesses table
+#: (about 2.2 accesses per command, ~150 bytes each); MAX_PAIRS bounds each core's sweep memory
 MAX_COMMANDS = 2_000_000
 #: a core whose accesses expand into more (access, segment) pairs than this is not analysed
 #: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
@@ -184,12 +184,15 @@ def live_values(acc) -> dict[str, np.ndarray]:
     # a race: the overwriting command X starts while a reader other than X, or the old writer,
     # still runs; X's own reads (in-place) are the last reads before its write: step over them
     k, ok = j.copy(), valid.copy()
+    # only the values whose last read is the overwriting command's own step back (few rows)
+    mine = np.flatnonzero(ok & (rrow[np.maximum(k, 0)] == ow_row)) if has_reads else np.zeros(0, np.int64)
     for _ in range(8):                                 # a command has a handful of operands
-        mine = ok & (rrow[np.maximum(k, 0)] == ow_row) if has_reads else ok
-        if not mine.any():
+        if not len(mine):
             break
-        k = np.where(mine, k - 1, k)
-        ok = ok & (k >= 0) & (rvid[np.maximum(k, 0)] == vid)
+        km = k[mine] - 1
+        okm = (km >= 0) & (rvid[np.maximum(km, 0)] == vid[mine])
+        k[mine], ok[mine] = km, okm
+        mine = mine[okm & (rrow[np.maximum(km, 0)] == ow_row[mine])]
     others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
     busy = np.maximum(others, np.where(row_a[rep_first] != ow_row, writer_end, np.iinfo(np.int64).min))
     core_first = start_a[np.searchsorted(core, core)]   # in time order: a core's first start
