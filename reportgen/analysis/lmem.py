@@ -44,7 +44,7 @@ PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so). It was 200,000 (the
 #: limit above which the workbook leaves out the register fields the view reads); the view now
-#: assembles those fields itself and runs at 1.16M commands (15-17 s CPU on a loaded machine,
+#: assembles those fields itself and runs at 1.16M commands (15-19 s CPU on a loaded machine,
 #: docs/metrics.md "Local memory", benchmarks/bench_hardware.py). This bounds the accesses table
 #: (about 2.2 accesses per command, ~150 bytes each); MAX_PAIRS bounds each core's sweep memory
 MAX_COMMANDS = 2_000_000
