@@ -42,12 +42,11 @@ _OFF_MASK = (1 << _SEG_BITS) - 1
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
-#: above this many commands the view is not computed (a warning says so). It was 200,000 (the
-#: limit above which the workbook leaves out the register fields the view reads); the view now
-#: assembles those fields itself and runs at 1.16M commands (15-19 s CPU on a loaded machine,
-#: docs/metrics.md "Local memory", benchmarks/bench_hardware.py). This bounds the accesses table
-#: (about 2.2 accesses per command, ~150 bytes each); MAX_PAIRS bounds each core's sweep memory
-MAX_COMMANDS = 2_000_000
+#: above this many commands the view is not computed (a warning says so): its exact sweep over
+#: address segments costs 1.3 s CPU at 200k commands but 15-19 s and ~2 GB at 1.16M (the pairs grow
+#: faster than the commands; docs/metrics.md "Local memory", benchmarks/bench_hardware.py), which
+#: a full run cannot afford until the sweep works on whole intervals. MAX_PAIRS bounds each core.
+MAX_COMMANDS = 200_000
 #: a core whose accesses expand into more (access, segment) pairs than this is not analysed
 #: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
 MAX_PAIRS = 20_000_000
