@@ -94,19 +94,22 @@ def _copy_sheet_data(ws) -> None:
 
 
 def write_rows(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
-               formats: Formats, progress: Callable[[int], None] | None = None) -> None:
+               formats: Formats, progress: Callable[[int], None] | None = None,
+               after_row: Callable[[int, int], None] | None = None) -> None:
     """Write rows ``lo:hi`` of ``columns`` to ``ws`` from row ``first_row`` on, in row order:
     as sheet XML when :data:`USABLE` (and the sheet streams rows to a file), else cell by cell.
-    ``formats`` gives the Format of a number format."""
-    if USABLE and ws.constant_memory and all(c.kind != "mixed" for c in columns):
+    ``formats`` gives the Format of a number format. ``after_row(sheet row, data row)``, when
+    given, is called after each row's cells (cell by cell, so it may add to that row: links)."""
+    if USABLE and ws.constant_memory and after_row is None and all(c.kind != "mixed" for c in columns):
         _write_rows_xml(ws, sheet, columns, lo, hi, first_row, formats, progress)
     else:
-        _write_rows_cellwise(ws, sheet, columns, lo, hi, first_row, formats, progress)
+        _write_rows_cellwise(ws, sheet, columns, lo, hi, first_row, formats, progress, after_row)
 
 
 def _write_rows_cellwise(ws, sheet: str, columns: list[Column], lo: int, hi: int,
                          first_row: int, formats: Formats,
-                         progress: Callable[[int], None] | None) -> None:
+                         progress: Callable[[int], None] | None,
+                         after_row: Callable[[int, int], None] | None = None) -> None:
     """xlsxwriter's public cell API: one checked call per non-empty cell (~220k cells/s)."""
     puts = {"text": ws.write_string, "bool": ws.write_boolean, "mixed": ws.write,
             "number": ws.write_number}
@@ -123,6 +126,8 @@ def _write_rows_cellwise(ws, sheet: str, columns: list[Column], lo: int, hi: int
                     rc = put(row, c, v, fmt)
                     if rc:
                         check(rc, sheet, row)
+            if after_row is not None:
+                after_row(row, start + i)
             row += 1
         if progress is not None:
             progress(stop - start)
