@@ -1018,8 +1018,13 @@
       const specs = show.map((name) => f.head.columns.find((c) => c.stored_name === name));
       const table = el('table', {class: 'grid call-tree'});
       table.append(el('thead', {}, el('tr', {}, ...specs.map((c) => el('th', {class: c.kind === 'text' ? 'text' : ''}, c.name)))));
-      const body = el('tbody');
-      for (const i of this.index().get(id) || []) {
+      const body = el('tbody'), mine = this.index().get(id) || [];
+      if (!mine.length) {      // past the Call Stacks rows this page holds
+        body.append(el('tr', {}, el('td', {colspan: String(specs.length), class: 'na text'},
+          `Stack ${id}: its frames are not in this page (it holds the first ${group3(f.head.embedded)} ` +
+          'Call Stacks rows); the workbook and tables/Call Stacks.csv have them.')));
+      }
+      for (const i of mine) {
         body.append(el('tr', {}, ...specs.map((c) => {
           const text = fmtCell(f.col[c.stored_name][i], c);
           const td = el('td', {class: c.kind === 'text' ? 'text' : ''});

@@ -79,7 +79,13 @@ def test_stack_frames_option_keeps_the_innermost():
     assert got[("aten::linear", f"{FWD} | {MAIN}", 3)] == EXPECTED[("aten::linear", f"{FWD} | {MAIN}", 3)]
 
 
-def test_workbook_links_each_stack_row_to_its_frames(tmp_path):
+@pytest.mark.parametrize("fast", [True, False], ids=["fast-path", "public-api"])
+def test_workbook_links_each_stack_row_to_its_frames(tmp_path, monkeypatch, fast):
+    from reportgen.writers.xlsx import xlsxwriter_private
+
+    if fast and not xlsxwriter_private.USABLE:
+        pytest.skip("this xlsxwriter is not one the fast path was checked against")
+    monkeypatch.setattr(xlsxwriter_private, "USABLE", fast)
     profile, summary = _load()
     path = xlsx.write(profile, summary, tmp_path, quiet=True)
     wb = openpyxl.load_workbook(path)
@@ -113,11 +119,54 @@ def test_workbook_links_each_stack_row_to_its_frames(tmp_path):
             assert not any(isinstance(c.value, str) and c.value.startswith("=") for c in row)
 
 
+def _soffice():
+    import shutil
+
+    return shutil.which("libreoffice") or shutil.which("soffice")
+
+
+@pytest.mark.skipif(_soffice() is None, reason="LibreOffice (libreoffice/soffice) is not on PATH; "
+                    "install Debian package libreoffice-calc to run this test")
+def test_libreoffice_keeps_the_links_and_numbers(tmp_path):
+    """LibreOffice opens the workbook and saves it again: each Stack Id is still a number whose
+    link points at its first frame on Call Stacks."""
+    import subprocess
+
+    profile, summary = _load()
+    path = xlsx.write(profile, summary, tmp_path / "out", quiet=True)
+    res = subprocess.run([_soffice(), f"-env:UserInstallation=file://{tmp_path}/lo-profile", "--headless",
+                          "--convert-to", "xlsx", "--outdir", str(tmp_path / "lo"), str(path)],
+                         capture_output=True, text=True, timeout=300)
+    resaved = tmp_path / "lo" / path.name
+    assert resaved.exists(), res.stdout + res.stderr
+    ws = openpyxl.load_workbook(resaved)["Operators by Stack"]
+    head = [c.value for c in ws[1]]
+    got = [(r[0].value, r[head.index("Stack Id")].value, r[head.index("Stack Id")].hyperlink.location)
+           for r in ws.iter_rows(min_row=2) if r[head.index("Stack Id")].value is not None]
+    # Call Stacks rows (header = 1): linear 2-3, relu 4-6, add 7-8, cudaLaunchKernel 9-10
+    assert got == [("aten::linear", 1, "'Call Stacks'!A2"), ("aten::relu", 2, "'Call Stacks'!A4"),
+                   ("aten::add", 3, "'Call Stacks'!A7"), ("cudaLaunchKernel", 4, "'Call Stacks'!A9")]
+
+
 def test_html_embeds_the_call_stacks(tmp_path):
     profile, summary = _load()
     path = html_writer.write(profile, summary, tmp_path, quiet=True)
     t = read_tables(path.read_text())
     assert _trees(t["Operators by Stack"], t["Call Stacks"]) == EXPECTED
+
+
+def test_html_holds_the_frames_of_the_stack_rows_it_holds(tmp_path, monkeypatch):
+    """With 3 rows per table embedded, Operators by Stack holds Stack Id 1 (its third row:
+    aten::linear) so Call Stacks holds that stack's 2 frames, not 3 rows."""
+    from reportgen.writers.html import tables as table_writer
+
+    monkeypatch.setattr(table_writer, "TABLE_ROWS_EMBEDDED", 3)
+    profile, summary = _load()
+    path = html_writer.write(profile, summary, tmp_path, quiet=True)
+    t = read_tables(path.read_text())
+    assert t["Operators by Stack"]["Stack Id"].dropna().tolist() == [1]
+    assert t["Call Stacks"]["Stack Id"].tolist() == [1, 1]
+    assert t["Call Stacks"]["Frame"].tolist() == [MAIN, FWD]
 
 
 # --------------------------------------------------------------------------- real Chromium

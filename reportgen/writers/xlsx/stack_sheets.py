@@ -48,22 +48,25 @@ def write_stack_table(book: Book, table: pd.DataFrame, frames: pd.DataFrame, tab
     target = book.unique_name(FRAMES)   # the name the next sheet will get
     link_col = [c.header for c in cols].index("Stack Id")
     ids = cols[link_col]
+    ids.note = f"A click opens this row's call stack: its frames on the {target} sheet."
     rows = frame_rows(table, frames)
     linked = np.flatnonzero(rows >= 0)[:MAX_LINKS]
+    links = {int(i): (f"internal:'{target}'!A{rows[i] + 1}", f"its call stack: {target} row {rows[i] + 1}")
+             for i in linked}
+    ws, name = book.sheet_head(TABLE, heads_of(cols), len(table), tab, 1)
+    # links stored ahead, the rows then written by the fast path; else cell by cell with them
+    ahead = private.link_cells_ahead(ws, name, [(i + 1, link_col, url, tip)
+                                                for i, (url, tip) in links.items()])
     fmt = book.wb.add_format({"font_color": "#0563C1", "underline": 1, "num_format": "0"})
-    todo = np.zeros(len(table), bool)
-    todo[linked] = True
 
     def link(row: int, i: int) -> None:
-        if todo[i]:
-            private.check(book_ws.write_url(row, link_col, f"internal:'{target}'!A{rows[i] + 1}",
-                                            fmt, str(ids.data[i]),
-                                            f"its call stack: {target} row {rows[i] + 1}"),
-                          name, row)
+        if i in links:
+            url, tip = links[i]
+            private.check(ws.write_url(row, link_col, url, fmt, str(ids.data[i]), tip), name, row)
             # the cell keeps its number (write_url wrote text): the link is on the cell
-            private.check(book_ws.write_number(row, link_col, int(ids.data[i]), fmt), name, row)
+            private.check(ws.write_number(row, link_col, int(ids.data[i]), fmt), name, row)
 
-    book_ws, name = book.sheet_head(TABLE, heads_of(cols), len(table), tab, 1)
     with progress_bar(len(table), f"xlsx {TABLE}", "row", quiet) as bar:
-        private.write_rows(book_ws, name, cols, 0, len(table), 1, book.num, bar.update, link)
+        private.write_rows(ws, name, cols, 0, len(table), 1, book.num, bar.update,
+                           None if ahead else link)
     return [name]
