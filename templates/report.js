@@ -1022,7 +1022,7 @@
       if (!mine.length) {      // past the Call Stacks rows this page holds
         body.append(el('tr', {}, el('td', {colspan: String(specs.length), class: 'na text'},
           `Stack ${id}: its frames are not in this page (it holds the first ${group3(f.head.embedded)} ` +
-          'Call Stacks rows); the workbook and tables/Call Stacks.csv have them.')));
+          'Call Stacks rows); the workbook and tables/Call_Stacks.csv have them.')));
       }
       for (const i of mine) {
         body.append(el('tr', {}, ...specs.map((c) => {

@@ -41,6 +41,7 @@ def test_four_devices_fold_into_one_finding_per_rule(tmp_path):
                             "host launched the next kernel: device 0 85.9 %, device 1 85.9 %, "
                             "device 2 85.9 %, device 3 85.9 %")
     assert host["gain_ns"] == 4 * 2664_000            # the members' gains added
+    assert host["gain_share"] == pytest.approx(2664 / 3100)   # over the 4 devices' summed span
     idle = f.loc["fw_device_idle"]
     assert idle["text"].startswith("4 of 4 devices are idle 20 % of their span or more: device 0 87.1 %")
     assert idle["value"] == pytest.approx(2700 / 3100) and idle["subject"] == "devices 0, 1, 2, 3"

@@ -143,7 +143,8 @@ def fold(found: list[dict], cores: int, headlines: dict[str, str] = FOLDED_HEADL
     """The findings with each (rule, engine) group of ``headlines`` that fired on FOLD_MIN
     cores or more replaced by one: core None, subject the cores it fired on, value and severity
     of its most extreme member, the text naming the cores. Framework findings fold the same way
-    over devices (``noun`` "device"); their ``gain_ns`` is then the members' sum."""
+    over devices (``noun`` "device"); their ``gain_ns`` is then the members' sum. ``_members``
+    lists the folded cores."""
     groups: dict[tuple, list[dict]] = {}
     for f in found:
         if f["rule"] in headlines:
@@ -163,7 +164,7 @@ def fold(found: list[dict], cores: int, headlines: dict[str, str] = FOLDED_HEADL
         if "gain_ns" in worst:
             gains = np.array([f["gain_ns"] for f in members], float)
             worst["gain_ns"] = float(np.nansum(gains)) if np.isfinite(gains).any() else np.nan
-        out.append(dict(worst, core=None, text=f"{head}: {listed}{more}",
+        out.append(dict(worst, core=None, text=f"{head}: {listed}{more}", _members=[f["core"] for f in members],
                         subject=f"{noun}s " + ", ".join(str(f["core"]) for f in sorted(members, key=lambda f: f["core"])),
                         severity="high" if any(f["severity"] == "high" for f in members) else "medium"))
     return out

@@ -182,11 +182,16 @@ def memory_findings(peaks: dict, capacity: dict) -> list[dict]:
 
 def ranked(found: list[dict], spans: dict) -> pd.DataFrame:
     """The findings as a table, ranked like the PMU findings (findings.ranked); ``gain_share``
-    = gain / the device's span (``spans``: device -> span_ns)."""
+    = gain / the device's span (``spans``: device -> span_ns; a folded finding: its devices'
+    summed span)."""
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.DataFrame(found)
     span = pd.to_numeric(out["core"].map(spans), errors="coerce")
+    if "_members" in out:        # a folded finding: the summed span of its devices
+        summed = [sum(spans.get(d, np.nan) for d in m) if isinstance(m, list) else np.nan
+                  for m in out["_members"]]
+        span = span.fillna(pd.Series(summed, index=out.index))
     out["gain_share"] = out["gain_ns"] / span.where(span > 0)
     out["gain_scenario"] = out["rule"].map(GAIN_SCENARIOS).where(out["gain_ns"].notna(), None)
     return rank_rows(out, COLUMNS)
