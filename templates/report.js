@@ -969,12 +969,89 @@
     }
   }
 
+  /* Operators by Stack: a click on a row opens its call tree below it, the rows of Call Stacks
+   * with its Stack Id (analysis/call_stacks.py): frames outermost first, with their calls and
+   * CPU time where the trace has them; a second click closes it. Open rows stay open across
+   * sorting and filtering. */
+  class StackTable extends DataTable {
+    constructor(card, head, body, frames) {
+      super(card, head, body);
+      this.frames = frames;
+      this.open = new Set();
+      this.card.classList.add('stack-table');
+      this.draw();     // DataTable's constructor drew the rows before the frames were known
+      this.tbody.addEventListener('click', (ev) => {
+        const tr = ev.target.closest('tr[data-stack]');
+        if (!tr) return;
+        const id = tr.dataset.stack;
+        if (this.open.has(id)) this.open.delete(id); else this.open.add(id);
+        this.draw();
+      });
+    }
+    /* stack id -> indices of its frame rows (built once) */
+    index() {
+      if (!this.byStack) {
+        this.byStack = new Map();
+        const ids = this.frames.col['Stack Id'];
+        ids.forEach((v, i) => { if (v !== null) (this.byStack.get(String(v)) || this.byStack.set(String(v), []).get(String(v))).push(i); });
+      }
+      return this.byStack;
+    }
+    draw() {
+      if (!this.frames) { super.draw(); return; }
+      super.draw();
+      const idCol = this.cols.findIndex((c) => c.stored_name === 'Stack Id');
+      const rows = this.rows();
+      Array.from(this.tbody.children).forEach((tr, r) => {
+        const v = this.values[idCol][rows ? rows[r] : r];
+        if (v === null) return;
+        const id = String(v);
+        tr.dataset.stack = id;
+        tr.classList.add('has-stack');
+        tr.setAttribute('aria-expanded', this.open.has(id) ? 'true' : 'false');
+        if (this.open.has(id)) tr.after(this.tree(id));
+      });
+    }
+    /* The call tree row of stack ``id``: a small table of its frames. */
+    tree(id) {
+      const f = this.frames, show = ['Level', 'Frame', 'Frame Calls', 'Frame CPU total (us)'];
+      const specs = show.map((name) => f.head.columns.find((c) => c.stored_name === name));
+      const table = el('table', {class: 'grid call-tree'});
+      table.append(el('thead', {}, el('tr', {}, ...specs.map((c) => el('th', {class: c.kind === 'text' ? 'text' : ''}, c.name)))));
+      const body = el('tbody'), mine = this.index().get(id) || [];
+      if (!mine.length) {      // past the Call Stacks rows this page holds
+        body.append(el('tr', {}, el('td', {colspan: String(specs.length), class: 'na text'},
+          `Stack ${id}: its frames are not in this page (it holds the first ${group3(f.head.embedded)} ` +
+          'Call Stacks rows); the workbook and tables/Call_Stacks.csv have them.')));
+      }
+      for (const i of mine) {
+        body.append(el('tr', {}, ...specs.map((c) => {
+          const text = fmtCell(f.col[c.stored_name][i], c);
+          const td = el('td', {class: c.kind === 'text' ? 'text' : ''});
+          td.textContent = text === null ? 'n/a' : text;
+          if (c.stored_name === 'Frame') td.style.paddingLeft = (f.col.Level[i] - 1) * 1.2 + 'em';
+          return td;
+        })));
+      }
+      table.append(body);
+      return el('tr', {class: 'stack-frames', 'data-frames-of': id}, el('td', {colspan: String(this.cols.length)}, table));
+    }
+  }
+
   const tables = {};
   async function drawTables() {
     const bodies = await loadTables();
+    const stackK = DATA.tables.findIndex((h) => h.name === 'Call Stacks');
     DATA.tables.forEach((head, k) => {
       if (tables[head.id]) return;
-      tables[head.id] = new DataTable(document.getElementById('table-' + head.id), head, bodies[k]);
+      const card = document.getElementById('table-' + head.id);
+      if (head.name === 'Operators by Stack' && stackK >= 0) {
+        const fh = DATA.tables[stackK], col = {};
+        fh.columns.forEach((c, j) => { col[c.stored_name] = bodies[stackK].columns[j]; });
+        tables[head.id] = new StackTable(card, head, bodies[k], {head: fh, col});
+      } else {
+        tables[head.id] = new DataTable(card, head, bodies[k]);
+      }
     });
     for (const a of document.querySelectorAll('.toc a[data-target]')) {
       a.addEventListener('click', (ev) => {

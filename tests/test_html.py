@@ -357,7 +357,7 @@ def assert_tables_equal(got: dict[str, pd.DataFrame], want: dict[str, pd.DataFra
     for name, df in want.items():
         page = got[name]
         assert list(page.columns) == [str(c) for c in df.columns], name
-        assert len(page) == min(len(df), table_writer.TABLE_ROWS_EMBEDDED), name
+        assert len(page) == min(len(df), table_writer.embedded_rows(want, name)), name
         for col in df.columns:
             mine, theirs = page[str(col)], df[col].iloc[:len(page)]
             if pd.api.types.is_integer_dtype(theirs):                      # exact, also past 2**53

@@ -138,28 +138,34 @@ FOLD_MIN = 3
 LISTED = 8          # cores named in a folded finding's text, most extreme first
 
 
-def fold(found: list[dict], cores: int) -> list[dict]:
-    """The findings with each (rule, engine) group of FOLDED_HEADLINES that fired on FOLD_MIN
+def fold(found: list[dict], cores: int, headlines: dict[str, str] = FOLDED_HEADLINES,
+         noun: str = "core") -> list[dict]:
+    """The findings with each (rule, engine) group of ``headlines`` that fired on FOLD_MIN
     cores or more replaced by one: core None, subject the cores it fired on, value and severity
-    of its most extreme member, the text naming the cores."""
+    of its most extreme member, the text naming the cores. Framework findings fold the same way
+    over devices (``noun`` "device"); their ``gain_ns`` is then the members' sum. ``_members``
+    lists the folded cores."""
     groups: dict[tuple, list[dict]] = {}
     for f in found:
-        if f["rule"] in FOLDED_HEADLINES:
+        if f["rule"] in headlines:
             groups.setdefault((f["rule"], f["engine"]), []).append(f)
-    out = [f for f in found if f["rule"] not in FOLDED_HEADLINES
+    out = [f for f in found if f["rule"] not in headlines
            or len(groups[(f["rule"], f["engine"])]) < FOLD_MIN]
     for (rule, engine), members in groups.items():
         if len(members) < FOLD_MIN:
             continue
         members = sorted(members, key=lambda f: -RULES[rule].excess(f["value"]))
-        head = FOLDED_HEADLINES[rule].format(engine=engine, n=len(members), cores=cores,
+        head = headlines[rule].format(engine=engine, n=len(members), cores=cores,
                                              threshold=RULES[rule].threshold, share=f"{100 * RULES[rule].threshold:g} %",
                                              context=members[0]["_context"])
         listed = ", ".join(f["_detail"] for f in members[:LISTED])
         more = f" and {len(members) - LISTED} more" if len(members) > LISTED else ""
-        worst = members[0]
-        out.append(dict(worst, core=None, text=f"{head}: {listed}{more}",
-                        subject="cores " + ", ".join(str(f["core"]) for f in sorted(members, key=lambda f: f["core"])),
+        worst = dict(members[0])
+        if "gain_ns" in worst:
+            gains = np.array([f["gain_ns"] for f in members], float)
+            worst["gain_ns"] = float(np.nansum(gains)) if np.isfinite(gains).any() else np.nan
+        out.append(dict(worst, core=None, text=f"{head}: {listed}{more}", _members=[f["core"] for f in members],
+                        subject=f"{noun}s " + ", ".join(str(f["core"]) for f in sorted(members, key=lambda f: f["core"])),
                         severity="high" if any(f["severity"] == "high" for f in members) else "medium"))
     return out
 

@@ -33,7 +33,7 @@ from reportgen.analysis.steps import rank_table, step_table
 from reportgen.model import Profile, VendorOutput
 
 #: report order of the framework tables (writers show ``profile.tables`` in dict order)
-TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Kernels", "Op Statistic", "Steps", "Ranks",
+TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Call Stacks", "Kernels", "Op Statistic", "Steps", "Ranks",
                "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline",
                "Memory Allocations", "Memory at Peak")
 
@@ -46,7 +46,12 @@ TABLE_DEFINITIONS = {
     "Operators by Shape": "Operators grouped by name and input shapes (shapes ';'-joined, dims ','; "
                           "Kineto traces: as torch prints them, [[5, 64], []]).",
     "Operators by Stack": "torch key_averages(group_by_stack_n=N): operators grouped by name and the "
-                          "top N frames (innermost first) of their call stack, the Source Location.",
+                          "top N frames (innermost first) of their call stack, the Source Location; "
+                          "Stack Id: its frames in Call Stacks.",
+    "Call Stacks": "The frames of each Operators by Stack row (Stack Id), outermost first (Level 1): "
+                   "Frame Calls = distinct python frame slices at that level holding the row's "
+                   "operators, Frame CPU total = their summed duration (us); empty for frames "
+                   "named only by a Call stack arg.",
     "Kernels": "Device work (no waits, syncs or markers) grouped by name and launch geometry: "
                "calls, total/avg/min/max (us), share of all device work time; occupancy columns "
                "are duration-weighted means.",

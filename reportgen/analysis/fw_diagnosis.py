@@ -15,6 +15,7 @@ import pandas as pd
 
 from reportgen.analysis import fw_findings as ff
 from reportgen.analysis.device_time import KEYS, DeviceTime, device_time
+from reportgen.analysis.findings import fold
 from reportgen.analysis.launch_stats import launch_arrays, launch_stats, launch_totals
 from reportgen.analysis.step_variation import step_variation
 from reportgen.model import Profile
@@ -84,6 +85,7 @@ def diagnose_framework(profile: Profile) -> FrameworkDiagnosis:
              + ff.operator_findings(profile.tables.get("Operators"))
              + ff.memory_findings(_memory_peaks(profile), capacity))
     spans = dict(zip(dt.devices["device"], dt.devices["span_ns"]))
+    found = fold(found, len(spans), ff.FOLDED_HEADLINES, "device")   # as PMU findings fold
     diag = FrameworkDiagnosis(dt, launch, variation, ff.ranked(found, spans))
     tables = {"Device Time": dt.devices, "Device Time per Step": dt.steps,
               "Launch Statistics": launch, "Step Variation": variation}

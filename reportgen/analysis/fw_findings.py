@@ -31,11 +31,35 @@ def _ms(ns: float) -> str:
     return f"{ns / 1e6:.3f} ms"
 
 
-def _finding(rule: str, value: float, text: str, device=None, subject=None, gain=np.nan) -> dict:
+def _finding(rule: str, value: float, text: str, device=None, subject=None, gain=np.nan,
+             context: str = "") -> dict:
+    """One finding; ``_detail`` (device and value) and ``_context`` (what all devices share)
+    are what a folded finding (findings.fold) lists of it."""
     r = RULES[rule]
+    shown = _pct(value) if r.unit == "%" else f"{value:.2f}x"
     return {"rule": rule, "severity": r.severity(value), "core": device, "engine": None,
             "subject": subject, "value": float(value), "threshold": r.threshold, "unit": r.unit,
-            "text": text, "gain_ns": float(gain)}
+            "text": text, "gain_ns": float(gain),
+            "_detail": f"device {device} {shown}" + (f" ({subject})" if subject else ""),
+            "_context": context}
+
+
+#: per-device rules whose findings fold into one when they fire on findings.FOLD_MIN devices or
+#: more (the PMU findings' mechanism, findings.fold): rule -> headline
+FOLDED_HEADLINES = {
+    "fw_device_idle": "{n} of {cores} devices are idle {share} of their span or more",
+    "fw_host_bound": "{n} of {cores} devices are host-bound: idle {share} of their span or more "
+                     "before the host launched the next kernel",
+    "fw_launch_bound": "{n} of {cores} devices are launch-bound: idle {share} of their span or more "
+                       "while the next kernel's launch call ran",
+    "fw_sync_bound": "{n} of {cores} devices are idle {share} of their span or more in "
+                     "synchronisation",
+    "fw_exposed_comm": "{n} of {cores} devices spend {share} of their span or more in "
+                       "communication no compute overlaps",
+    "fw_uneven_steps": "{n} of {cores} devices have a step at least {threshold:g}x their median step",
+    "fw_memory_capacity": "{n} of {cores} devices peak at {share} of their memory or more",
+    "fw_straggler": "{n} of {cores} devices compute at least {threshold:g}x the median ({context})",
+}
 
 
 #: idle-cause rules: rule -> (part, sentence after "device N: ", what a fix is)
@@ -94,7 +118,7 @@ def straggler_findings(devices: pd.DataFrame) -> list[dict]:
     return [_finding("fw_straggler", c / median,
                      f"device {d} computes {_ms(c)}, {c / median:.2f}x the median {_ms(median)} "
                      f"over {len(devices)} devices: the others wait for it", device=int(d),
-                     gain=c - median)
+                     gain=c - median, context=f"median {_ms(median)}")
             for d, c in zip(devices["device"], compute) if RULES["fw_straggler"].fires(c / median)]
 
 
@@ -158,11 +182,16 @@ def memory_findings(peaks: dict, capacity: dict) -> list[dict]:
 
 def ranked(found: list[dict], spans: dict) -> pd.DataFrame:
     """The findings as a table, ranked like the PMU findings (findings.ranked); ``gain_share``
-    = gain / the device's span (``spans``: device -> span_ns)."""
+    = gain / the device's span (``spans``: device -> span_ns; a folded finding: its devices'
+    summed span)."""
     if not found:
         return pd.DataFrame(columns=COLUMNS)
     out = pd.DataFrame(found)
     span = pd.to_numeric(out["core"].map(spans), errors="coerce")
+    if "_members" in out:        # a folded finding: the summed span of its devices
+        summed = [sum(spans.get(d, np.nan) for d in m) if isinstance(m, list) else np.nan
+                  for m in out["_members"]]
+        span = span.fillna(pd.Series(summed, index=out.index))
     out["gain_share"] = out["gain_ns"] / span.where(span > 0)
     out["gain_scenario"] = out["rule"].map(GAIN_SCENARIOS).where(out["gain_ns"].notna(), None)
     return rank_rows(out, COLUMNS)

@@ -15,6 +15,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.call_stacks import call_stack_tables
 from reportgen.analysis.calltree import first_category, nearest_ancestor, subtree_sum
 from reportgen.analysis.operators import key_names
 from reportgen.intervals import operator_parents
@@ -149,9 +150,12 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
         else np.zeros(len(fpk), np.int64)
     kh = h.iloc[np.flatnonzero(kept)]
     stack = _stacks(kh["args"], stack_n)
-    frames = _python_frames(np.where(kept, final_parent, -1), c == "python_function", key, stack_n)
+    frames, frame_rows = _python_frames(np.where(kept, final_parent, -1), c == "python_function",
+                                        key, stack_n)
     no_arg = (stack == "") & (c[kept] != "python_function")
     stack[no_arg] = frames[kept][no_arg]
+    # the python frame slices of each level (innermost first) where they made the stack
+    frame_rows = np.where(no_arg[:, None], frame_rows[kept], -1)
     out = pd.DataFrame({
         "name": key[kept], "kind": "cpu",
         "annotation": c[kept] == "user_annotation",
@@ -161,6 +165,9 @@ def function_events(profile: Profile, stack_n: int = STACK_N) -> pd.DataFrame:
         "cpu_mem": kc, "self_cpu_mem": minus_children(kc),
         "dev_mem": kdm, "self_dev_mem": minus_children(kdm),
     })
+    for k in range(frame_rows.shape[1]):     # analysis.call_stacks: calls and time per frame
+        out[f"frame{k}"] = frame_rows[:, k]
+        out[f"frame{k}_ns"] = np.where(frame_rows[:, k] >= 0, dur[np.maximum(frame_rows[:, k], 0)], 0)
     parts = [out]
     dev_parts = []
     if len(dev_rows):
@@ -233,23 +240,26 @@ def _memory_usage(profile: Profile, h: pd.DataFrame, start: np.ndarray, end: np.
 
 
 def _python_frames(parent: np.ndarray, is_python: np.ndarray, names: np.ndarray, n: int
-                   ) -> np.ndarray:
+                   ) -> tuple[np.ndarray, np.ndarray]:
     """Per slice, the names of the (at most ``n``) python frames enclosing it in the tree
-    ``parent``, innermost first, joined by STACK_SEP; torch's frame filter applied."""
+    ``parent``, innermost first, joined by STACK_SEP; torch's frame filter applied.  Also
+    those frames' slices, one column per level (innermost first, -1: none)."""
     codes, uniq = pd.factorize(pd.Series(names, dtype=object).astype(str))
     dropped = np.array([any(a in s and b in s for a, b in FILTERED_FRAMES) for s in uniq] + [False], bool)
     ok = is_python & ~dropped[codes]
-    cols = []
+    cols, ids = [], []
     cur = nearest_ancestor(parent, ok) if n > 0 else np.full(len(parent), -1, np.int64)
     for _ in range(n):
         if not (cur >= 0).any():
             break
         cols.append(np.where(cur >= 0, names[np.maximum(cur, 0)], None))
+        ids.append(cur)
         nxt = nearest_ancestor(parent, ok, np.maximum(cur, 0))
         cur = np.where(cur >= 0, nxt, -1)
+    rows = np.stack(ids, axis=1) if ids else np.full((len(parent), 0), -1, np.int64)
     if not cols:
-        return np.full(len(parent), "", object)
-    return np.array([STACK_SEP.join(f for f in row if f is not None) for row in zip(*cols)], object)
+        return np.full(len(parent), "", object), rows
+    return np.array([STACK_SEP.join(f for f in row if f is not None) for row in zip(*cols)], object), rows
 
 
 def _shapes(args: pd.Series) -> np.ndarray:
@@ -322,5 +332,6 @@ def operator_tables(profile: Profile, stack_frames: int = STACK_N) -> dict[str, 
     if (events["shapes"] != "[]").any():
         out["Operators by Shape"] = key_averages(events, "shapes")
     if (events["stack"] != "").any():
-        out["Operators by Stack"] = key_averages(events, "stack")
+        out["Operators by Stack"], out["Call Stacks"] = call_stack_tables(
+            events, key_averages(events, "stack"), STACK_SEP)
     return out

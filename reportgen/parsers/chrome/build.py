@@ -13,6 +13,7 @@ from reportgen.parsers.chrome.classify import (ASCEND_SYNC_TASKS, DEVICE_MARKER_
                                                DEVICE_PROCESSES, DEVICE_WAIT_CATS,
                                                HOST_ROLES, DEVICE_PROCESS_NAME_NUM, PID_DEVICE_LABEL,
                                                classify, per_unique, role_category)
+from reportgen.parsers.chrome.device_props import capacities
 from reportgen.parsers.chrome.events import TraceData
 from reportgen.parsers.chrome.link import Forest, host_tree, link_devices, track_of
 
@@ -76,6 +77,9 @@ def build_profile(traces: list[TraceData], cores: list[int | None] | None = None
     if len(steps):
         profile.source_tables["Step Trace"] = steps
     meta.num_cores = int(commands["core"].nunique()) if len(commands) else 0
+    memory = capacities(traces, cores)     # deviceProperties: what each device holds
+    if memory:
+        meta.arch["device_memory_bytes"] = memory
     if not len(commands) and not len(host_out) and not len(steps):
         meta.warn("empty-trace", "no slices found in the trace", meta.input_path)
     return profile

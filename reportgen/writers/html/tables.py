@@ -23,6 +23,8 @@ TABLE_ROWS_SHOWN = 500
 #: Rows embedded per table: sorting a column sorts all of them. Longer tables keep their first
 #: rows in the page (the workbook and tables/*.csv have every row) and the page says so.
 TABLE_ROWS_EMBEDDED = 20_000
+#: Call Stacks rows embedded at most (the frames of the Operators by Stack rows embedded)
+CALL_STACK_ROWS_EMBEDDED = 10 * TABLE_ROWS_EMBEDDED
 #: Definitions of tables that are not framework analyses (analysis.framework has the others).
 EXTRA_DEFINITIONS = {
     "Device lanes": "Per device, one row per stream/lane: commands, busy = union of the lane's "
@@ -111,6 +113,20 @@ def _column_values(values: pd.Series, kind: str) -> list[Any]:
     return [None if not math.isfinite(v) else v for v in out]
 
 
+def embedded_rows(tables: dict[str, pd.DataFrame], name: str) -> int:
+    """Rows of table ``name`` the page holds: TABLE_ROWS_EMBEDDED; Call Stacks: every frame of
+    the Operators by Stack rows the page holds (a click on one opens them), at most
+    CALL_STACK_ROWS_EMBEDDED."""
+    stacks = tables.get("Operators by Stack")
+    if name != "Call Stacks" or stacks is None or "Stack Id" not in stacks.columns:
+        return TABLE_ROWS_EMBEDDED
+    last = stacks["Stack Id"].iloc[:TABLE_ROWS_EMBEDDED].max()
+    if last is pd.NA or last != last:
+        return 0
+    ids = tables[name]["Stack Id"].to_numpy()
+    return min(int(np.searchsorted(ids, int(last), "right")), CALL_STACK_ROWS_EMBEDDED)
+
+
 def table_payload(profile: Profile) -> tuple[list[dict[str, Any]], bytes]:
     """Every table of ``profile.tables`` column by column, as one gzip'd JSON document.
 
@@ -121,7 +137,7 @@ def table_payload(profile: Profile) -> tuple[list[dict[str, Any]], bytes]:
     heads, bodies = [], []
     for i, name in enumerate(table_order(profile)):
         df = profile.tables[name]
-        part = df.iloc[:TABLE_ROWS_EMBEDDED]
+        part = df.iloc[:embedded_rows(profile.tables, name)]
         cols, values = [], []
         for j, col in enumerate(df.columns):
             fmt = column_format(str(col), df.iloc[:, j])

@@ -55,7 +55,7 @@ from xlsxwriter.exceptions import XlsxWriterException
 from reportgen.errors import OutputError
 from reportgen.model import Profile
 from reportgen.writers.atomic import atomic_path
-from reportgen.writers.xlsx import summary_sheet, workbook
+from reportgen.writers.xlsx import stack_sheets, summary_sheet, workbook
 from reportgen.writers.xlsx.layer_sheets import write_layer_sheets
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import cut_count
@@ -156,6 +156,10 @@ def _write_workbook(book: workbook.Book, profile: Profile, summary: pd.DataFrame
     for name, table in profile.tables.items():
         cols = table_columns(table)
         cut += cut_count(cols)
+        if stack_sheets.linked(profile.tables, name):   # Stack Id cells link into Call Stacks
+            notes.table(name, stack_sheets.write_stack_table(
+                book, table, profile.tables[stack_sheets.FRAMES], "#31869B", quiet))
+            continue
         notes.table(name, book.table_sheets(name, cols, len(table), "#31869B", quiet, 1))
     notes.write(book, summary_ws, note_row, cut)
     summary_ws.activate()

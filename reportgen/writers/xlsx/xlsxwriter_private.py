@@ -1,7 +1,7 @@
 """Every use of xlsxwriter's internals, behind one version check, with the public-API way
 beside each.
 
-The fast workbook path needs four things xlsxwriter has no public API for:
+The fast workbook path needs five things xlsxwriter has no public API for:
 
 * rows appended as sheet XML (``sheet_xml``) to a constant_memory sheet's row file
   (``row_data_fh``), with the bookkeeping xlsxwriter relies on (``_write_single_row``,
@@ -11,7 +11,9 @@ The fast workbook path needs four things xlsxwriter has no public API for:
   replaced on the sheet): xlsxwriter decodes and re-encodes it in 64 kB text pieces;
 * the zip written with a chosen zlib level (3, not 6: the ``ZipFile`` name in
   ``xlsxwriter.workbook`` swapped for the duration of ``close()``);
-* rows another process built moved into a sheet (``append_rows_file``).
+* rows another process built moved into a sheet (``append_rows_file``);
+* hyperlinks stored for cells the fast path writes later (``link_cells_ahead``: ``write_url``
+  with ``ignore_write_string`` set, as xlsxwriter's own ``add_table`` does).
 
 They were read against the source of xlsxwriter 3.1.0 and 3.3.1 (:data:`VERIFIED`, the range
 setup.cfg allows). With any other version :data:`USABLE` is False and the workbook is written
@@ -94,19 +96,39 @@ def _copy_sheet_data(ws) -> None:
 
 
 def write_rows(ws, sheet: str, columns: list[Column], lo: int, hi: int, first_row: int,
-               formats: Formats, progress: Callable[[int], None] | None = None) -> None:
+               formats: Formats, progress: Callable[[int], None] | None = None,
+               after_row: Callable[[int, int], None] | None = None) -> None:
     """Write rows ``lo:hi`` of ``columns`` to ``ws`` from row ``first_row`` on, in row order:
     as sheet XML when :data:`USABLE` (and the sheet streams rows to a file), else cell by cell.
-    ``formats`` gives the Format of a number format."""
-    if USABLE and ws.constant_memory and all(c.kind != "mixed" for c in columns):
+    ``formats`` gives the Format of a number format. ``after_row(sheet row, data row)``, when
+    given, is called after each row's cells (cell by cell, so it may add to that row: links)."""
+    if USABLE and ws.constant_memory and after_row is None and all(c.kind != "mixed" for c in columns):
         _write_rows_xml(ws, sheet, columns, lo, hi, first_row, formats, progress)
     else:
-        _write_rows_cellwise(ws, sheet, columns, lo, hi, first_row, formats, progress)
+        _write_rows_cellwise(ws, sheet, columns, lo, hi, first_row, formats, progress, after_row)
+
+
+def link_cells_ahead(ws, sheet: str, links: list[tuple[int, int, str, str]]) -> bool:
+    """Hyperlinks ``(row, col, url, tip)`` on cells of rows not yet written, which the fast
+    path writes afterwards (their values stay as written: numbers stay numbers). xlsxwriter's
+    ``write_url`` with its ``ignore_write_string`` switch (what its ``add_table`` uses) stores
+    the link without writing a cell. False when the fast path is not usable: the caller then
+    writes the links with the rows through :func:`write_rows`'s ``after_row``."""
+    if not (USABLE and ws.constant_memory):
+        return False
+    ws.ignore_write_string = True
+    try:
+        for row, col, url, tip in links:
+            check(ws.write_url(row, col, url, None, None, tip), sheet, row)
+    finally:
+        ws.ignore_write_string = False
+    return True
 
 
 def _write_rows_cellwise(ws, sheet: str, columns: list[Column], lo: int, hi: int,
                          first_row: int, formats: Formats,
-                         progress: Callable[[int], None] | None) -> None:
+                         progress: Callable[[int], None] | None,
+                         after_row: Callable[[int, int], None] | None = None) -> None:
     """xlsxwriter's public cell API: one checked call per non-empty cell (~220k cells/s)."""
     puts = {"text": ws.write_string, "bool": ws.write_boolean, "mixed": ws.write,
             "number": ws.write_number}
@@ -123,6 +145,8 @@ def _write_rows_cellwise(ws, sheet: str, columns: list[Column], lo: int, hi: int
                     rc = put(row, c, v, fmt)
                     if rc:
                         check(rc, sheet, row)
+            if after_row is not None:
+                after_row(row, start + i)
             row += 1
         if progress is not None:
             progress(stop - start)
