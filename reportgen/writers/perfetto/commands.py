@@ -158,9 +158,11 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
         k = (launch_pos >= lo) & (launch_pos < hi)
         terminating[launch_pos[k] - lo] = launch_flow[k]
         te.fixed64(48, terminating, terminating > 0)
-        rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
+        # packets B0 E0 B1 E1 ...: each one's time as the delta from the previous one
+        delta = t.deltas(np.repeat(seq_rows, 2), np.column_stack([start[rows], end[rows]]).ravel() + base)
+        rec = Rows(n).message(1, packet(n, delta[0::2], seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)
-        rec.message(1, packet(n, end[rows] + base, seq_rows, end_ev))
+        rec.message(1, packet(n, delta[1::2], seq_rows, end_ev))
         return rec.tobytes()
 
     return Plan(len(c), seq_ids, uuid_of, first_ts, encode, used)

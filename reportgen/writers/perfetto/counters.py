@@ -70,7 +70,7 @@ def _counter_plan(device: Device, name: str, unit: str, core: np.ndarray, ts: np
         n = hi - lo
         te = Rows(n).const(9, COUNTER)
         te.fixed64(44, value[lo:hi].astype(np.float64))
-        return Rows(n).message(1, packet(n, ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+        return Rows(n).message(1, packet(n, t.deltas(seq[lo:hi], ts[lo:hi] + base), seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(cores), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, ts + base)

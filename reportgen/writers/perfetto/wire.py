@@ -172,6 +172,7 @@ def annotations(te: Rows, arg_iid: dict[str, int],
 
 
 def packet(n: int, ts: np.ndarray, seq: np.ndarray, event: Rows) -> Rows:
-    """One TracePacket per row: timestamp, the TrackEvent, its sequence; uses interned data."""
+    """One TracePacket per row: timestamp (on the sequence's incremental clock: the delta from
+    its previous packet, ``Trace.deltas``), the TrackEvent, its sequence; uses interned data."""
     pkt = Rows(n).varint(8, ts.astype(np.int64)).message(11, event)
     return pkt.varint(10, seq.astype(np.int64)).const(13, SEQ_NEEDS_STATE)
