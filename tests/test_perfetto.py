@@ -38,6 +38,7 @@ def decode(path: Path) -> dict:
     stacks: dict[int, list] = defaultdict(list)
     default_track: dict[int, int] = {}
     default_clock: dict[int, int] = {}
+    default_counters: dict[int, list] = {}
     clocks: dict[tuple[int, int], list] = {}     # (seq, clock id 64-127) -> [value, trace time, incremental]
     slices, counters = [], []
     flows_out, flows_in = defaultdict(list), {}
@@ -59,6 +60,7 @@ def decode(path: Path) -> dict:
             continue
         if pkt.HasField("trace_packet_defaults"):
             default_track[seq] = pkt.trace_packet_defaults.track_event_defaults.track_uuid
+            default_counters[seq] = list(pkt.trace_packet_defaults.track_event_defaults.extra_double_counter_track_uuids)
             default_clock[seq] = pkt.trace_packet_defaults.timestamp_clock_id
         if pkt.HasField("timestamp"):
             cid = pkt.timestamp_clock_id if pkt.HasField("timestamp_clock_id") else default_clock.get(seq, 0)
@@ -84,6 +86,13 @@ def decode(path: Path) -> dict:
         te, table = pkt.track_event, interned[seq]
         track = te.track_uuid if te.HasField("track_uuid") else default_track[seq]
         assert track in tracks, "event on an undeclared track"
+        # extra counter values: points of counter tracks (the event's, else the sequence's default)
+        assert not te.extra_counter_values, "integer extra counter values are not expected"
+        extra = list(te.extra_double_counter_track_uuids) or default_counters.get(seq, [])
+        assert len(te.extra_double_counter_values) <= len(extra)
+        for uuid, value in zip(extra, te.extra_double_counter_values):
+            assert tracks[uuid].HasField("counter")
+            counters.append((uuid, ts, value))
         if te.type == C:
             assert tracks[track].HasField("counter")
             counters.append((track, ts, te.double_counter_value))
@@ -110,6 +119,7 @@ def decode(path: Path) -> dict:
         if te.type == B:
             stacks[track].append(sl)
     assert all(not s for s in stacks.values()), "unbalanced slices"
+    counters.sort(key=lambda x: x[1])       # by time, as a trace processor sorts events (stable)
     for d in tracks.values():
         assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"
     return {"tracks": tracks, "slices": slices, "counters": counters,

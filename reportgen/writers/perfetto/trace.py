@@ -56,7 +56,8 @@ class Interned:
         return {i: s for s, i in self.ids.items()}
 
 
-def _uuid(path: str) -> int:
+def path_uuid(path: str) -> int:
+    """A track's uuid, derived from its path (so two runs write identical bytes)."""
     return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=8).digest(), "little") >> 1
 
 
@@ -81,7 +82,7 @@ class Trace:
     def track(self, path: str, name: str, parent: int | None = None, rank: int | None = None,
               counter_unit: str | None = None, explicit: bool = False, description: str = "",
               process: tuple[int, str] | None = None, thread: tuple[int, int, str] | None = None) -> int:
-        uuid = _uuid(path)
+        uuid = path_uuid(path)
         if uuid in self.uuids:
             raise RuntimeError(f"duplicate track {path}")
         self.uuids.add(uuid)
@@ -117,12 +118,13 @@ class Trace:
         return np.arange(first, first + count, dtype=np.int64)
 
     def intern(self, seq: np.ndarray, track: np.ndarray, first_ts: np.ndarray,
-               used: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
+               used: dict[str, tuple[np.ndarray, np.ndarray]], counters: np.ndarray) -> None:
         """First packets of every sequence: one clears incremental state, makes the sequence's
         track the default ``track_uuid`` of its events, its incremental clock their default
         clock, and declares the iids the sequence uses; the next one is the clock's snapshot
         (its value ``first_ts`` = the same trace time), so events carry only the delta from the
-        sequence's previous packet (:meth:`deltas`).
+        sequence's previous packet (:meth:`deltas`); ``counters[k]`` (0: none) is the default
+        track of the extra double counter values of sequence k's events (:mod:`.riding`).
 
         ``used[table] = (sequence, iid)`` pairs, unique; tables: names, cats, args, strings.
         """
@@ -138,12 +140,14 @@ class Trace:
                   "cats": lambda d, i, x: d.event_categories.add(iid=i, name=x),
                   "args": lambda d, i, x: d.debug_annotation_names.add(iid=i, name=x),
                   "strings": lambda d, i, x: d.debug_annotation_string_values.add(iid=i, str=x.encode())}
-        for k, (s, uuid, ts) in enumerate(zip(seq, track, first_ts)):
+        for k, (s, uuid, ts, counter) in enumerate(zip(seq, track, first_ts, counters)):
             pkt = out.packet.add()
             pkt.trusted_packet_sequence_id = int(s)
             pkt.sequence_flags = SEQ_CLEARED
             pkt.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
             pkt.trace_packet_defaults.track_event_defaults.track_uuid = int(uuid)
+            if counter:
+                pkt.trace_packet_defaults.track_event_defaults.extra_double_counter_track_uuids.append(int(counter))
             for table, (iids, lo, hi) in cut.items():
                 for iid in iids[lo[k]:hi[k]]:
                     adders[table](pkt.interned_data, int(iid), lookup[table][int(iid)])
@@ -202,3 +206,4 @@ class Plan:
     first_ts: np.ndarray                    # earliest event time per track
     encode: Callable[[int, int], bytes]     # the packets of events lo..hi
     used: dict[str, tuple[np.ndarray, np.ndarray]]
+    counters: np.ndarray | None = None      # per track: the counter its events' extra values go to (0: none)
