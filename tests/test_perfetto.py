@@ -60,7 +60,9 @@ def decode(path: Path) -> dict:
             continue
         if pkt.HasField("trace_packet_defaults"):
             default_track[seq] = pkt.trace_packet_defaults.track_event_defaults.track_uuid
-            default_counters[seq] = list(pkt.trace_packet_defaults.track_event_defaults.extra_double_counter_track_uuids)
+            ted = pkt.trace_packet_defaults.track_event_defaults
+            default_counters[seq] = {"": list(ted.extra_counter_track_uuids),
+                                     "double_": list(ted.extra_double_counter_track_uuids)}
             default_clock[seq] = pkt.trace_packet_defaults.timestamp_clock_id
         if pkt.HasField("timestamp"):
             cid = pkt.timestamp_clock_id if pkt.HasField("timestamp_clock_id") else default_clock.get(seq, 0)
@@ -86,13 +88,15 @@ def decode(path: Path) -> dict:
         te, table = pkt.track_event, interned[seq]
         track = te.track_uuid if te.HasField("track_uuid") else default_track[seq]
         assert track in tracks, "event on an undeclared track"
-        # extra counter values: points of counter tracks (the event's, else the sequence's default)
-        assert not te.extra_counter_values, "integer extra counter values are not expected"
-        extra = list(te.extra_double_counter_track_uuids) or default_counters.get(seq, [])
-        assert len(te.extra_double_counter_values) <= len(extra)
-        for uuid, value in zip(extra, te.extra_double_counter_values):
-            assert tracks[uuid].HasField("counter")
-            counters.append((uuid, ts, value))
+        # extra counter values (int, then double): points of counter tracks, the event's or the
+        # sequence's default ones; a trace processor keeps every counter value as a double
+        for kind in ("", "double_"):
+            values = list(getattr(te, f"extra_{kind}counter_values"))
+            extra = list(getattr(te, f"extra_{kind}counter_track_uuids")) or default_counters.get(seq, {}).get(kind, [])
+            assert len(values) <= len(extra), "extra counter value without a track"
+            for uuid, value in zip(extra, values):
+                assert tracks[uuid].HasField("counter")
+                counters.append((uuid, ts, float(value)))
         if te.type == C:
             assert tracks[track].HasField("counter")
             counters.append((track, ts, te.double_counter_value))

@@ -10,7 +10,7 @@ from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
-from reportgen.writers.perfetto.riding import Riding
+from reportgen.writers.perfetto.riding import Riding, ride_values
 from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
@@ -166,7 +166,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
         end_ev = Rows(n).const(9, SLICE_END)
         if ride is not None:                                 # counter points riding on the events
             for ev, values in ((te, ride.begin[rows]), (end_ev, ride.end[rows])):
-                ev.fixed64(46, values, ~np.isnan(values))
+                ride_values(ev, values)
         # packets B0 E0 B1 E1 ...: each one's time as the delta from the previous one
         delta = t.deltas(np.repeat(seq_rows, 2), np.column_stack([start[rows], end[rows]]).ravel() + base)
         rec = Rows(n).message(1, packet(n, delta[0::2], seq_rows, te))

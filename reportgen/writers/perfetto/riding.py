@@ -3,8 +3,10 @@
 A counter point of a core's engine (TIU uArch rate, GDMA/SDMA bandwidth) falls on the start or
 end of one of that engine's commands on that core.  Instead of a packet of its own (~22 bytes),
 such a point is written as ``TrackEvent.extra_double_counter_values`` (10 bytes) on that
-command's begin or end event; the counter track is the default
-``TrackEventDefaults.extra_double_counter_track_uuids`` of the lane's sequence, so the event
+command's begin or end event, or as ``extra_counter_values`` (an int64 varint, 2-4 bytes) when
+the value is a whole number (0 when an engine goes idle, a 100 % rate): a trace processor keeps
+counter values as doubles either way.  The counter track is the default
+``TrackEventDefaults.extra_(double_)counter_track_uuids`` of the lane's sequence, so the event
 names no track.  A trace processor imports it as the same counter row (track, ts, value).
 
 Points whose (core, time) has more than one point (two TIU commands starting at the same ns)
@@ -20,6 +22,9 @@ import pandas as pd
 
 from reportgen.writers.perfetto.columns import engine_is
 from reportgen.writers.perfetto.counters import counter_path
+from reportgen.writers.perfetto.wire import Rows
+
+EXTRA_INT, EXTRA_DOUBLE = 12, 46      # TrackEvent.extra_counter_values, extra_double_counter_values
 
 
 @dataclass
@@ -76,3 +81,12 @@ def riding(c: pd.DataFrame, series: list[tuple]) -> Riding:
         begin[ev[ev % 2 == 0] // 2] = val[ev % 2 == 0]
         end[ev[ev % 2 == 1] // 2] = val[ev % 2 == 1]
     return Riding(begin, end, rides, tracks)
+
+
+def ride_values(event: Rows, values: np.ndarray) -> None:
+    """The counter value each event carries (NaN: none): whole numbers as an int64 extra
+    counter value, others as a double one."""
+    has = ~np.isnan(values)
+    whole = has & (np.round(values) == values) & (np.abs(values) < 2.0 ** 53) & ~np.signbit(values)
+    event.varint(EXTRA_INT, np.where(whole, values, 0).astype(np.int64), whole)
+    event.fixed64(EXTRA_DOUBLE, values, has & ~whole)

@@ -147,7 +147,9 @@ class Trace:
             pkt.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
             pkt.trace_packet_defaults.track_event_defaults.track_uuid = int(uuid)
             if counter:
-                pkt.trace_packet_defaults.track_event_defaults.extra_double_counter_track_uuids.append(int(counter))
+                defaults = pkt.trace_packet_defaults.track_event_defaults
+                defaults.extra_counter_track_uuids.append(int(counter))
+                defaults.extra_double_counter_track_uuids.append(int(counter))
             for table, (iids, lo, hi) in cut.items():
                 for iid in iids[lo[k]:hi[k]]:
                     adders[table](pkt.interned_data, int(iid), lookup[table][int(iid)])
