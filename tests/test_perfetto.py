@@ -84,7 +84,7 @@ def decode(path: Path) -> dict:
             table["strings"].update((x.iid, x.str.decode()) for x in data.debug_annotation_string_values)
         if not pkt.HasField("track_event"):
             continue
-        assert pkt.sequence_flags == 2 and seq in interned, "event before its sequence's interned data"
+        assert pkt.sequence_flags in (0, 2) and seq in interned, "event before its sequence's interned data"
         te, table = pkt.track_event, interned[seq]
         track = te.track_uuid if te.HasField("track_uuid") else default_track[seq]
         assert track in tracks, "event on an undeclared track"
