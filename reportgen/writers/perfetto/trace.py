@@ -124,7 +124,7 @@ class Trace:
         clock, and declares the iids the sequence uses; the next one is the clock's snapshot
         (its value ``first_ts`` = the same trace time), so events carry only the delta from the
         sequence's previous packet (:meth:`deltas`); ``counters[k]`` (0: none) is the default
-        track of the extra double counter values of sequence k's events (:mod:`.riding`).
+        track of the extra counter values (int and double) of sequence k's events (:mod:`.riding`).
 
         ``used[table] = (sequence, iid)`` pairs, unique; tables: names, cats, args, strings.
         """
