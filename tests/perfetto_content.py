@@ -22,6 +22,7 @@ def content(path) -> dict:
     slices = sorted([paths[s["track"]], s["ts"], s["dur"], s["name"], s["cat"], s["depth"],
                      sorted([k, *_typed(v)] for k, v in s["args"].items())] for s in dec["slices"])
     counters = sorted([paths[u], ts, v] for u, ts, v in dec["counters"])
-    flows = sorted([key[src] for src in srcs] + [key[dec["flows_in"].get(fid, -1)] if fid in dec["flows_in"] else None]
+    # a flow: its source slices, then the slice it terminates on (None: open)
+    flows = sorted([key[src] for src in srcs] + [key[dec["flows_in"][fid]] if fid in dec["flows_in"] else None]
                    for fid, srcs in dec["flows_out"].items())
     return {"tracks": desc, "slices": slices, "counters": counters, "flows": flows}
