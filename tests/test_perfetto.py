@@ -37,6 +37,9 @@ def decode(path: Path) -> dict:
     last_ts: dict[int, int] = {}
     stacks: dict[int, list] = defaultdict(list)
     default_track: dict[int, int] = {}
+    default_clock: dict[int, int] = {}
+    default_counters: dict[int, list] = {}
+    clocks: dict[tuple[int, int], list] = {}     # (seq, clock id 64-127) -> [value, trace time, incremental]
     slices, counters = [], []
     flows_out, flows_in = defaultdict(list), {}
     for pkt in trace.packet:
@@ -46,14 +49,33 @@ def decode(path: Path) -> dict:
             assert d.uuid not in tracks, f"track {d.uuid} declared twice"
             tracks[d.uuid] = d
             continue
+        if pkt.HasField("clock_snapshot"):
+            # ClockSnapshot: sequence-scoped clocks (ids 64-127) tied to the trace clock (BOOTTIME)
+            snap = {c.clock_id: c for c in pkt.clock_snapshot.clocks}
+            assert not pkt.HasField("timestamp") and 6 in snap
+            for cid, c in snap.items():
+                if cid != 6:
+                    assert 64 <= cid < 128 and seq
+                    clocks[(seq, cid)] = [c.timestamp, snap[6].timestamp - c.timestamp, c.is_incremental]
+            continue
+        if pkt.HasField("trace_packet_defaults"):
+            default_track[seq] = pkt.trace_packet_defaults.track_event_defaults.track_uuid
+            ted = pkt.trace_packet_defaults.track_event_defaults
+            default_counters[seq] = {"": list(ted.extra_counter_track_uuids),
+                                     "double_": list(ted.extra_double_counter_track_uuids)}
+            default_clock[seq] = pkt.trace_packet_defaults.timestamp_clock_id
         if pkt.HasField("timestamp"):
-            assert pkt.timestamp >= last_ts.get(seq, 0), f"sequence {seq} goes back in time"
-            last_ts[seq] = pkt.timestamp
+            cid = pkt.timestamp_clock_id if pkt.HasField("timestamp_clock_id") else default_clock.get(seq, 0)
+            ts = pkt.timestamp
+            if cid:                         # an incremental clock: the delta from its last value
+                clock = clocks[(seq, cid)]
+                clock[0] = clock[0] + ts if clock[2] else ts
+                ts = clock[0] + clock[1]
+            assert ts >= last_ts.get(seq, 0), f"sequence {seq} goes back in time"
+            last_ts[seq] = ts
         if pkt.sequence_flags & 1:
             assert seq not in interned, f"sequence {seq} cleared twice"
             interned[seq] = {"names": {}, "cats": {}, "args": {}, "strings": {}}
-        if pkt.HasField("trace_packet_defaults"):
-            default_track[seq] = pkt.trace_packet_defaults.track_event_defaults.track_uuid
         if pkt.HasField("interned_data"):
             data, table = pkt.interned_data, interned[seq]
             table["names"].update((x.iid, x.name) for x in data.event_names)
@@ -62,25 +84,34 @@ def decode(path: Path) -> dict:
             table["strings"].update((x.iid, x.str.decode()) for x in data.debug_annotation_string_values)
         if not pkt.HasField("track_event"):
             continue
-        assert pkt.sequence_flags == 2 and seq in interned, "event before its sequence's interned data"
+        assert pkt.sequence_flags in (0, 2) and seq in interned, "event before its sequence's interned data"
         te, table = pkt.track_event, interned[seq]
         track = te.track_uuid if te.HasField("track_uuid") else default_track[seq]
         assert track in tracks, "event on an undeclared track"
+        # extra counter values (int, then double): points of counter tracks, the event's or the
+        # sequence's default ones; a trace processor keeps every counter value as a double
+        for kind in ("", "double_"):
+            values = list(getattr(te, f"extra_{kind}counter_values"))
+            extra = list(getattr(te, f"extra_{kind}counter_track_uuids")) or default_counters.get(seq, {}).get(kind, [])
+            assert len(values) <= len(extra), "extra counter value without a track"
+            for uuid, value in zip(extra, values):
+                assert tracks[uuid].HasField("counter")
+                counters.append((uuid, ts, float(value)))
         if te.type == C:
             assert tracks[track].HasField("counter")
-            counters.append((track, pkt.timestamp, te.double_counter_value))
+            counters.append((track, ts, te.double_counter_value))
             continue
         if te.type == E:
             assert stacks[track], "slice end without a begin"
             sl = stacks[track].pop()
-            sl["dur"] = pkt.timestamp - sl["ts"]
+            sl["dur"] = ts - sl["ts"]
             continue
         args = {}
         for a in te.debug_annotations:
             key = table["args"][a.name_iid]
             kind = a.WhichOneof("value")
             args[key] = table["strings"][a.string_value_iid] if kind == "string_value_iid" else getattr(a, kind)
-        sl = {"track": track, "name": table["names"][te.name_iid], "ts": pkt.timestamp,
+        sl = {"track": track, "name": table["names"][te.name_iid], "ts": ts,
               "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
               "depth": len(stacks[track]), "dur": 0, "id": len(slices)}
         slices.append(sl)
@@ -92,6 +123,7 @@ def decode(path: Path) -> dict:
         if te.type == B:
             stacks[track].append(sl)
     assert all(not s for s in stacks.values()), "unbalanced slices"
+    counters.sort(key=lambda x: x[1])       # by time, as a trace processor sorts events (stable)
     for d in tracks.values():
         assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"
     return {"tracks": tracks, "slices": slices, "counters": counters,

@@ -46,7 +46,11 @@ own times.  Anything that would still be negative is shifted to start at 0.
 Encoding.  Each track is its own packet sequence.  The sequence's first packet clears its
 incremental state, makes the track the sequence's default ``track_uuid`` (so events do not repeat
 it) and interns the event names, categories, arg names and string values the sequence uses; the
-sequence's packets follow in timestamp order.  Event packets are encoded by a small vectorised protobuf wire encoder
+second is a ``ClockSnapshot`` of the sequence's incremental clock (id 64, the default
+``timestamp_clock_id``), so each event's ``timestamp`` is the ns since the sequence's previous
+packet; the sequence's packets follow in timestamp order.  Counter points ride on the command
+event at their time as extra counter values (:mod:`.riding`; docs/formats.md
+"``perfetto.pftrace`` encoding").  Event packets are encoded by a small vectorised protobuf wire encoder
 (:class:`~reportgen.writers.perfetto.wire.Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
 loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
 stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
@@ -54,7 +58,8 @@ stays flat).  Descriptors and interned data, a few per track, use the ``perfetto
 
 Modules: ``wire`` (protobuf encoder), ``trace`` (file, tracks, interning, sequences), ``device``
 (root and core tracks, time base), ``columns`` (command columns), ``commands``, ``kernels``,
-``counters``, ``host`` (the event groups), ``writer`` (:func:`write`).
+``counters``, ``host`` (the event groups), ``riding`` (counter points on command events),
+``writer`` (:func:`write`).
 """
 from reportgen.writers.perfetto.writer import FILE_NAME, write
 

@@ -10,7 +10,8 @@ from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
-from reportgen.writers.perfetto.trace import Plan, pairs
+from reportgen.writers.perfetto.riding import Riding, ride_values
+from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
 from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
                                              packet)
 
@@ -42,11 +43,12 @@ def position_of(order: np.ndarray) -> np.ndarray:
     return position
 
 
-def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
+def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None = None) -> Plan:
     """Every command as a slice on its engine lane, with args, dependency and barrier flows (and
     the flows from the host rows that launched them: :mod:`.launch_flows`); ``why``
     (analysis/why.py): the critical path's commands carry ``critical = true``; lanes of a
-    framework trace with a ``level`` column are grouped under their level's track."""
+    framework trace with a ``level`` column are grouped under their level's track; ``ride``: the
+    counter points the slices' begin / end events carry (:mod:`.riding`)."""
     t = device.t
     eng_code, eng_names = category_codes(c["engine"])
     core = c["core"].to_numpy(np.int64)
@@ -68,6 +70,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
     level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     cdma_root, port_tracks = None, {}
     uuid_of = np.zeros(len(track_keys), np.int64)
+    counter_of = np.zeros(len(track_keys), np.int64)          # the lane's engine's counter on its core
     for k, key in enumerate(track_keys.to_numpy()):
         b, ln = divmod(int(key), 1024)
         e4, own = divmod(int(base_keys[b]), 1 << 32)
@@ -88,6 +91,8 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
                                  rank=ch * 64 + ln)
         else:
             rank = ENGINE_RANK.get(eng, 7) * 64 + ln
+            if ride is not None and (int(own), eng) in ride.tracks:
+                counter_of[k] = path_uuid(ride.tracks[(int(own), eng)])
             parent = device.level_track(int(own), level_of.get(eng)) if level_of else device.core_track(int(own))
             uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank)
     seq_ids = t.sequences(len(track_keys))
@@ -158,9 +163,14 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None) -> Plan:
         k = (launch_pos >= lo) & (launch_pos < hi)
         terminating[launch_pos[k] - lo] = launch_flow[k]
         te.fixed64(48, terminating, terminating > 0)
-        rec = Rows(n).message(1, packet(n, start[rows] + base, seq_rows, te))
         end_ev = Rows(n).const(9, SLICE_END)
-        rec.message(1, packet(n, end[rows] + base, seq_rows, end_ev))
+        if ride is not None:                                 # counter points riding on the events
+            for ev, values in ((te, ride.begin[rows]), (end_ev, ride.end[rows])):
+                ride_values(ev, values)
+        # packets B0 E0 B1 E1 ...: each one's time as the delta from the previous one
+        delta = t.deltas(np.repeat(seq_rows, 2), np.column_stack([start[rows], end[rows]]).ravel() + base)
+        rec = Rows(n).message(1, packet(n, delta[0::2], seq_rows, te))
+        rec.message(1, packet(n, delta[1::2], seq_rows, end_ev))
         return rec.tobytes()
 
-    return Plan(len(c), seq_ids, uuid_of, first_ts, encode, used)
+    return Plan(len(c), seq_ids, uuid_of, first_ts, encode, used, counter_of)

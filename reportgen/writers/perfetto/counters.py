@@ -10,10 +10,16 @@ from reportgen.writers.perfetto.trace import Plan
 from reportgen.writers.perfetto.wire import COUNTER, Rows, packet
 
 
-def counters_plan(device: Device, c: pd.DataFrame) -> list[Plan]:
+def counter_path(core: int, name: str) -> str:
+    """The path (hence the uuid) of a core's counter track."""
+    return f"device/core/{core}/counter/{name}"
+
+
+def counter_series(c: pd.DataFrame) -> list[tuple]:
     """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
-    bandwidth (sum over the running commands) per core, as double counters."""
-    series = []                                    # (core, track name, ts, value)
+    bandwidth (sum over the running commands) per core: (track name, unit, core, ts, value)
+    per counter, sorted by core and time."""
+    series = []
     tiu = c.loc[engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool),
                 ["core", "start_ns", "end_ns", "uarch_rate"]]
     if len(tiu):
@@ -52,16 +58,25 @@ def counters_plan(device: Device, c: pd.DataFrame) -> list[Plan]:
         last = np.ones(len(ts), bool)              # one point per (core, time)
         last[:-1] = (ts[1:] != ts[:-1]) | (cores[1:] != cores[:-1])
         series.append((f"{eng} Bandwidth (GB/s)", "GB/s", cores[last], ts[last], level[last] / 1e4))
-    return [_counter_plan(device, *s) for s in series]
+    return series
+
+
+def counters_plan(device: Device, series: list[tuple], rides: list[np.ndarray]) -> list[Plan]:
+    """The counter tracks of ``series``, with a packet for each point that does not ride on a
+    command event (``rides``, :mod:`.riding`)."""
+    return [_counter_plan(device, *s, ~r) for s, r in zip(series, rides)]
 
 
 def _counter_plan(device: Device, name: str, unit: str, core: np.ndarray, ts: np.ndarray,
-                  value: np.ndarray) -> Plan:
-    """One counter track per core for the points (core, ts, value), sorted by core and time."""
+                  value: np.ndarray, own: np.ndarray) -> Plan:
+    """One counter track per core for the points (core, ts, value), sorted by core and time;
+    the ``own`` ones get packets of their own on the track's sequence."""
     t = device.t
-    cores, track_code = np.unique(core, return_inverse=True)
-    uuid_of = np.array([t.track(f"device/core/{k}/counter/{name}", name, device.core_track(int(k)),
+    cores = np.unique(core)
+    uuid_of = np.array([t.track(counter_path(int(k), name), name, device.core_track(int(k)),
                                 rank=ENGINE_RANK[name] * 64, counter_unit=unit) for k in cores], np.int64)
+    core, ts, value = core[own], ts[own], value[own]
+    track_code = np.searchsorted(cores, core)
     seq_ids = t.sequences(len(cores))
     seq = seq_ids[track_code]
     base = device.base
@@ -70,8 +85,9 @@ def _counter_plan(device: Device, name: str, unit: str, core: np.ndarray, ts: np
         n = hi - lo
         te = Rows(n).const(9, COUNTER)
         te.fixed64(44, value[lo:hi].astype(np.float64))
-        return Rows(n).message(1, packet(n, ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+        return Rows(n).message(1, packet(n, t.deltas(seq[lo:hi], ts[lo:hi] + base), seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(cores), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, ts + base)
+    first_ts[first_ts == np.iinfo(np.int64).max] = 0            # every point of the track rides
     return Plan(len(ts), seq_ids, uuid_of, first_ts, encode, {})

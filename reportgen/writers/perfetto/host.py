@@ -91,7 +91,7 @@ def host_plan(device: Device, h: pd.DataFrame, commands: pd.DataFrame | None = N
         i, j = np.searchsorted(flow_pos, [lo, hi])
         if j > i:
             te.dense(*fixed64_repeated(flow_pos[i:j] - lo, flow_ids[i:j], 47, m))
-        return Rows(m).message(1, packet(m, ev_ts[lo:hi] + base, seq[lo:hi], te)).tobytes()
+        return Rows(m).message(1, packet(m, t.deltas(seq[lo:hi], ev_ts[lo:hi] + base), seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, lane_code, start + base)

@@ -46,8 +46,9 @@ def slice_plan(device: Device, tracks: tuple[np.ndarray, np.ndarray, np.ndarray]
         te = Rows(n).const(9, SLICE_BEGIN)
         te.varint(10, name_iid[rows])
         annotations(te, t.arg_iid, [(a, kind, v[rows], ok[rows]) for a, kind, v, ok in args])
-        rec = Rows(n).message(1, packet(n, start[rows] + base, seq[rows], te))
-        rec.message(1, packet(n, end[rows] + base, seq[rows], Rows(n).const(9, SLICE_END)))
+        delta = t.deltas(np.repeat(seq[rows], 2), np.column_stack([start[rows], end[rows]]).ravel() + base)
+        rec = Rows(n).message(1, packet(n, delta[0::2], seq[rows], te))
+        rec.message(1, packet(n, delta[1::2], seq[rows], Rows(n).const(9, SLICE_END)))
         return rec.tobytes()
 
     first_ts = np.full(len(seq_ids), np.iinfo(np.int64).max)

@@ -13,6 +13,8 @@ from perfetto.protos.perfetto.trace import perfetto_trace_pb2 as pb
 from reportgen.writers.perfetto.wire import SEQ_CLEARED
 
 DESCRIPTOR_SEQ = 1                  # sequence of the track descriptors
+BOOTTIME = 6                        # the trace clock (BuiltinClock.BOOTTIME), what plain timestamps are in
+DELTA_CLOCK = 64                    # each sequence's own clock (ids 64-127 are sequence-scoped): incremental
 ARG_NAMES = ("Global Idx", "Sheet", "Cmd Id", "Cycles", "DMA data size(B)", "DDR Bandwidth(GB/s)",
              "L2M Bandwidth(GB/s)", "uArch Rate", "Direction", "Data Type", "Kernel Function",
              "Mode", "Stall Cycles", "Dep Cmd Id", "Batch", "Port", "Core", "Func Scope Id", "Commands",
@@ -54,7 +56,8 @@ class Interned:
         return {i: s for s, i in self.ids.items()}
 
 
-def _uuid(path: str) -> int:
+def path_uuid(path: str) -> int:
+    """A track's uuid, derived from its path (so two runs write identical bytes)."""
     return int.from_bytes(hashlib.blake2b(path.encode(), digest_size=8).digest(), "little") >> 1
 
 
@@ -70,6 +73,7 @@ class Trace:
         self.next_seq = DESCRIPTOR_SEQ + 1
         self.uuids: set[int] = set()
         self.bytes_written = 0
+        self.last_ts = np.zeros(0, np.int64)        # per sequence: time of its latest packet
 
     def write(self, data: bytes) -> None:
         self.fh.write(data)
@@ -78,7 +82,7 @@ class Trace:
     def track(self, path: str, name: str, parent: int | None = None, rank: int | None = None,
               counter_unit: str | None = None, explicit: bool = False, description: str = "",
               process: tuple[int, str] | None = None, thread: tuple[int, int, str] | None = None) -> int:
-        uuid = _uuid(path)
+        uuid = path_uuid(path)
         if uuid in self.uuids:
             raise RuntimeError(f"duplicate track {path}")
         self.uuids.add(uuid)
@@ -114,9 +118,13 @@ class Trace:
         return np.arange(first, first + count, dtype=np.int64)
 
     def intern(self, seq: np.ndarray, track: np.ndarray, first_ts: np.ndarray,
-               used: dict[str, tuple[np.ndarray, np.ndarray]]) -> None:
-        """First packet of every sequence: clears incremental state, makes the sequence's track
-        the default ``track_uuid`` of its events and declares the iids the sequence uses.
+               used: dict[str, tuple[np.ndarray, np.ndarray]], counters: np.ndarray) -> None:
+        """First packets of every sequence: one clears incremental state, makes the sequence's
+        track the default ``track_uuid`` of its events, its incremental clock their default
+        clock, and declares the iids the sequence uses; the next one is the clock's snapshot
+        (its value ``first_ts`` = the same trace time), so events carry only the delta from the
+        sequence's previous packet (:meth:`deltas`); ``counters[k]`` (0: none) is the default
+        track of the extra counter values (int and double) of sequence k's events (:mod:`.riding`).
 
         ``used[table] = (sequence, iid)`` pairs, unique; tables: names, cats, args, strings.
         """
@@ -132,16 +140,46 @@ class Trace:
                   "cats": lambda d, i, x: d.event_categories.add(iid=i, name=x),
                   "args": lambda d, i, x: d.debug_annotation_names.add(iid=i, name=x),
                   "strings": lambda d, i, x: d.debug_annotation_string_values.add(iid=i, str=x.encode())}
-        for k, (s, uuid, ts) in enumerate(zip(seq, track, first_ts)):
+        for k, (s, uuid, ts, counter) in enumerate(zip(seq, track, first_ts, counters)):
             pkt = out.packet.add()
             pkt.trusted_packet_sequence_id = int(s)
             pkt.sequence_flags = SEQ_CLEARED
-            pkt.timestamp = int(ts)
+            pkt.trace_packet_defaults.timestamp_clock_id = DELTA_CLOCK
             pkt.trace_packet_defaults.track_event_defaults.track_uuid = int(uuid)
+            if counter:
+                defaults = pkt.trace_packet_defaults.track_event_defaults
+                defaults.extra_counter_track_uuids.append(int(counter))
+                defaults.extra_double_counter_track_uuids.append(int(counter))
             for table, (iids, lo, hi) in cut.items():
                 for iid in iids[lo[k]:hi[k]]:
                     adders[table](pkt.interned_data, int(iid), lookup[table][int(iid)])
+            snap = out.packet.add()
+            snap.trusted_packet_sequence_id = int(s)
+            snap.clock_snapshot.clocks.add(clock_id=BOOTTIME, timestamp=int(ts))
+            snap.clock_snapshot.clocks.add(clock_id=DELTA_CLOCK, timestamp=int(ts), is_incremental=True)
         self.write(out.SerializeToString())
+        self.last_ts = np.zeros(self.next_seq, np.int64)
+        self.last_ts[seq] = first_ts
+
+    def deltas(self, seq: np.ndarray, ts: np.ndarray) -> np.ndarray:
+        """Each packet's timestamp on its sequence's incremental clock: the time since the
+        sequence's previous packet; ``seq``, ``ts`` in file order, called chunk by chunk in
+        file order."""
+        seq, ts = np.asarray(seq, np.int64), np.asarray(ts, np.int64)
+        o = np.argsort(seq, kind="stable")
+        s, t = seq[o], ts[o]
+        prev = np.empty_like(t)
+        prev[1:] = t[:-1]
+        first = np.ones(len(s), bool)
+        first[1:] = s[1:] != s[:-1]
+        prev[first] = self.last_ts[s[first]]
+        out = np.empty_like(ts)
+        out[o] = t - prev
+        if len(out) and out.min() < 0:
+            raise RuntimeError("perfetto: a sequence's packets go back in time")
+        last = np.append(first[1:], True)
+        self.last_ts[s[last]] = t[last]
+        return out
 
 
 def pairs(seq: np.ndarray, iid: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -170,3 +208,4 @@ class Plan:
     first_ts: np.ndarray                    # earliest event time per track
     encode: Callable[[int, int], bytes]     # the packets of events lo..hi
     used: dict[str, tuple[np.ndarray, np.ndarray]]
+    counters: np.ndarray | None = None      # per track: the counter its events' extra values go to (0: none)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import numpy as np
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4     # TrackEvent.Type
-SEQ_CLEARED, SEQ_NEEDS_STATE = 1, 2                      # TracePacket.sequence_flags
+SEQ_CLEARED = 1                                          # TracePacket.sequence_flags
 
 
 def _varint_bytes(value: int) -> bytes:
@@ -172,6 +172,11 @@ def annotations(te: Rows, arg_iid: dict[str, int],
 
 
 def packet(n: int, ts: np.ndarray, seq: np.ndarray, event: Rows) -> Rows:
-    """One TracePacket per row: timestamp, the TrackEvent, its sequence; uses interned data."""
+    """One TracePacket per row: timestamp (on the sequence's incremental clock: the delta from
+    its previous packet, ``Trace.deltas``), the TrackEvent, its sequence; uses interned data.
+
+    No SEQ_NEEDS_INCREMENTAL_STATE flag (2 bytes a packet): it only tells a reader to skip the
+    packet when the sequence's state was lost (packets dropped while tracing); in this file
+    every sequence declares its state in its first packet, so a reader never skips."""
     pkt = Rows(n).varint(8, ts.astype(np.int64)).message(11, event)
-    return pkt.varint(10, seq.astype(np.int64)).const(13, SEQ_NEEDS_STATE)
+    return pkt.varint(10, seq.astype(np.int64))

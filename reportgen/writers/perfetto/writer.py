@@ -13,12 +13,13 @@ from reportgen.model import Profile
 from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
-from reportgen.writers.perfetto.counters import counters_plan
+from reportgen.writers.perfetto.counters import counter_series, counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
 from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
 from reportgen.writers.perfetto.layers import layers_plan
 from reportgen.writers.perfetto.overlap import overlap_plan
+from reportgen.writers.perfetto.riding import riding
 from reportgen.writers.perfetto.trace import Plan, Trace, pairs
 
 FILE_NAME = "perfetto.pftrace"
@@ -42,9 +43,11 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     c = profile.commands
     plans: list[Plan | None] = []
     if len(c):
-        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None)))
+        series = counter_series(c)
+        ride = riding(c, series)
+        plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None), ride))
         plans.append(kernels_plan(device, kernel_calls(profile)))
-        plans.extend(counters_plan(device, c))
+        plans.extend(counters_plan(device, series, ride.rides))
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
     plans.append(overlap_plan(device, profile))
@@ -62,7 +65,9 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
         used_pairs = [pairs(*x.used[table]) for x in plan if table in x.used]
         used[table] = (np.concatenate([p[0] for p in used_pairs] or [np.zeros(0, np.int64)]),
                        np.concatenate([p[1] for p in used_pairs] or [np.zeros(0, np.int64)]))
-    trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used)
+    counters = np.concatenate([x.counters if x.counters is not None else np.zeros(len(x.seq_ids), np.int64)
+                               for x in plan]) if plan else np.zeros(0, np.int64)
+    trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used, counters)
     chunks = sum(math.ceil(x.n / CHUNK) for x in plan)
     with progress_bar(chunks, "perfetto", "chunk", quiet) as bar:
         for x in plan:
