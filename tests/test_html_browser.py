@@ -608,9 +608,12 @@ def test_framework_overview_charts(framework):
     assert p.locator("#chart-util").count() == 0 and p.locator("table.lanes").is_visible()
     bars = p.evaluate("Array.from(document.getElementById('chart-operators')._fullData[0].x)")
     ops = profile.tables["Operators"]
+    ops = ops[ops["Device Type"] == "CPU"]                 # torch's rows of its CPU events (issue 23)
     assert bars == sorted(ops["Self Device (us)"].tolist(), reverse=True)
     labels = p.evaluate("Array.from(document.querySelectorAll('#chart-operators .ytick text')).map(t => t.textContent)")
-    assert labels[:3] == ["aten::addmm", "aten::copy_", "aten::relu"]
+    # aten::copy_'s memcpy has no External id, so torch gives it no self device time (issue 23)
+    top = ops.sort_values("Self Device (us)", ascending=False, kind="stable")["Name"]
+    assert labels[:3] == top.tolist()[:3] and labels[:2] == ["aten::addmm", "aten::relu"]
     shares = p.evaluate("Array.from(document.getElementById('chart-kernels')._fullData[0].x)")
     np.testing.assert_array_equal(shares, sorted(profile.tables["Kernels"]["Share %"], reverse=True))
     shot(p, "html_framework_overview.png")

@@ -33,8 +33,8 @@ from reportgen.analysis.steps import rank_table, step_table
 from reportgen.model import Profile, VendorOutput
 
 #: report order of the framework tables (writers show ``profile.tables`` in dict order)
-TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Call Stacks", "Kernels", "Op Statistic", "Steps", "Ranks",
-               "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline",
+TABLE_ORDER = ("Operators", "Operators by Shape", "Operators by Stack", "Call Stacks", "Kernels",
+               "Op Statistic", "Steps", "Trace Windows", "Ranks", "Host-Device", "Host-Device Self", "Memory", "Memory Peak", "Memory Timeline",
                "Memory Allocations", "Memory at Peak")
 
 #: one-line definition per table, for legends and tooltips (framework-traces.md §6)

@@ -15,7 +15,8 @@ from reportgen.model import Meta, Profile, VendorOutput
 from reportgen.parsers import chrome as ct
 from reportgen.parsers.ascend.mindspore import read_rank_files
 from reportgen.parsers.ascend.layout import MS_TIMELINE, rank_id
-from reportgen.parsers.ascend.rank import count_communication, finish_commands, finish_profile
+from reportgen.parsers.ascend.commands import finish_commands
+from reportgen.parsers.ascend.rank import count_communication, finish_profile
 from reportgen.parsers.walk import glob_below
 
 

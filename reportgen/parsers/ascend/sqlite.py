@@ -27,7 +27,7 @@ import pandas as pd
 from reportgen.errors import InputError
 from reportgen.model import Meta, VendorOutput
 from reportgen.parsers import limits
-from reportgen.parsers.ascend.rank import finish_commands
+from reportgen.parsers.ascend.commands import finish_commands
 
 #: COMPUTE_TASK_INFO string columns -> the kernel_details.csv column names
 COMPUTE_TEXT = {"name": "Name", "opType": "Type", "taskType": "Accelerator Core",
