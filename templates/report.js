@@ -116,11 +116,32 @@
     return new Ctor(out.buffer);
   }
 
+  /* Columns stored grouped by op (payload.BY_OP: all items of op 0 in item order, then op 1,
+   * ...) back in item order: item i's value is the next one of its op's group. */
+  function ungroupByOp(columns, cols, n) {
+    const grouped = columns.filter((c) => c.by_op);
+    if (!grouped.length) return;
+    const op = cols.op;
+    let nOps = 0;
+    for (let i = 0; i < n; i++) if (op[i] >= nOps) nOps = op[i] + 1;
+    const next = new Float64Array(nOps + 1);
+    for (let i = 0; i < n; i++) next[op[i] + 1]++;
+    for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
+    const at = new Int32Array(n);
+    for (let i = 0; i < n; i++) at[i] = next[op[i]]++;
+    for (const c of grouped) {
+      const stored = cols[c.name], out = new stored.constructor(n);
+      for (let i = 0; i < n; i++) out[i] = stored[at[i]];
+      cols[c.name] = out;
+    }
+  }
+
   /* Items sorted by lane then start: start/end ns relative to t0, names by index. */
   function decodeItems(header, raw) {
     const cols = {};
     for (const c of header.columns) cols[c.name] = unshuffle(raw, c.offset, c.n, CTOR[c.dtype]);
     const n = header.n, off = header.lane_off;
+    ungroupByOp(header.columns, cols, n);
     const start = new Float64Array(n), end = new Float64Array(n), endMax = new Float64Array(n);
     const gidx = new Float64Array(n), cmd = new Float64Array(n);
     for (let l = 0; l + 1 < off.length; l++) {

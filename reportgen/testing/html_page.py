@@ -47,6 +47,12 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         dt = np.dtype("<" + spec["dtype"])
         size = spec["n"] * dt.itemsize
         cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
+    # columns stored grouped by op (stable): item i's value is the next one of its op's group
+    grouped = np.argsort(cols["op"], kind="stable")
+    for spec in header["columns"]:
+        if spec.get("by_op"):
+            stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
+            cols[spec["name"]][grouped] = stored
     lane_off = np.asarray(header["lane_off"], np.int64)
     n = header["n"]
     lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
