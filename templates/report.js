@@ -79,6 +79,26 @@
     for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
     return out;
   }
+  /* The n bytes of a block written by reportgen.writers.html.text7 (7 bits per character;
+   * from U+0080 on, one of the unsafe chunks NUL, CR, '<' and the chunk after it). */
+  const TEXT7_UNSAFE = [0x00, 0x0D, 0x3C];
+  function b7ToBytes(text, n) {
+    const out = new Uint8Array(n);
+    let acc = 0, bits = 0, o = 0;
+    for (let i = 0; i < text.length && o < n; i++) {
+      const c = text.charCodeAt(i);
+      const pair = c >= 0x80;
+      acc = (acc << 7) | (pair ? TEXT7_UNSAFE[(c - 0x80) >> 7] : c);
+      bits += 7;
+      if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
+      if (pair && o < n) {
+        acc = (acc << 7) | ((c - 0x80) & 0x7F);
+        bits += 7;
+        if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
+      }
+    }
+    return out;
+  }
   async function gunzip(bytes) {
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -1307,7 +1327,8 @@
     // thread, which plotly.js and the overview need first
     itemsReady = (async () => {
       await painted;
-      const raw = await gunzip(b64ToBytes(takeBlock('rg-items')));
+      const n = +document.getElementById('rg-items').dataset.bytes;
+      const raw = await gunzip(b7ToBytes(takeBlock('rg-items'), n));
       timing.inflate_ms = performance.now();
       IT = decodeItems(DATA.payload, raw);
       OVERVIEW = b64ToBytes(DATA.overview.b64);
@@ -1331,7 +1352,7 @@
     timing,
     views,
     data: DATA,
-    decode: {b64ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
+    decode: {b64ToBytes, b7ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
     get items() { return IT; },
     show: showTab,
     zoom: async (id, a, b) => { await showTab(DATA.tabs.find((t) => t.views.includes(id)).id); return views[id].setRange(a, b); },
