@@ -1331,6 +1331,11 @@
       const raw = await gunzip(b7ToBytes(takeBlock('rg-items'), n));
       timing.inflate_ms = performance.now();
       IT = decodeItems(DATA.payload, raw);
+      const why = document.getElementById('rg-why');      // templates/why.js: path and waits
+      if (why) {
+        const n = +why.dataset.bytes;
+        Object.assign(DATA.why, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-why'), n)))));
+      }
       OVERVIEW = b64ToBytes(DATA.overview.b64);
       timing.decode_ms = performance.now();
     })();

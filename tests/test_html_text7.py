@@ -1,11 +1,18 @@
-"""The 7-bits-per-byte text of the page's timeline block (reportgen.writers.html.text7): cases
-worked out by hand, round trips through the Python twin, and the page's own decoder in Chromium."""
+"""The 7-bits-per-byte text of the page's timeline and why blocks (reportgen.writers.html.text7):
+cases worked out by hand, round trips through the Python twin, and the page's own decoder in Chromium."""
 from __future__ import annotations
+
+import json
+import re
 
 import numpy as np
 import pytest
 
-from reportgen.testing.html_page import text7_decode
+from reportgen.testing.html_page import read_page, text7_decode
+from reportgen.testing.profiles import derived, make_profile
+from reportgen.writers import html as html_writer
+from reportgen.writers.html import why as why_html
+from reportgen.writers.html.jsonsafe import clean
 from reportgen.writers.html.text7 import encode
 from test_html_browser import CHROMIUM, PageWatch, browser, playwright, report, sync_playwright  # noqa: F401
 
@@ -42,4 +49,22 @@ def test_the_page_decoder_reads_what_python_wrote(browser, report):
     watch = PageWatch.ready(browser, report["path"].as_uri())
     got = watch.page.evaluate("([t, n]) => Array.from(__report.decode.b7ToBytes(t, n))", [encode(data), len(data)])
     assert bytes(got) == data
+    watch.check()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)")
+def test_the_why_blocks_bulky_parts_reach_the_page_whole(browser, tmp_path):
+    """why.path and why.waits travel in the gzip'd rg-why block; the page merges them back."""
+    profile = derived(make_profile(cores=2, per_engine=600, seed=4))
+    want = json.loads(json.dumps(clean(why_html.parts(profile)[1])))
+    assert want["waits"] and want["path"]
+    path = html_writer.write(profile, profile.summary, tmp_path, quiet=True)
+    text = path.read_text(encoding="utf-8")
+    inline = json.loads(re.search(r'<script id="rg-data"[^>]*>(.*?)</script>', text, re.S).group(1))
+    assert "waits" not in inline["why"] and "path" not in inline["why"]
+    assert read_page(text, items=False)[0]["why"] == want                 # the Python twin
+    watch = PageWatch.ready(browser, path.as_uri())
+    got = watch.page.evaluate("({path: __report.data.why.path, waits: __report.data.why.waits})")
+    assert got == {"path": want["path"], "waits": want["waits"]}
     watch.check()

@@ -122,6 +122,9 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
         return found
 
     data = json.loads(block("rg-data"))
+    why = re.search(r'<script id="rg-why" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    if why:        # the why data's bulky parts, as report.js merges them back
+        data["why"].update(json.loads(gzip.decompress(text7_decode(why.group(2), int(why.group(1))))))
     if not items:
         return data, None
     blob = items_blob(text)
