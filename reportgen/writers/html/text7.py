@@ -23,14 +23,17 @@ PAIR_BASE = 0x80
 
 
 def _chunks(data: bytes) -> np.ndarray:
-    """The 7-bit chunks of ``data``, most significant bit first, the last padded with zeros."""
-    raw = np.frombuffer(data, np.uint8).astype(np.int32)
-    n = (len(raw) * 8 + 6) // 7
-    bit = np.arange(n, dtype=np.int64) * 7
-    byte, shift = bit >> 3, bit & 7
-    padded = np.concatenate([raw, np.zeros(2, np.int32)])
-    window = (padded[byte] << 8) | padded[byte + 1]        # the 16 bits from the chunk's byte
-    return ((window >> (9 - shift)) & 0x7F).astype(np.int32)
+    """The 7-bit chunks of ``data``, most significant bit first, the last padded with zeros:
+    every 7 bytes (56 bits, read as one big-endian integer) are 8 chunks."""
+    n = (len(data) * 8 + 6) // 7
+    groups = -(-len(data) // 7)
+    flat = np.zeros(groups * 7, np.uint8)
+    flat[:len(data)] = np.frombuffer(data, np.uint8)
+    padded = np.zeros((groups, 8), np.uint8)
+    padded[:, 1:] = flat.reshape(groups, 7)
+    words = padded.view(">u8").reshape(-1, 1)
+    shifts = np.arange(49, -1, -7, dtype=np.uint64)
+    return ((words >> shifts) & np.uint64(0x7F)).astype(np.int32).reshape(-1)[:n]
 
 
 def encode(data: bytes) -> str:
@@ -38,7 +41,7 @@ def encode(data: bytes) -> str:
     chunks = _chunks(data)
     if not len(chunks):
         return ""
-    unsafe = np.isin(chunks, UNSAFE)
+    unsafe = (chunks == UNSAFE[0]) | (chunks == UNSAFE[1]) | (chunks == UNSAFE[2])
     # a run of unsafe chunks pairs up from its start: chunks 0, 2, 4... of the run open a pair
     # (each takes the chunk after it, unsafe or not)
     idx = np.arange(len(chunks))
