@@ -2,6 +2,7 @@
 
     PYTHONPATH=. python benchmarks/bench_html.py                 # 10^6 commands, 3 browser runs
     PYTHONPATH=. python benchmarks/bench_html.py --commands 100000 --runs 1
+    PYTHONPATH=. python benchmarks/bench_html.py --dump benchmarks/_work/aks-m2-8x390000/cdm_profile_data_dev0-0
 
 Budget (issue 4): for 10^6 commands the page is <= 10 MB and the first render <= 3 s.
 "First render" is navigation start -> overview drawn (``document.body.dataset.ready``), read from
@@ -88,11 +89,20 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--commands", type=int, default=1_000_000)
     ap.add_argument("--runs", type=int, default=3, help="browser runs (0: no browser)")
+    ap.add_argument("--dump", default=None, help="a PMU dump folder to load instead of a made profile "
+                    "(e.g. bench_pipeline.py --size max's 3.3M-command capture, the issue 28 case)")
     ap.add_argument("--out", default=None, help="folder for the page (default: a temporary one)")
     args = ap.parse_args(argv)
 
-    profile = profile_with(args.commands)
-    summary = derived(profile).summary      # every analysis the page shows (diagnosis included)
+    if args.dump:                           # as the command line loads and analyses it
+        from reportgen import pipeline
+        from reportgen.options import Options
+        opts = Options(input=args.dump)
+        profile = pipeline.load(opts)
+        summary = pipeline.analyse(profile, opts)
+    else:
+        profile = profile_with(args.commands)
+        summary = derived(profile).summary      # every analysis the page shows (diagnosis included)
     n = len(profile.commands)
     out = Path(args.out or tempfile.mkdtemp(prefix="bench_html_"))
     t = time.perf_counter()

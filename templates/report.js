@@ -79,6 +79,26 @@
     for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
     return out;
   }
+  /* The n bytes of a block written by reportgen.writers.html.text7 (7 bits per character;
+   * from U+0080 on, one of the unsafe chunks NUL, CR, '<' and the chunk after it). */
+  const TEXT7_UNSAFE = [0x00, 0x0D, 0x3C];
+  function b7ToBytes(text, n) {
+    const out = new Uint8Array(n);
+    let acc = 0, bits = 0, o = 0;
+    for (let i = 0; i < text.length && o < n; i++) {
+      const c = text.charCodeAt(i);
+      const pair = c >= 0x80;
+      acc = (acc << 7) | (pair ? TEXT7_UNSAFE[(c - 0x80) >> 7] : c);
+      bits += 7;
+      if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
+      if (pair && o < n) {
+        acc = (acc << 7) | ((c - 0x80) & 0x7F);
+        bits += 7;
+        if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
+      }
+    }
+    return out;
+  }
   async function gunzip(bytes) {
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Uint8Array(await new Response(stream).arrayBuffer());
@@ -116,11 +136,32 @@
     return new Ctor(out.buffer);
   }
 
+  /* Columns stored grouped by op (payload.BY_OP: all items of op 0 in item order, then op 1,
+   * ...) back in item order: item i's value is the next one of its op's group. */
+  function ungroupByOp(columns, cols, n) {
+    const grouped = columns.filter((c) => c.by_op);
+    if (!grouped.length) return;
+    const op = cols.op;
+    let nOps = 0;
+    for (let i = 0; i < n; i++) if (op[i] >= nOps) nOps = op[i] + 1;
+    const next = new Float64Array(nOps + 1);
+    for (let i = 0; i < n; i++) next[op[i] + 1]++;
+    for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
+    const at = new Int32Array(n);
+    for (let i = 0; i < n; i++) at[i] = next[op[i]]++;
+    for (const c of grouped) {
+      const stored = cols[c.name], out = new stored.constructor(n);
+      for (let i = 0; i < n; i++) out[i] = stored[at[i]];
+      cols[c.name] = out;
+    }
+  }
+
   /* Items sorted by lane then start: start/end ns relative to t0, names by index. */
   function decodeItems(header, raw) {
     const cols = {};
     for (const c of header.columns) cols[c.name] = unshuffle(raw, c.offset, c.n, CTOR[c.dtype]);
     const n = header.n, off = header.lane_off;
+    ungroupByOp(header.columns, cols, n);
     const start = new Float64Array(n), end = new Float64Array(n), endMax = new Float64Array(n);
     const gidx = new Float64Array(n), cmd = new Float64Array(n);
     for (let l = 0; l + 1 < off.length; l++) {
@@ -1363,9 +1404,15 @@
     // thread, which plotly.js and the overview need first
     itemsReady = (async () => {
       await painted;
-      const raw = await gunzip(b64ToBytes(takeBlock('rg-items')));
+      const n = +document.getElementById('rg-items').dataset.bytes;
+      const raw = await gunzip(b7ToBytes(takeBlock('rg-items'), n));
       timing.inflate_ms = performance.now();
       IT = decodeItems(DATA.payload, raw);
+      const why = document.getElementById('rg-why');      // templates/why.js: path and waits
+      if (why) {
+        const n = +why.dataset.bytes;
+        Object.assign(DATA.why, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-why'), n)))));
+      }
       OVERVIEW = b64ToBytes(DATA.overview.b64);
       timing.decode_ms = performance.now();
     })();
@@ -1387,7 +1434,7 @@
     timing,
     views,
     data: DATA,
-    decode: {b64ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
+    decode: {b64ToBytes, b7ToBytes, gunzip, unshuffle, CTOR},   // for templates/diagnosis.js
     get items() { return IT; },
     show: showTab,
     zoom: async (id, a, b) => { await showTab(DATA.tabs.find((t) => t.views.includes(id)).id); return views[id].setRange(a, b); },

@@ -58,8 +58,12 @@
     return out;
   });
 
-  const waitOf = new Map();
-  for (const w of W.waits) waitOf.set(`${w[0]}#${w[1]}`, w);
+  // W.path and W.waits arrive with the items (report.js inflates the page's rg-why block)
+  let waitOf = null;
+  function waitFor(key) {
+    if (!waitOf && W.waits) { waitOf = new Map(); for (const w of W.waits) waitOf.set(`${w[0]}#${w[1]}`, w); }
+    return waitOf ? waitOf.get(key) : undefined;
+  }
 
   function wire(view) {
     if (view.whyWired) return;
@@ -82,7 +86,7 @@
       const i = ev && ev.points && ev.points[0] ? ev.points[0].customdata : undefined;
       if (typeof i !== 'number') return;
       const lane = LANES[R.laneOf(i)];
-      const w = waitOf.get(`${lane.name}#${R.items.gidx[i]}`);
+      const w = waitFor(`${lane.name}#${R.items.gidx[i]}`);
       explain(view, w);
     });
   }
@@ -119,5 +123,5 @@
     for (const el of document.querySelectorAll('input.why-toggle')) el.checked = on;
     for (const v of Object.values(R.views)) if (v.wired) v.schedule();
   }
-  R.why = {explain: (id, sheet, g) => explain(R.views[id], waitOf.get(`${sheet}#${g}`)), setPath};
+  R.why = {explain: (id, sheet, g) => explain(R.views[id], waitFor(`${sheet}#${g}`)), setPath};
 })();

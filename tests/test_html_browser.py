@@ -10,7 +10,6 @@ Skipped (with the reason) only when chromium or playwright is not installed.
 """
 from __future__ import annotations
 
-import base64
 import re
 import shutil
 from pathlib import Path
@@ -20,7 +19,7 @@ import pytest
 
 from reportgen.analysis import timeline
 from reportgen.analysis.metrics import engine_summary
-from reportgen.testing.html_page import decode_items, read_page
+from reportgen.testing.html_page import decode_items, items_blob, read_page
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html import page as page_writer, payload, tables as table_writer
@@ -491,8 +490,7 @@ def test_js_decoder_matches_the_python_twin_on_unusual_payloads(browser, tmp_pat
     data, _ = read_page(path.read_text(encoding="utf-8"))
     dtypes = {col["name"]: col["dtype"] for col in data["payload"]["columns"]}
     assert dtypes["gap"] == "f8" and dtypes["cmd"] == "f8" and dtypes["bwx_pos"] != "u1"
-    blob = base64.b64decode(re.search(r'<script id="rg-items" type="[^"]+">(.*?)</script>',
-                                      path.read_text(encoding="utf-8"), re.DOTALL).group(1))
+    blob = items_blob(path.read_text(encoding="utf-8"))
     want = decode_items(dict(data["payload"], ops=data["ops"], urate_scale=data["urate_scale"]), blob)
 
     watch = PageWatch(browser, path.as_uri())

@@ -20,6 +20,23 @@ def _script(text: str, ident: str) -> str | None:
     return m.group(1) if m else None
 
 
+def text7_decode(text: str, n: int) -> bytes:
+    """Python twin of ``b7ToBytes`` in report.js: the ``n`` bytes in a block written by
+    ``reportgen.writers.html.text7.encode`` (one 7-bit chunk per character below U+0080, an
+    unsafe chunk and the chunk after it per character from U+0080)."""
+    from reportgen.writers.html.text7 import PAIR_BASE, UNSAFE
+
+    codes = np.frombuffer(text.encode("utf-32-le"), "<u4").astype(np.int64)
+    pair = codes >= PAIR_BASE
+    at = np.cumsum(1 + pair) - 1 - pair                   # where each character's first chunk goes
+    chunks = np.empty(len(codes) + int(pair.sum()), np.uint8)
+    unsafe = np.asarray(UNSAFE)[np.clip((codes - PAIR_BASE) >> 7, 0, len(UNSAFE) - 1)]
+    chunks[at] = np.where(pair, unsafe, codes)
+    chunks[at[pair] + 1] = (codes[pair] - PAIR_BASE) & 0x7F
+    bits = np.unpackbits(chunks[:, None], axis=1)[:, 1:].reshape(-1)
+    return np.packbits(bits[:n * 8]).tobytes()
+
+
 def _unshuffle(raw: bytes, dtype: np.dtype, n: int) -> np.ndarray:
     k = dtype.itemsize
     planes = np.frombuffer(raw, np.uint8).reshape(k, n)
@@ -47,6 +64,12 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         dt = np.dtype("<" + spec["dtype"])
         size = spec["n"] * dt.itemsize
         cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
+    # columns stored grouped by op (stable): item i's value is the next one of its op's group
+    grouped = np.argsort(cols["op"], kind="stable")
+    for spec in header["columns"]:
+        if spec.get("by_op"):
+            stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
+            cols[spec["name"]][grouped] = stored
     lane_off = np.asarray(header["lane_off"], np.int64)
     n = header["n"]
     lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
@@ -76,6 +99,14 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
     return out
 
 
+def items_blob(text: str) -> bytes:
+    """The gzip stream of the page's timeline payload (its ``rg-items`` block, text7-coded)."""
+    m = re.search(r'<script id="rg-items" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    if m is None:
+        raise ValueError("no <script id=rg-items> block in the page")
+    return text7_decode(m.group(2), int(m.group(1)))
+
+
 def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """The page's JSON data and its items as a DataFrame, decoded the way report.js does.
 
@@ -91,9 +122,12 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
         return found
 
     data = json.loads(block("rg-data"))
+    why = re.search(r'<script id="rg-why" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    if why:        # the why data's bulky parts, as report.js merges them back
+        data["why"].update(json.loads(gzip.decompress(text7_decode(why.group(2), int(why.group(1))))))
     if not items:
         return data, None
-    blob = base64.b64decode(block("rg-items"))
+    blob = items_blob(text)
     header = dict(data["payload"], ops=data["ops"], urate_scale=data["urate_scale"])
     arr = decode_items(header, blob)
     ops, types, lanes = data["ops"], data["types"], data["lanes"]

@@ -6,7 +6,7 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 * plotly.js, inlined once from the installed ``plotly`` package, gzip+base64 (the browser
   inflates it with ``DecompressionStream``; 2 MB instead of 4.8 MB);
 * every command and host event as one compact binary payload (:mod:`.payload`), decoded by
-  ``decodeItems`` in ``report.js``;
+  ``decodeItems`` in ``report.js``, written 7 bits per byte of the page (:mod:`.text7`);
 * small JSON for the rest: names tables, lanes, views, the engine summary table
   (:mod:`.summary`) and the overview charts (Plotly figure dicts, :mod:`.charts`);
 * every analysis table of ``profile.tables`` (framework traces) as one gzip+base64 JSON block
@@ -16,7 +16,7 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 ``analysis.timeline``: an occupancy heatmap while many commands are visible, real bars with
 hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
 
-Modules: palette (colours), payload (timeline codec), summary (engine summary table), charts,
+Modules: palette (colours), payload (timeline codec), text7 (binary as script text), summary (engine summary table), charts,
 tables, jsonsafe (strict JSON in <script>), diagnosis (the Diagnosis tab and the per-core uArch
 rate charts, drawn by templates/diagnosis.js), page (templates, assembly).
 """

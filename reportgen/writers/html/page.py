@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import markupsafe
 import numpy as np
 import pandas as pd
 
@@ -23,6 +24,7 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
+from reportgen.writers.html import text7
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -218,6 +220,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     why_template, why_data = why_html.parts(profile) if pmu else (None, None)
+    why_block = b""
+    if why_data:
+        why_data, why_block = why_html.lazy_block(why_data)
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
@@ -249,7 +254,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_titles={k: charts.FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
-        data_json=json_for_script(clean(data)), items_b64=base64.b64encode(blob).decode("ascii"),
+        data_json=json_for_script(clean(data)), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
+        why_text7=markupsafe.Markup(text7.encode(why_block)) if why_block else None, why_bytes=len(why_block),
         plotly_b64=plotly_bundle_b64(), layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") + "\n" + _asset("hardware.js") if diag else None,

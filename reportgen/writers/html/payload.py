@@ -59,6 +59,17 @@ def _lane_delta(values: np.ndarray, lane_start: np.ndarray) -> np.ndarray:
     return d
 
 
+#: Columns stored grouped by op (all items of op 0 in item order, then op 1, ...): a command's
+#: duration, gap, size and uArch rate depend mostly on what it does, so gzip sees similar values
+#: side by side (at 3.3M commands this takes ~13 % off the payload). The page undoes it from the
+#: ``op`` column (``by_op`` in the column's head).
+BY_OP = ("gap", "dur", "bytes", "urate")
+
+
+def op_grouping(op: np.ndarray) -> np.ndarray:
+    """The item order of the op-grouped columns: ``values[op_grouping(op)]`` groups them."""
+    return np.argsort(op, kind="stable")
+
 
 @dataclass
 class Items:
@@ -175,6 +186,7 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
     predicts most commands (a parser may count the last clock cycle, as the vendor does); it is
     written to the header as ``bw_pad_ns``. Each column has the smallest dtype that holds it.
     ``extra`` columns (one value per item, e.g. the layer view's ``layer``) follow, in the same order.
+    The columns named in ``BY_OP`` are stored grouped by op (:func:`op_grouping`).
     """
     order = np.lexsort((items.end, items.start, items.lane))
     lane = items.lane[order]
@@ -213,12 +225,13 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
         "bwx_val": bw[explicit].astype("<f8"),
         **{name: values[order] for name, values in (extra or {}).items()},
     }
+    grouping = op_grouping(columns["op"])
     specs, chunks, offset = [], [], 0
     for name, values in columns.items():
         arr = _narrow(values) if name != "bwx_val" else values
-        raw = _shuffle(arr)
+        raw = _shuffle(arr[grouping] if name in BY_OP else arr)
         specs.append({"name": name, "dtype": _DTYPE_CODE[arr.dtype.name], "n": int(len(arr)),
-                      "offset": offset})
+                      "offset": offset, **({"by_op": True} if name in BY_OP else {})})
         chunks.append(raw)
         offset += len(raw)
     # level 4: within 1 % of level 6 on these byte planes, 4x faster

@@ -1,0 +1,70 @@
+"""The 7-bits-per-byte text of the page's timeline and why blocks (reportgen.writers.html.text7):
+cases worked out by hand, round trips through the Python twin, and the page's own decoder in Chromium."""
+from __future__ import annotations
+
+import json
+import re
+
+import numpy as np
+import pytest
+
+from reportgen.testing.html_page import read_page, text7_decode
+from reportgen.testing.profiles import derived, make_profile
+from reportgen.writers import html as html_writer
+from reportgen.writers.html import why as why_html
+from reportgen.writers.html.jsonsafe import clean
+from reportgen.writers.html.text7 import encode
+from test_html_browser import CHROMIUM, PageWatch, browser, playwright, report, sync_playwright  # noqa: F401
+
+
+@pytest.mark.parametrize("data, text", [
+    (b"", ""),
+    (b"A", " @"),                 # 01000001 -> 0100000 (32 ' '), 1 + 000000 padding (64 '@')
+    (b"\x00", "\u0080"),          # chunk 0 is NUL: paired with the (padding) chunk after it
+    (b"\x78", "\u0180"),          # 0111100 = '<' (unsafe #2), then 0 + 000000: U+0080 + 2*128 + 0
+    # 00011010 00100000: chunks 0001101 (CR, unsafe #1) + 0001000 (8) -> U+0080 + 128 + 8; then
+    # 00 + 00000 padding is NUL, the last chunk: it pairs with an added zero chunk -> U+0080
+    (b"\x1a\x20", "\u0108\u0080"),
+])
+def test_hand_worked_cases(data, text):
+    assert encode(data) == text
+    assert text7_decode(text, len(data)) == data
+
+
+def test_random_and_worst_case_bytes_round_trip_at_8_7_of_their_size():
+    rng = np.random.default_rng(7)
+    for n in (1, 6, 7, 8, 13, 999, 100_003):
+        for data in (rng.integers(0, 256, n, dtype=np.uint8).tobytes(), bytes(n), b"\xff" * n):
+            text = encode(data)
+            assert not {"\0", "\r", "<"} & set(text)
+            assert text7_decode(text, n) == data
+            assert len(text.encode("utf-8")) in ((8 * n + 6) // 7, (8 * n + 6) // 7 + 1)
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)")
+def test_the_page_decoder_reads_what_python_wrote(browser, report):
+    rng = np.random.default_rng(3)
+    data = bytes(range(256)) + b"\x00\x0d\x3c" * 50 + rng.integers(0, 256, 5000, dtype=np.uint8).tobytes()
+    watch = PageWatch.ready(browser, report["path"].as_uri())
+    got = watch.page.evaluate("([t, n]) => Array.from(__report.decode.b7ToBytes(t, n))", [encode(data), len(data)])
+    assert bytes(got) == data
+    watch.check()
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)")
+def test_the_why_blocks_bulky_parts_reach_the_page_whole(browser, tmp_path):
+    """why.path and why.waits travel in the gzip'd rg-why block; the page merges them back."""
+    profile = derived(make_profile(cores=2, per_engine=600, seed=4))
+    want = json.loads(json.dumps(clean(why_html.parts(profile)[1])))
+    assert want["waits"] and want["path"]
+    path = html_writer.write(profile, profile.summary, tmp_path, quiet=True)
+    text = path.read_text(encoding="utf-8")
+    inline = json.loads(re.search(r'<script id="rg-data"[^>]*>(.*?)</script>', text, re.S).group(1))
+    assert "waits" not in inline["why"] and "path" not in inline["why"]
+    assert read_page(text, items=False)[0]["why"] == want                 # the Python twin
+    watch = PageWatch.ready(browser, path.as_uri())
+    got = watch.page.evaluate("({path: __report.data.why.path, waits: __report.data.why.waits})")
+    assert got == {"path": want["path"], "waits": want["waits"]}
+    watch.check()
