@@ -209,6 +209,10 @@
     const lane = LANES[laneOf(i)], op = OPS[IT.op[i]], type = TYPES[op[0]];
     const s = IT.start[i], e = IT.end[i];
     if (lane.layer) return layerHover(i, lane);
+    if (lane.overlap) {     // Ascend Overlap Analysis (writers/html/overlap.py): interval, no launch
+      return `<b>${esc(op[1] ?? '(unnamed)')}</b><br>${esc(lane.name)}` +
+        `<br>start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;
+    }
     if (lane.host) {
       return `<b>${esc(op[1] ?? '(unnamed)')}</b><br>${esc(type.name)} · ${esc(lane.name)}` +
         `<br>start ${fmtDur(s)} · duration ${fmtDur(e - s)}`;

@@ -62,3 +62,38 @@ def test_levels_and_flows_in_perfetto(tmp_path):
         assert op["ts"] <= s_ts <= op["ts"] + op["dur"]            # the op encloses the flow start
         drawn.add((s_ts, task["ts"]))
     assert drawn == pairs
+
+
+def test_overlap_lanes_for_the_html_page():
+    """writers.html.overlap on a hand-made case: lanes per core in the vendor's order, each slice
+    on its lane with its times relative to t0, one type and op per lane name, items appended."""
+    import numpy as np
+    import pandas as pd
+
+    from reportgen.writers.html.overlap import overlap_lanes
+    from reportgen.writers.html.payload import Items
+
+    prof = derived(ascend.load_ascend(TV))
+    vendor = next(iter(prof.vendor_outputs.values()))
+    vendor.overlap_lanes = pd.DataFrame({
+        "core": [1, 0, 0, 1, 0], "lane": ["Free", "Free", "Computing", "Communication", "Computing"],
+        "start_ns": [1500, 1000, 1100, 1200, 1300], "end_ns": [1600, 1050, 1200, 1400, 1350]})
+    one = np.zeros(1, np.int64)
+    before = Items(lane=one, start=one, end=one + 5, op=one, kernel=one, gidx=one, cmd=one,
+                   nbytes=one, bw=np.full(1, np.nan), urate=one)
+    types, ops = [{"name": "x", "group": "device", "color": "#000000", "sys": False}], [[0, "x", None, ""]]
+    part = overlap_lanes(prof, before, 1000, types, ops, first_lane=7)
+    assert [(s["name"], s["cores"], s["group"]) for s in part.lanes] == [
+        ("Overlap Analysis · Computing", [0], "core0 Overlap Analysis"),
+        ("Overlap Analysis · Free", [0], "core0 Overlap Analysis"),
+        ("Overlap Analysis · Communication", [1], "core1 Overlap Analysis"),
+        ("Overlap Analysis · Free", [1], "core1 Overlap Analysis")]
+    it = part.items
+    assert it.lane.tolist() == [0, 10, 8, 7, 9, 7]
+    assert it.start.tolist() == [0, 500, 0, 100, 200, 300]
+    assert it.end.tolist() == [5, 600, 50, 200, 400, 350]
+    assert [ops[k][1] for k in it.op[1:]] == ["Free", "Free", "Computing", "Communication", "Computing"]
+    assert [t["name"] for t in types] == ["x", "Free", "Computing", "Communication"]
+    assert len({t["color"] for t in types}) == 4
+    vendor.overlap_lanes = None
+    assert overlap_lanes(prof, before, 1000, types, ops, first_lane=7) is None

@@ -24,7 +24,7 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
-from reportgen.writers.html import text7
+from reportgen.writers.html import overlap, text7
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -178,6 +178,9 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     hlanes = timeline.host_lanes(profile)
     n_lanes = len(lanes.names) + len(hlanes.names)
     items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
+    overlap_part = overlap.overlap_lanes(profile, items, t0, types, ops, n_lanes)   # Ascend trace views
+    if overlap_part is not None:
+        items, n_lanes = overlap_part.items, n_lanes + len(overlap_part.lanes)
     layer_part = layer_lanes(profile, items, t0, types, ops, n_lanes)   # None without layer files
     if layer_part is not None:
         items, n_lanes = layer_part.items, n_lanes + len(layer_part.lanes)
@@ -189,7 +192,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     overview = timeline.occupancy(items.start, items.end, items.lane, n_lanes, 0.0, float(max(span, 1)),
                                   OVERVIEW_BUCKETS)
     overview_u1 = np.round(overview * 255).astype(np.uint8)
-    lane_specs = _lane_specs(profile, lanes, hlanes) + (layer_part.lanes if layer_part else [])
+    lane_specs = (_lane_specs(profile, lanes, hlanes) + (overlap_part.lanes if overlap_part else [])
+                  + (layer_part.lanes if layer_part else []))
     pmu = profile.meta.is_pmu
     step("charts")
     if pmu:
