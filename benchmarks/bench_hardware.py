@@ -16,10 +16,8 @@ printed, never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -32,16 +30,7 @@ from reportgen.analysis import lmem  # noqa: E402
 from reportgen.analysis.lmem import local_memory  # noqa: E402
 from reportgen.analysis.lmem_access import accesses  # noqa: E402
 from reportgen.analysis.roofline import roofline  # noqa: E402
-
-
-def measure(fn, repeat: int):
-    walls, cpus, out = [], [], None
-    for _ in range(repeat):
-        w, c = time.perf_counter(), time.process_time()
-        out = fn()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return min(walls), statistics.median(walls), min(cpus), out
+from timing import measure  # noqa: E402
 
 
 def main() -> None:

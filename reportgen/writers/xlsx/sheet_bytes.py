@@ -86,13 +86,7 @@ def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
     else:
         values = _float_reprs(chunk, empty)
     if values is None:
-        texts = list(map(repr, chunk.tolist()))
-        size = np.abs(chunk)
-        with np.errstate(invalid="ignore"):
-            sci = np.flatnonzero((size >= 1e16) | ((size < 1e-4) & (size > 0)))
-        for i in sci.tolist():
-            texts[i] = texts[i].upper()
-        values = [fixed(np.array(texts, dtype="S"))] if n else [np.zeros((0, 1), np.uint8)]
+        values = [fixed(np.array(sheet_xml.float_texts(chunk), dtype="S"))] if n else [np.zeros((0, 1), np.uint8)]
     opening, closing = _table([f"<c{s_attr}><v>", sheet_xml.EMPTY_CELL]), _table(["</v></c>", ""])
     if empty is None or not empty.any():
         return [_const(opening[0].tobytes(), n), *values, _const(closing[0].tobytes(), n)]

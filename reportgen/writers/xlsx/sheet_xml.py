@@ -84,14 +84,7 @@ def cell_parts(col: Column, lo: int, hi: int, style: int) -> list:
             return [cells[codes]]
         texts = list(map(str, chunk.tolist()))
     else:
-        # Python's shortest round-trip repr; Excel wants an upper-case exponent (1E+20).
-        # repr writes one for magnitudes >= 1e16 or < 1e-4 (only those need upper())
-        texts = list(map(repr, chunk.tolist()))
-        size = np.abs(chunk)
-        with np.errstate(invalid="ignore"):
-            sci = np.flatnonzero((size >= 1e16) | ((size < 1e-4) & (size > 0)))
-        for i in sci.tolist():
-            texts[i] = texts[i].upper()
+        texts = float_texts(chunk)
     if empty is None or not empty.any():
         return [f"<c{s_attr}><v>", texts, "</v></c>"]
     opens = np.full(hi - lo, f"<c{s_attr}><v>", dtype=object)
@@ -118,3 +111,15 @@ def row_chunks(columns: list[Column], lo: int, hi: int, first_row: int, styles: 
         for j, slot in enumerate(slots):
             parts[:, j] = slot
         yield start, stop, "".join(parts.ravel().tolist())
+
+
+def float_texts(chunk: np.ndarray) -> list[str]:
+    """Python's shortest round-trip repr of each float, with the upper-case exponent Excel wants
+    (1E+20); repr writes an exponent only for magnitudes >= 1e16 or < 1e-4, so only those change."""
+    texts = list(map(repr, chunk.tolist()))
+    size = np.abs(chunk)
+    with np.errstate(invalid="ignore"):
+        sci = np.flatnonzero((size >= 1e16) | ((size < 1e-4) & (size > 0)))
+    for i in sci.tolist():
+        texts[i] = texts[i].upper()
+    return texts
