@@ -360,23 +360,37 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     frame["Engine Id"] = frame["engine"].astype(str).map(ENGINE_IDS)
     frame["uArch Rate"] = rate_text(frame["alg_ops"].to_numpy(float), frame["uarch_ops"].to_numpy(float))
     frame.loc[frame["uArch Rate"] == "", "uArch Rate"] = None
-    if "bank_conflict_ratio" in frame:
-        ratio = frame["bank_conflict_ratio"].to_numpy(float)
-        frame["Bank Conflict Ratio"] = rate_text(ratio, np.ones(len(ratio)))
-        frame.loc[frame["Bank Conflict Ratio"] == "", "Bank Conflict Ratio"] = None
+    # the two ends of a known direction; the vendor's mode tag only where it has one (TDI, RVT,
+    # DES): bmodel and PMU-only records carry none
+    ends = frame["direction"].astype(object).str.split("->", n=1)
+    frame["from_addr"], frame["to_addr"] = ends.str[0], ends.str[1]
+    frame["mode"] = frame["mode"].astype(object).where(~frame["mode"].isin(["BMODEL", "PMU"]), None)
+    cycles = frame["cycles"].to_numpy(float)
+    for key, part, whole in (("Bank Conflict Ratio", "bank_conflict_ratio", None),
+                             ("Initial Cycle Ratio", "init_cycles", cycles)):
+        if part in frame:          # percentages of BM1688 / CV84X6 TIU records (spec §8.3)
+            frame[key] = rate_text(frame[part].to_numpy(float), np.ones(len(frame)) if whole is None else whole)
+            frame.loc[frame[key] == "", key] = None
     info = [("Function Name", "func_name"), ("Function Type", "func_type"),
             ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"), ("Cmd Id", "cmd_id"),
             ("Asic Cycle", "cycles"), ("Engine Id", "Engine Id")]
     tiu_ops = [("Alg Ops", "alg_ops"), ("uArch Ops", "uarch_ops"), ("uArch Rate", "uArch Rate"),
-               ("Alg Cycle", "alg_cycle"),
+               ("Alg Cycle", "alg_cycle"), ("Initial Cycle Ratio", "Initial Cycle Ratio"),
                # CV84X6 only (its TIU record counts them; spec chips-bm1688-cv84x6.md §8.3)
                ("Bank Conflict Cycle", "bank_conflict"), ("Bank Conflict Ratio", "Bank Conflict Ratio"),
                ("Thread Id", "thread_id")]
-    dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("Function Type", "func_type"),
+    dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("from_addr", "from_addr"),
+           ("to_addr", "to_addr"), ("Function Type", "func_type"),
            ("Function Name", "func_name"), ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"),
            ("Cmd Id", "cmd_id"), ("Data Type", "dtype"), ("Asic Cycle", "cycles"),
            ("Stall Cycle", "stall_cycles"), ("DMA data size(B)", "bytes"), ("gmem_xact_cnt", "gmem_xact"),
-           ("DDR Bandwidth(GB/s)", "ddr_bw"), ("L2M Bandwidth(GB/s)", "l2m_bw")]
+           ("DDR Bandwidth(GB/s)", "ddr_bw"), ("L2M Bandwidth(GB/s)", "l2m_bw"),
+           # BM1688 / CV84X6 per-port counters (spec chips-bm1688-cv84x6.md §8.2)
+           ("Thread Id", "thread_id"), ("AR Latency Cycle", "ar_latency"),
+           ("gmem_xfer_bytes(B)", "gmem_bytes"), ("gmem_dma_data_size(B)", "gmem_bytes"),
+           ("lmem_xfer_bytes", "lmem_bytes"), ("lmem_dma_data_size(B)", "lmem_bytes"),
+           ("gmem_bandwidth", "gmem_bw"), ("lmem_bandwidth", "lmem_bw"), ("lmem_xact_cnt", "lmem_xact")]
+    tiu_message = [("Msg Id", "msg_id"), ("Sd\\Wt Count", "sd_wt_count")]
     tail = [("Global Idx", "global_idx"), ("Core Id", "core"), ("mode", "mode"),
             ("kernel_func", "kernel"), ("func_scope_id", "func_scope"), ("batch_launch", "batch")]
     written = []
@@ -397,7 +411,8 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
                 lines = lambda keys: [_key_lines(k, rows[c]) for k, c in keys if c in rows]  # noqa: E731
                 if eng == "TIU":
                     head = "__TIU_REG_INFO__\n"
-                    before, after = lines(info + tiu_ops + tail), []
+                    # BM1688 / CV84X6 send_msg / wait_msg: after their register fields
+                    before, after = lines(info + tiu_ops + tail), lines(tiu_message)
                 else:
                     head = "__CDMA_REG_INFO__\n" if eng == "CDMA" else "__TDMA_REG_INFO__\n"
                     before, after = [], lines(dma + tail)

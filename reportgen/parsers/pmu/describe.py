@@ -15,14 +15,15 @@ import pandas as pd
 
 from reportgen.model import LazyTables, Meta, finalize_commands
 from reportgen.parsers.pmu import descriptors as D
-from reportgen.parsers.pmu import match
+from reportgen.parsers.pmu import chip_dma, match
 from reportgen.parsers.pmu.chips import Chip
 from reportgen.parsers.pmu.labels import CODE, LABELS, MODE
 from reportgen.parsers.pmu.records import DTYPE_NAMES
 from reportgen.parsers.pmu.rvt_names import cv84x6_rvt
 from reportgen.parsers.pmu.streams import Stream
 from reportgen.parsers.pmu.tiu_ops import tiu_ops
-from reportgen.parsers.pmu.tiu_ops_chips import CONSTANTS as OPS_CHIPS, tiu_ops_chip
+from reportgen.parsers.pmu.tiu_ops_chips import CHIP_TIU_COLUMNS, CONSTANTS as OPS_CHIPS, \
+    tiu_extras_chip, tiu_ops_chip
 
 SYS_TYPE = {"TIU": 15, "GDMA": 6, "SDMA": 6, "CDMA": 7}
 NAME_ENGINE = {"TIU": "TIU", "GDMA": "DMA", "SDMA": "DMA", "CDMA": "CDMA"}
@@ -182,6 +183,9 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
     uarch = np.full(n, np.nan)
     acyc = np.full(n, np.nan)
     dep = np.full(n, -1, np.int64)
+    # BM1688 / CV84X6 TIU: initial cycles, message ids, modelled bank conflicts (spec §8.3)
+    chip_tiu = engine == "TIU" and chip.name in OPS_CHIPS
+    extras = {k: np.full(n, v) for k, v in CHIP_TIU_COLUMNS.items()} if chip_tiu else {}
 
     # 1) PMU only: label system-looking unbound records send / wait
     unbound = rec["source"] == UNBOUND
@@ -247,6 +251,8 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                 a, u, c = (tiu_ops_chip(chip.name, op, fields) if chip.name in OPS_CHIPS
                            else tiu_ops(op, fields))
                 alg[rows], uarch[rows], acyc[rows] = a, u, c
+                for k, v in (tiu_extras_chip(chip.name, op, fields) if chip_tiu else {}).items():
+                    extras.setdefault(k, np.full(n, np.nan))[rows] = v
                 dtype[rows] = _tiu_dtype(op, fields)
                 if "cmd_id_dep" in fields:
                     dep[rows] = fields["cmd_id_dep"].astype(np.int64)
@@ -299,6 +305,8 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         cols["ddr_bw"] = np.where(ddr, bw, np.nan)
         cols["l2m_bw"] = np.where(l2m, bw, np.nan)
         cols["sys_wait"] = sys_rows & np.isin(sub, (4, 6) if engine == "CDMA" else (4,))
+        if engine == "GDMA":          # BM1688 / CV84X6 per-port counters (spec §8.2)
+            cols.update(chip_dma.describe(chip.name, s, rec["source"] == DESC, ddr, known, dur_ns))
         is_sys_row = sys_rows
     else:
         direction = np.full(n, -1, CODE)
@@ -310,6 +318,10 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
     if "bank_conflict" in s.cols:     # CV84X6 TIU records count bank-conflict cycles (spec §4.3)
         cols["bank_conflict"], cols["thread_id"] = s["bank_conflict"], s["thread_id"]
         cols["bank_conflict_ratio"] = s["bank_conflict"] / np.maximum(s["cycles"], 1)
+    modelled = extras.pop("bank_conflict_model", None)
+    if modelled is not None:          # BM1688: the simulator's bank conflicts (descriptors only)
+        cols["bank_conflict_ratio"] = modelled / np.maximum(s["cycles"], 1)
+    cols.update(extras)
     cols["_id"] = s["id"]
     return Binding(engine, cols=cols, regs=regs, field_order=field_order)
 
@@ -379,11 +391,12 @@ def assemble(bindings: list[Binding], meta: Meta):
                                   "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
     names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
     missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan,
-               "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan}
+               "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan, **CHIP_TIU_COLUMNS,
+               **chip_dma.COLUMNS}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
     for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
-              "bank_conflict", "thread_id"):
+              "bank_conflict", "thread_id", "msg_id", "sd_wt_count", *chip_dma.INT_COLUMNS):
         if k not in data:
             continue
         v = data[k]

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from reportgen.parsers.pmu import match
+from reportgen.parsers.pmu import chip_dma, match
 from reportgen.parsers.pmu.records import BM1688_PORTS, RECORD_LAYOUTS
 
 
@@ -98,6 +98,7 @@ def _chip_columns(s: Stream, rec: np.ndarray, engine: str, layout: str) -> None:
             s["thread_id"] = (rec["thread_id_and_bank_conflict"] & 1).astype(np.int64)
         s["sys_like"] = np.zeros(n, bool)          # neither chip's TIU record marks system commands
         return
+    s.cols.update(chip_dma.record_columns(layout, rec))
     if layout == "CV84X6":
         # byte-identical to AKS; the three byte counters each see the whole transfer (§8.2)
         s["raw_id"] = rec["inst_id"].astype(np.int64)

@@ -132,3 +132,52 @@ def tiu_ops_chip(chip: str, op: str, fields: dict[str, np.ndarray]
         nan = np.full(n, np.nan)
         return nan, nan.copy(), nan.copy()
     return finish(alg, uarch, cyc)
+
+
+# -- per-command extras of the two chips' TIU records (spec chips-bm1688-cv84x6.md §8.3) ----------
+
+#: start-up cycles of an op before its first result (the reference's "initial cycles"), by op
+#: base; a dict value is keyed by tsk_eu_typ (codes not listed: 0)
+_INITIAL_CYCLES: dict[str, int | dict[int, int]] = {
+    "CONV": 23, "MM": 32,
+    "MM2": {4: 81, 7: 81, **dict.fromkeys(MM2_NT, 56), **dict.fromkeys(MM2_TT, 37)},
+    "CMP": 9, "SFU": {17: 14}, "LIN": 12, "AR": 11, "PorD": 10, "RQ&DQ": 11, "SG": 11, "SGL": 24,
+    "CW&BC": {0: 30, 2: 27, 3: 27, 4: 3, 5: 3},
+    **dict.fromkeys(_SYSTEM_OPS, 0),
+}
+#: SYS tsk_eu_typ of send_msg / wait_msg: their imm carries the message id and the count of
+#: cores that send / wait on it
+_MESSAGE_EUS = (8, 9)
+#: extra TIU columns of these chips and their value when unknown
+CHIP_TIU_COLUMNS = {"init_cycles": np.nan, "msg_id": -1, "sd_wt_count": -1}
+
+
+def tiu_extras_chip(chip: str, op: str, fields: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+    """Per-command extras of a batch of one op's descriptors on ``chip`` (spec §8.3):
+    ``init_cycles`` (NaN for an op the table does not know), ``msg_id`` / ``sd_wt_count`` of
+    send_msg / wait_msg (-1 on every other command), and on BM1688 ``bank_conflict_model``, the
+    bank-conflict cycles its simulator predicts (sRQ&sDQ: 2 when the result overlays the
+    operand at half its address, else 1; other ops 0)."""
+    n = len(next(iter(fields.values())))
+    g = _Int64Fields(fields, np.zeros(n, np.int64))
+    eu = g.get("tsk_eu_typ")
+    base = op.replace("&s", "&")
+    base = base[1:] if base.startswith("s") else base
+    init = _INITIAL_CYCLES.get(base)
+    if isinstance(init, dict):
+        cycles = np.zeros(n)
+        for code, value in init.items():
+            cycles[eu == code] = value
+    else:
+        cycles = np.full(n, np.nan if init is None else float(init))
+    out = {"init_cycles": cycles}
+    message = (op == "SYS") & np.isin(eu, _MESSAGE_EUS)
+    imm = g.get("imm")
+    out["msg_id"] = np.where(message, imm & 0x7F, -1)
+    out["sd_wt_count"] = np.where(message, (imm >> 16) & 7, -1)
+    if chip == "BM1688":
+        conflict = np.zeros(n)
+        if base == "RQ&DQ":
+            conflict = np.where(g.get("res0_addr") * 2 == g.get("opd0_addr"), 2.0, 1.0)
+        out["bank_conflict_model"] = conflict
+    return out
