@@ -362,3 +362,57 @@ def test_cv84x6_rvt_names_follow_the_generator_table():
     assert ((way == 1) == np.array(loads)).all() and (way == 1).any() | (way == 2).any()
     t, n, w = cv84x6_rvt(np.array([31]), np.array([0]), np.array([0]))
     assert (LABELS.name(int(t[0])), LABELS.name(int(n[0])), int(w[0])) == ("rvt", "unknown", 0)
+
+
+# -- B6: BM1688 DMA system commands --------------------------------------------------------------
+
+def _patched_node_dump(src, dst, engine: int, tsk_typ: int, eu: int):
+    """A copy of dump ``src`` in ``dst`` whose first NODE_SET of ``engine`` (core 0) is turned
+    into a (tsk_typ, eu) command."""
+    import shutil
+    from reportgen.parsers.pmu.container import read_blocks
+    from reportgen.parsers.pmu.records import Block, Node, node_fields, pack_node
+
+    shutil.copytree(src, dst)
+    path = dst / "cdmlib0_0.profile"
+    data = bytearray(path.read_bytes())
+    block = next(b for b in read_blocks(path, bytes(data)) if b.type == Block.DYN_DATA)
+    words = np.frombuffer(bytes(block.payload), "<u4")
+    f = node_fields(words)
+    sets = np.flatnonzero((f["type"] == Node.NODE_SET) & (f["engine"] == engine))
+    i = int(sets[0])
+    word = pack_node(Node.NODE_SET, engine, tsk_typ, eu, int(f["extra_info"][i]))
+    at = block.offset + 8 + 4 * i
+    data[at:at + 4] = int(word).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+
+
+@needs(PMU / "bm1688-m1-c2")
+@pytest.mark.parametrize("eu, name", [(3, "sys_send"), (4, "sys_wait"), (1, "nop")])
+def test_bm1688_dma_system_commands_are_typed_sys(tmp_path, eu, name):
+    """B6: the reference types every BM1688 cmd_type-6 DMA command "chain end" (its table's
+    entry (6, 0)); they are system commands: Type "sys" as on CV84X6, the name by special
+    function from the chip's table (spec chips-bm1688-cv84x6.md §8.1, §11 B6)."""
+    _patched_node_dump(PMU / "bm1688-m1-c2" / "input", tmp_path / "in", engine=1, tsk_typ=6, eu=eu)
+    c = load_dump(tmp_path / "in").commands
+    first = c[(c["sheet"] == "GDMA_0") & (c["global_idx"] == 0)].iloc[0]
+    assert (first["func_type"], first["func_name"]) == ("sys", name)
+    assert first["is_sys"] and first["sys_wait"] == (name == "sys_wait")
+    assert pd.isna(first["direction"]) and pd.isna(first["dtype"])
+    # the rest of the stream is described as before
+    rest = c[(c["sheet"] == "GDMA_0") & (c["global_idx"] > 0)]
+    assert set(rest["func_type"].astype(str)) == {"DMA_tensor"}
+
+
+def test_dma_type_fix_is_bm1688_only():
+    """CV84X6 names cmd_type 6 "sys" from its own table; BM1688 now agrees; the names by special
+    function stay each chip's (spec §8.1)."""
+    from reportgen.parsers.pmu.chips import BM1688, CV84X6
+    from reportgen.parsers.pmu.describe import _names
+    from reportgen.parsers.pmu.labels import LABELS
+
+    ctype, sp = np.array([6, 6, 6, 0]), np.array([0, 3, 4, 0])
+    for chip in (BM1688, CV84X6):
+        ft, fn = _names(chip, "GDMA", ctype, sp)
+        assert [LABELS.name(int(x)) for x in ft] == ["sys", "sys", "sys", "DMA_tensor"]
+        assert [LABELS.name(int(x)) for x in fn][:3] == ["chain end", "sys_send", "sys_wait"]

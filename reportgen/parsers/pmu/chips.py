@@ -27,6 +27,10 @@ class Chip:
     sync_record: int = 1
     #: one stray TIU record at each end of every TIU stream (CV84X6, spec §7.3)
     tiu_edge_strays: bool = False
+    #: DMA Function Type per cmd_type where the chip's mode-1 table is wrong: BM1688's names
+    #: every cmd_type 6 command (send, wait, nop, ...) after its entry (6, 0) "chain end"; they
+    #: are system commands, "sys" as on CV84X6 (reference bug B6, spec chips-bm1688-cv84x6.md §11)
+    dma_type_fixes: tuple[tuple[int, str], ...] = ()
 
     @property
     def anchor_core(self) -> int:
@@ -82,6 +86,7 @@ BM1688 = Chip(
     cores=2, cdma_ports=0, tiu_mhz=900.0, dma_mhz=750.0, node_engines=_V2_ENGINES,
     arch=_arch_dict_v2("A2", 2, 32, 4, 17, 13, 16, 32, 32, 900, 750),
     records="BM1688", init_records=0, sync_record=-1,   # the closing barrier's wait_msg (§7.2)
+    dma_type_fixes=((6, "sys"),),
 )
 CV84X6 = Chip(
     name="CV84X6", alias="CV84X6/BM1684X2", arch_codes=("7", "cv84x6", "bm1684x2"),

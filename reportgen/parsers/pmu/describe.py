@@ -66,14 +66,16 @@ class Binding:
 
 def _names(chip: Chip, engine: str, ctype: np.ndarray, eu: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
     """Function Type / Name from the mode-1 table; unknown pairs as cmd_type_<t> / <type>_<eu>."""
-    ft_table, fn_table = _name_tables(chip.name, NAME_ENGINE[engine])
+    ft_table, fn_table = _name_tables(chip.name, NAME_ENGINE[engine], chip.dma_type_fixes)
     key = (ctype.astype(np.int64) & 31) * 32 + (eu.astype(np.int64) & 31)
     return ft_table[key], fn_table[key]
 
 
 @lru_cache(maxsize=None)
-def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
-    """Label codes of Function Type / Name over every (cmd type, eu) pair: 32 x 32 entries."""
+def _name_tables(chip: str, eng: str, dma_type_fixes=()) -> tuple[np.ndarray, np.ndarray]:
+    """Label codes of Function Type / Name over every (cmd type, eu) pair: 32 x 32 entries.
+    ``dma_type_fixes``: (cmd_type, Function Type) pairs that replace the table's DMA types."""
+    fixes = dict(dma_type_fixes) if eng == "DMA" else {}
     table = D.mode1_names(chip)
     types = {t: ft for (e, t, _), (ft, _) in table.items() if e == eng}
     # BM1688 / CV84X6 DMA: Type from entry (cmd_type, 0), unknown pairs "unknown" (spec
@@ -84,7 +86,7 @@ def _name_tables(chip: str, eng: str) -> tuple[np.ndarray, np.ndarray]:
         for e in range(32):
             hit = table.get((eng, t, e))
             if v2_dma:
-                ft = table.get((eng, t, 0), ("unknown",))[0]
+                ft = fixes.get(t) or table.get((eng, t, 0), ("unknown",))[0]
                 ft_u.append(ft)
                 fn_u.append(hit[1] if hit else "unknown")
                 continue
