@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from ..chip_compute import WIDTHS
 from ..model import Meta
 
 ARCH_SOURCE = "RegInfo arch dict of the vendor tool (spec layer-info.md §8)"
@@ -18,11 +19,12 @@ DERIVED_SOURCE = "derived from the arch constants (spec layer-info.md §7-§8)"
 
 @dataclass(frozen=True)
 class ChipConstants:
-    """The arch constants of one chip, as the vendor states them (all from `ARCH_SOURCE`)."""
+    """The arch constants of one chip, as the vendor states them (`ARCH_SOURCE`); the compute
+    widths (lanes, int8 cube width, f32 EUs) are the ops model's (`chip_compute.WIDTHS`)."""
     name: str
     cores: int                  # Core Num
-    lanes: int                  # NPU Num
-    cube_ic_align_int8: int     # Cube IC Align(8bits)
+    lanes: int                  # NPU Num (= the ops model's lanes)
+    cube_ic_align_int8: int     # int8 cube width of the ops model (Cube IC Align(8bits) but on CV84X6)
     cube_ohow_align: int        # Cube OHOW Align(8bits) = Cube OHOW Align(16bits)
     vector_ohow_align_int8: int  # Vector OHOW Align(8bits)
     ddr_gbps_per_core: float    # DDR Max BW(GB/s/Core)
@@ -35,21 +37,31 @@ class ChipConstants:
 
 
 V2_SOURCE = ("arch dict of bigTpuProfile 0.3.7 in the RegInfo header "
-             "(spec chips-bm1688-cv84x6.md §10); f32 EU count from its ops model (§9.1)")
+             "(spec chips-bm1688-cv84x6.md §10); lanes, cube width and f32 EU count from its ops "
+             "model (§9.1, reportgen/chip_compute.py)")
+
+
+def _constants(name: str, **arch) -> ChipConstants:
+    """A chip's constants: lanes, the int8 cube width and the f32 EUs from the compute-width
+    table the ops model uses (``chip_compute.WIDTHS``: one source, so that the peaks are the
+    throughput Alg Cycle assumes), the rest from the vendor's arch dict."""
+    w = WIDTHS[name]
+    return ChipConstants(name, lanes=w.lanes, cube_ic_align_int8=w.cube_int8,
+                         f32_macs_per_lane=w.eu_fp32, **arch)
+
+
 CONSTANTS = {c.name: c for c in (
-    ChipConstants("AKS", cores=8, lanes=64, cube_ic_align_int8=64, cube_ohow_align=4,
-                  vector_ohow_align_int8=64, ddr_gbps_per_core=68.264, l2_gbps=128.0),
-    ChipConstants("AKSV", cores=4, lanes=64, cube_ic_align_int8=64, cube_ohow_align=4,
-                  vector_ohow_align_int8=64, ddr_gbps_per_core=68.264, l2_gbps=128.0),
+    _constants("AKS", cores=8, cube_ohow_align=4, vector_ohow_align_int8=64, ddr_gbps_per_core=68.264,
+               l2_gbps=128.0),
+    _constants("AKSV", cores=4, cube_ohow_align=4, vector_ohow_align_int8=64, ddr_gbps_per_core=68.264,
+               l2_gbps=128.0),
     # no L2 SRAM bandwidth in the vendor's dicts (L2 Max BW 0): the L2M peak is unknown
-    ChipConstants("BM1688", cores=2, lanes=32, cube_ic_align_int8=32, cube_ohow_align=4,
-                  vector_ohow_align_int8=16, ddr_gbps_per_core=32.0, l2_gbps=0.0,
-                  f32_macs_per_lane=4, source=V2_SOURCE),
-    # the arch dict says Cube IC Align 64; the ops model's int8 cube width is 32 (§9.1), so
-    # Alg Cycle assumes half the int8 peak below
-    ChipConstants("CV84X6", cores=4, lanes=16, cube_ic_align_int8=64, cube_ohow_align=4,
-                  vector_ohow_align_int8=16, ddr_gbps_per_core=64.0, l2_gbps=0.0,
-                  f32_macs_per_lane=8, source=V2_SOURCE),
+    _constants("BM1688", cores=2, cube_ohow_align=4, vector_ohow_align_int8=16, ddr_gbps_per_core=32.0,
+               l2_gbps=0.0, source=V2_SOURCE),
+    # CV84X6: the arch dict prints Cube IC Align 64, its ops model computes with 32 (§9.1): the
+    # peak follows the ops model (chip_compute.py), the printed arch block stays the vendor's
+    _constants("CV84X6", cores=4, cube_ohow_align=4, vector_ohow_align_int8=16, ddr_gbps_per_core=64.0,
+               l2_gbps=0.0, source=V2_SOURCE),
 )}
 
 #: data type -> divisor of the int8 cube rate. f16/bf16 run at half the int8 rate; f32 does

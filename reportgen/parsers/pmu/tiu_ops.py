@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import numpy as np
 
+from reportgen.chip_compute import WIDTHS
+
 # per precision code (0 INT8, 1 FP16, 2 FP32, 3 INT16, 4 INT32, 5 BF16, 6 INT4, 7 FP8)
-EU_NUM = np.array([64, 32, 16, 32, 16, 32, 128, 64], np.int64)
-CUBE_NUM = np.array([64, 32, 1, 32, 1, 32, 128, 64], np.int64)
+EU_NUM = np.array(WIDTHS["AKS"].eu, np.int64)
+CUBE_NUM = np.array(WIDTHS["AKS"].cube, np.int64)
 BYTES = np.array([1, 2, 4, 2, 4, 2, 1, 1], np.int64)
 ACT = 16 // BYTES
-NPU = 64
+NPU = WIDTHS["AKS"].lanes
 
 
 def A(x, a):

@@ -12,6 +12,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from reportgen.chip_compute import WIDTHS
 from reportgen.parsers.pmu.tiu_ops import BYTES, A, D, _Int64Fields, arith, finish, requant
 
 
@@ -24,15 +25,13 @@ class OpsConstants:
     taylor_eus: tuple[int, ...]    # sSFU eu codes of the taylor expansions
 
 
-def _by_bits(b8: int, b16: int, b32: int, b4: int) -> np.ndarray:
-    """A per-precision-code table from the values for 8 / 16 / 32 / 4-bit data (§9.1)."""
-    return np.array([b8, b16, b32, b16, b32, b16, b4, b8], np.int64)
+def _constants(chip: str, mm2_n_align_cube: bool, taylor_eus: tuple[int, ...]) -> OpsConstants:
+    w = WIDTHS[chip]          # lanes, EU and CUBE per precision (§9.1): chip_compute.py
+    return OpsConstants(w.lanes, np.array(w.eu, np.int64), np.array(w.cube, np.int64),
+                        mm2_n_align_cube, taylor_eus)
 
 
-CONSTANTS = {
-    "BM1688": OpsConstants(32, _by_bits(16, 8, 4, 32), _by_bits(32, 16, 1, 64), True, (12, 13)),
-    "CV84X6": OpsConstants(16, _by_bits(32, 16, 8, 64), _by_bits(32, 16, 1, 64), False, (12,)),
-}
+CONSTANTS = {"BM1688": _constants("BM1688", True, (12, 13)), "CV84X6": _constants("CV84X6", False, (12,))}
 ACT = 16 // BYTES
 #: sMM2 eu codes whose operands are laid out as nt / tt (CV84X6 adds tf32, dq2 and bq variants)
 MM2_NT = (5, 8, 11, 13)
