@@ -57,6 +57,7 @@ class CoreData:
     bmodel_des: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     sync_ns: int | None = None
     has_nodes: bool = False
+    scopes: int = 0               # FUNC nodes of the core's DYN_DATA
 
 
 @dataclass
@@ -139,11 +140,25 @@ def build_profile(raw: RawDump) -> Profile:
 
     _align_cores(cores, bound, port_bound, anchor, meta)
     bindings = [b for b in list(bound.values()) + list(port_bound.values()) if len(b)]
+    _number_scopes_across_cores(cores, bindings)
     if not bindings:
         meta.warn("empty", "the dump contains no PMU records after the profile-init preamble")
     commands, registers = describe.assemble(bindings, meta)
     meta.cdma_ports = sorted(int(p) for p in commands.loc[commands["engine"] == "CDMA", "port"].dropna().unique())
     return Profile(commands=commands, registers=registers, meta=meta)
+
+
+def _number_scopes_across_cores(cores, bindings) -> None:
+    """Func scope ids count FUNC nodes over all cores in core order, as the reference numbers
+    them (spec pmu-dump-format.md §14 Q21): a core's ids follow the previous cores' scopes."""
+    first = np.zeros(max((c.index for c in cores), default=0) + 1, np.int64)
+    for c in sorted(cores, key=lambda c: c.index)[:-1]:
+        first[c.index + 1:] += c.scopes
+    if not first.any():
+        return
+    for b in bindings:
+        scope = b.cols["func_scope"]
+        b.cols["func_scope"] = np.where(scope >= 0, scope + first[b.cols["core"].astype(np.int64)], scope)
 
 
 def _num(x: float):
@@ -224,6 +239,7 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: Ti
         nodes = parse_dyn_data(words, chip, path, dyn[0][0])
         core.commands = nodes.lists
         core.has_nodes = True
+        core.scopes = nodes.scopes
     if extra_blocks:
         # entry lengths follow from the nodes' ops: predict them, check them, walk only if wrong
         predicted = (_predicted_extra_lengths(chip, nodes.tdi)

@@ -114,6 +114,8 @@ class DynData:
     #: engine, des_tsk_typ and des_tsk_eu_typ of the TDI NODE_SET words, in order: each owns
     #: one DYN_EXTRA entry
     tdi: dict[str, np.ndarray]
+    #: FUNC nodes (kernel-function scopes) of the core; scope ids count from 0 within the core
+    scopes: int = 0
 
 
 #: lane codes: the three core engines, then one lane per CDMA port (CDMA_LANE + port)
@@ -214,7 +216,7 @@ def parse_dyn_data(words: np.ndarray, chip: Chip, path, base_offset: int = 0,
         mine = {k: v[a:b] for k, v in fields.items()}
         out[name] = _number(name, cmds[a:b], mine, reset_pos, des_pos[des_lanes == code], des_refs,
                             types, kernel, scope, batch)
-    return DynData(out, tdi)
+    return DynData(out, tdi, len(func_pos))
 
 
 def _number(name, idx, fields, reset_pos, mine_des, des_refs, types, kernel, scope,
