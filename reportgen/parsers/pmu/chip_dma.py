@@ -36,7 +36,8 @@ def describe(chip: str, s, with_desc: np.ndarray, ddr: np.ndarray, known: np.nda
     """Model columns of a GDMA stream of ``chip`` (empty for other chips).
 
     CV84X6 (every mode): global-memory bytes = the transfer when the direction touches DDR, else
-    0 (unknown without a direction); local-memory bytes = written + read local bytes.
+    0 (unknown without a direction); local-memory bytes = written + read local bytes; the local
+    bandwidth is the transfer's.
     BM1688 (with a descriptor, as the reference reports them): the global and local address-
     channel bytes, local transactions = local bytes // 16."""
     n = len(s)
@@ -50,7 +51,10 @@ def describe(chip: str, s, with_desc: np.ndarray, ddr: np.ndarray, known: np.nda
         out = {"gmem_bytes": gmem, "lmem_bytes": lmem, "lmem_xact": np.where(with_desc, lmem // 16, -1)}
     else:
         return {}
-    for key, size in (("gmem_bw", out["gmem_bytes"]), ("lmem_bw", out["lmem_bytes"])):
+    # bandwidths: BM1688 of each side's bytes; CV84X6 of global bytes, and of the transfer for
+    # local memory (written + read local bytes count a local move twice)
+    local = out["lmem_bytes"] if chip == "BM1688" else s["bytes"]
+    for key, size in (("gmem_bw", out["gmem_bytes"]), ("lmem_bw", local)):
         out[key] = np.where(size >= 0, np.round(size / np.maximum(dur_ns, 1e-9), 4), np.nan)
     assert all(len(v) == n for v in out.values())
     return out
