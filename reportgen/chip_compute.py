@@ -13,12 +13,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-#: precision codes of TIU descriptors and DMA data formats, in code order
-PRECISIONS = ("INT8", "FP16", "FP32", "INT16", "INT32", "BF16", "INT4", "FP8")
+#: precision codes (0 INT8, 1 FP16, 2 FP32, 3 INT16, 4 INT32, 5 BF16, 6 INT4, 7 FP8)
 INT8, FP32 = 0, 2
 
 
-def by_bits(b8: int, b16: int, b32: int, b4: int) -> tuple[int, ...]:
+def _by_bits(b8: int, b16: int, b32: int, b4: int) -> tuple[int, ...]:
     """A per-precision-code table from the values for 8 / 16 / 32 / 4-bit data."""
     return (b8, b16, b32, b16, b32, b16, b4, b8)
 
@@ -38,10 +37,10 @@ class ComputeWidths:
         return self.eu[FP32]
 
 
-_AKS = ComputeWidths(64, by_bits(64, 32, 16, 128), by_bits(64, 32, 1, 128))
+_AKS = ComputeWidths(64, _by_bits(64, 32, 16, 128), _by_bits(64, 32, 1, 128))
 WIDTHS = {
     "AKS": _AKS,
     "AKSV": _AKS,
-    "BM1688": ComputeWidths(32, by_bits(16, 8, 4, 32), by_bits(32, 16, 1, 64)),
-    "CV84X6": ComputeWidths(16, by_bits(32, 16, 8, 64), by_bits(32, 16, 1, 64)),
+    "BM1688": ComputeWidths(32, _by_bits(16, 8, 4, 32), _by_bits(32, 16, 1, 64)),
+    "CV84X6": ComputeWidths(16, _by_bits(32, 16, 8, 64), _by_bits(32, 16, 1, 64)),
 }

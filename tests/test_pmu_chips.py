@@ -416,3 +416,34 @@ def test_dma_type_fix_is_bm1688_only():
         ft, fn = _names(chip, "GDMA", ctype, sp)
         assert [LABELS.name(int(x)) for x in ft] == ["sys", "sys", "sys", "DMA_tensor"]
         assert [LABELS.name(int(x)) for x in fn][:3] == ["chain end", "sys_send", "sys_wait"]
+
+
+# -- TIU extras of the two chips (spec chips-bm1688-cv84x6.md §8.3) -------------------------------
+
+def _fields(**cols):
+    n = len(next(iter(cols.values())))
+    return {k: np.asarray(v if isinstance(v, list) else [v] * n, np.uint64) for k, v in cols.items()}
+
+
+def test_initial_cycles_message_ids_and_modelled_bank_conflicts():
+    """Hand-computed from the spec's tables: initial cycles per op and eu, Msg Id = imm & 0x7F and
+    Sd\\Wt Count = (imm >> 16) & 7 for send/wait msg only, BM1688's sRQ&sDQ conflict model."""
+    from reportgen.parsers.pmu.tiu_ops_chips import tiu_extras_chip
+
+    mm2 = tiu_extras_chip("CV84X6", "sMM2", _fields(tsk_eu_typ=[4, 5, 6, 7, 9, 11, 13]))
+    assert mm2["init_cycles"].tolist() == [81, 56, 37, 81, 37, 56, 56]
+    assert "bank_conflict_model" not in mm2                     # CV84X6 measures them
+    assert tiu_extras_chip("BM1688", "CONV", _fields(tsk_eu_typ=[0]))["init_cycles"].tolist() == [23]
+    sfu = tiu_extras_chip("BM1688", "sSFU", _fields(tsk_eu_typ=[17, 12]))
+    assert sfu["init_cycles"].tolist() == [14, 0]
+    cw = tiu_extras_chip("BM1688", "sCW&sBC", _fields(tsk_eu_typ=[0, 1, 2, 3, 4, 5]))
+    assert cw["init_cycles"].tolist() == [30, 0, 27, 27, 3, 3]
+    assert np.isnan(tiu_extras_chip("CV84X6", "sVC", _fields(tsk_eu_typ=[0]))["init_cycles"]).all()
+
+    sys_ = tiu_extras_chip("BM1688", "SYS", _fields(tsk_eu_typ=[8, 9, 3], imm=[(2 << 16) | 5, (4 << 16) | 0x85, 7]))
+    assert sys_["msg_id"].tolist() == [5, 5, -1] and sys_["sd_wt_count"].tolist() == [2, 4, -1]
+    assert sys_["init_cycles"].tolist() == [0, 0, 0] and sys_["bank_conflict_model"].tolist() == [0, 0, 0]
+
+    rq = tiu_extras_chip("BM1688", "sRQ&sDQ", _fields(tsk_eu_typ=[0, 0], res0_addr=[0x100, 0x100],
+                                                       opd0_addr=[0x200, 0x300]))
+    assert rq["bank_conflict_model"].tolist() == [2, 1] and rq["init_cycles"].tolist() == [11, 11]

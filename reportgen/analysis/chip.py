@@ -24,7 +24,7 @@ class ChipConstants:
     name: str
     cores: int                  # Core Num
     lanes: int                  # NPU Num (= the ops model's lanes)
-    cube_ic_align_int8: int     # int8 cube width of the ops model (Cube IC Align(8bits) but on CV84X6)
+    cube_ic_align_int8: int     # int8 cube width of the ops model (= Cube IC Align(8bits); CV84X6: 32, not 64)
     cube_ohow_align: int        # Cube OHOW Align(8bits) = Cube OHOW Align(16bits)
     vector_ohow_align_int8: int  # Vector OHOW Align(8bits)
     ddr_gbps_per_core: float    # DDR Max BW(GB/s/Core)

@@ -247,7 +247,8 @@ def rate_text(alg: np.ndarray, uarch: np.ndarray) -> np.ndarray:
     out = np.full(len(alg), "", object)
     ok = ~np.isnan(alg) & ~np.isnan(uarch)
     vals = np.where(uarch[ok] != 0, alg[ok] / np.where(uarch[ok] != 0, uarch[ok], 1), 0.0)
-    out[ok] = [f"{v:.1%}" for v in vals.tolist()]
+    uniq, inverse = np.unique(vals, return_inverse=True)      # each distinct ratio formatted once
+    out[ok] = np.array([f"{v:.1%}" for v in uniq.tolist()], object)[inverse]
     return out
 
 
@@ -362,9 +363,14 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     frame.loc[frame["uArch Rate"] == "", "uArch Rate"] = None
     # the two ends of a known direction; the vendor's mode tag only where it has one (TDI, RVT,
     # DES): bmodel and PMU-only records carry none
-    ends = frame["direction"].astype(object).str.split("->", n=1)
-    frame["from_addr"], frame["to_addr"] = ends.str[0], ends.str[1]
-    frame["mode"] = frame["mode"].astype(object).where(~frame["mode"].isin(["BMODEL", "PMU"]), None)
+    direction = frame["direction"].astype("category")
+    for side, key in enumerate(("from_addr", "to_addr")):      # per category, not per row
+        ends = [str(d).split("->")[side] for d in direction.cat.categories]
+        names = list(dict.fromkeys(ends))
+        pick = np.array([names.index(e) for e in ends] + [-1])[direction.cat.codes.to_numpy()]
+        frame[key] = pd.Categorical.from_codes(pick, categories=names)
+    mode = frame["mode"].astype("category")
+    frame["mode"] = mode.cat.remove_categories([m for m in ("BMODEL", "PMU") if m in mode.cat.categories])
     cycles = frame["cycles"].to_numpy(float)
     for key, part, whole in (("Bank Conflict Ratio", "bank_conflict_ratio", None),
                              ("Initial Cycle Ratio", "init_cycles", cycles)):
