@@ -346,6 +346,24 @@ def _row_texts(n: int, head: str, before: list[np.ndarray], varying, after: list
     return flat
 
 
+def _node_keys(frame: pd.DataFrame) -> None:
+    """Columns of the dynamic node's fields (spec reference-tool.md §6): TIU ``type`` (1 a
+    NODE_SET, 13 an RVT node), ``engine`` 0, the result precision (not for Type "sys"), the
+    "<Function Type>:" line that opens them; DMA the data format (extra_info bits 3..0)."""
+    extra = frame["node_extra"]
+    node = extra.notna().to_numpy()
+    tiu = node & (frame["engine"] == "TIU").to_numpy()
+    frame["node_type"] = pd.array(np.where(frame["mode"].astype(object) == "RVT", 13, 1), "Int16")
+    frame["node_engine"] = pd.array(np.zeros(len(frame), np.int16), "Int16")
+    frame["node_res0_prec"] = extra & 0x7F
+    frame["node_format"] = extra & 0xF
+    for key in ("node_type", "node_engine"):
+        frame.loc[~tiu, key] = pd.NA
+    frame.loc[~tiu | (frame["func_type"] == "sys").to_numpy(), "node_res0_prec"] = pd.NA
+    frame.loc[tiu, "node_format"] = pd.NA
+    frame["node_label"] = np.where(tiu, frame["func_type"].astype(str) + ":\n", "").astype(object)
+
+
 def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
     """tiuRegInfo_<core>.txt, tdmaRegInfo_<core>.txt (GDMA then SDMA), cdmaRegInfo_<port>.txt.
 
@@ -371,6 +389,8 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
         frame[key] = pd.Categorical.from_codes(pick, categories=names)
     mode = frame["mode"].astype("category")
     frame["mode"] = mode.cat.remove_categories([m for m in ("BMODEL", "PMU") if m in mode.cat.categories])
+    if "node_extra" in frame:     # a mode-1 command's dynamic node, as the vendor lists it
+        _node_keys(frame)
     cycles = frame["cycles"].to_numpy(float)
     for key, part, whole in (("Bank Conflict Ratio", "bank_conflict_ratio", None),
                              ("Initial Cycle Ratio", "init_cycles", cycles)):
@@ -386,7 +406,8 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
                ("Bank Conflict Cycle", "bank_conflict"), ("Bank Conflict Ratio", "Bank Conflict Ratio"),
                ("Thread Id", "thread_id")]
     dma = [("Engine Id", "Engine Id"), ("Direction", "direction"), ("from_addr", "from_addr"),
-           ("to_addr", "to_addr"), ("Function Type", "func_type"),
+           ("to_addr", "to_addr"), ("src_data_format", "node_format"), ("cmd_type", "node_tsk_typ"),
+           ("cmd_special_function", "node_eu"), ("Function Type", "func_type"),
            ("Function Name", "func_name"), ("Start Time(ns)", "start_ns"), ("End Time(ns)", "end_ns"),
            ("Cmd Id", "cmd_id"), ("Data Type", "dtype"), ("Asic Cycle", "cycles"),
            ("Stall Cycle", "stall_cycles"), ("DMA data size(B)", "bytes"), ("gmem_xact_cnt", "gmem_xact"),
@@ -397,6 +418,9 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
            ("lmem_xfer_bytes", "lmem_bytes"), ("lmem_dma_data_size(B)", "lmem_bytes"),
            ("gmem_bandwidth", "gmem_bw"), ("lmem_bandwidth", "lmem_bw"), ("lmem_xact_cnt", "lmem_xact")]
     tiu_message = [("Msg Id", "msg_id"), ("Sd\\Wt Count", "sd_wt_count")]
+    tiu_node = [("type", "node_type"), ("engine", "node_engine"), ("des_tsk_typ", "node_tsk_typ"),
+                ("des_tsk_eu_typ", "node_eu"), ("extra_info", "node_extra"),
+                ("des_opt_res0_prec", "node_res0_prec")]
     tail = [("Global Idx", "global_idx"), ("Core Id", "core"), ("mode", "mode"),
             ("kernel_func", "kernel"), ("func_scope_id", "func_scope"), ("batch_launch", "batch")]
     written = []
@@ -418,7 +442,9 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
                 if eng == "TIU":
                     head = "__TIU_REG_INFO__\n"
                     # BM1688 / CV84X6 send_msg / wait_msg: after their register fields
-                    before, after = lines(info + tiu_ops + tail), lines(tiu_message)
+                    before = lines(info + tiu_ops + tail)
+                    after = ([rows["node_label"].to_numpy()] if "node_label" in rows else []) \
+                        + lines(tiu_node + tiu_message)
                 else:
                     head = "__CDMA_REG_INFO__\n" if eng == "CDMA" else "__TDMA_REG_INFO__\n"
                     before, after = [], lines(dma + tail)

@@ -31,6 +31,8 @@ NAME_ENGINE = {"TIU": "TIU", "GDMA": "DMA", "SDMA": "DMA", "CDMA": "CDMA"}
 SYS_LABEL_CODES = {"TIU": (8, 9), "GDMA": (3, 4), "SDMA": (3, 4), "CDMA": (3, 4)}
 #: model columns that describe_records fills with label codes
 LABEL_COLUMNS = ("func_type", "func_name", "kernel", "mode", "direction", "dtype")
+#: model columns holding a dynamic node's fields (node-bound TIU / GDMA / SDMA commands), -1 none
+NODE_COLUMNS = {"node_tsk_typ": "tsk_typ", "node_eu": "eu", "node_extra": "extra_info"}
 #: what binding found for a record (``rec["source"]``)
 UNBOUND, NODE, DESC = 0, 1, 2
 
@@ -210,6 +212,10 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
             src[node] = np.where(is_sys, -1, (xi >> 4) & 3)
             dst[node] = np.where(is_sys, -1, (xi >> 6) & 3)
             dtype[node] = np.where(is_sys, -1, _dtype_name(xi))
+        if engine != "CDMA":          # the node's own fields, as RegInfo shows them (mode 1)
+            for key, field_ in NODE_COLUMNS.items():
+                cols[key] = np.full(n, -1, np.int64)
+                cols[key][node] = nf[field_][node]
     ftype_all, fname_all = _names(chip, engine, ctype, sub)
     rvt = np.flatnonzero(node & (rec["mode"] == MODE["RVT"])) if chip.name == "CV84X6" else []
     if len(rvt):                                   # generator / variant names (spec §5)
@@ -394,16 +400,17 @@ def assemble(bindings: list[Binding], meta: Meta):
     names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
     missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan,
                "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan, **CHIP_TIU_COLUMNS,
-               **chip_dma.COLUMNS}
+               **chip_dma.COLUMNS, **dict.fromkeys(NODE_COLUMNS, -1)}
     data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
                                for p in parts]) for k in names}
     for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
-              "bank_conflict", "thread_id", "msg_id", "sd_wt_count", *chip_dma.INT_COLUMNS):
+              "bank_conflict", "thread_id", "msg_id", "sd_wt_count", *chip_dma.INT_COLUMNS,
+              *NODE_COLUMNS):
         if k not in data:
             continue
         v = data[k]
-        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int64 if k != "port" else np.int16),
-                                         v < 0)
+        small = k == "port" or k in NODE_COLUMNS          # a port, node fields of <= 12 bits
+        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int16 if small else np.int64), v < 0)
     for k in LABEL_COLUMNS:
         data[k] = LABELS.categorical(data[k])
     # engine and sheet are constant per part: categoricals straight from the part's position
