@@ -65,6 +65,9 @@ COMMAND_COLUMNS: dict[str, str] = {
     "uarch_rate": "float64",  # alg_ops / uarch_ops (0..1); NaN when not modelled
     "dep_cmd_id": "Int64",    # cmd_id_dep of the descriptor (dependency), <NA> when unknown
 }
+#: optional PMU columns of a command known from its dynamic node (mode 1): the node word's type
+#: code, eu / special function and extra_info, which only the RegInfo files list
+NODE_COLUMNS = ("node_tsk_typ", "node_eu", "node_extra")
 
 #: host roles that are torch FunctionEvents (cpu_op, user_annotation, runtime/driver calls, and
 #: Ascend's enqueue/dequeue): the slices of the operator tree.  Python frames and other slices

@@ -13,7 +13,7 @@ from functools import lru_cache, partial
 import numpy as np
 import pandas as pd
 
-from reportgen.model import LazyTables, Meta, finalize_commands
+from reportgen.model import NODE_COLUMNS as NODE_COLUMN_NAMES, LazyTables, Meta, finalize_commands
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import chip_dma, match
 from reportgen.parsers.pmu.chips import Chip
@@ -32,7 +32,7 @@ SYS_LABEL_CODES = {"TIU": (8, 9), "GDMA": (3, 4), "SDMA": (3, 4), "CDMA": (3, 4)
 #: model columns that describe_records fills with label codes
 LABEL_COLUMNS = ("func_type", "func_name", "kernel", "mode", "direction", "dtype")
 #: model columns holding a dynamic node's fields (node-bound TIU / GDMA / SDMA commands), -1 none
-NODE_COLUMNS = {"node_tsk_typ": "tsk_typ", "node_eu": "eu", "node_extra": "extra_info"}
+NODE_COLUMNS = dict(zip(NODE_COLUMN_NAMES, ("tsk_typ", "eu", "extra_info")))
 #: what binding found for a record (``rec["source"]``)
 UNBOUND, NODE, DESC = 0, 1, 2
 

@@ -151,9 +151,11 @@ def build_profile(raw: RawDump) -> Profile:
 def _number_scopes_across_cores(cores, bindings) -> None:
     """Func scope ids count FUNC nodes over all cores in core order, as the reference numbers
     them (spec pmu-dump-format.md §14 Q21): a core's ids follow the previous cores' scopes."""
-    first = np.zeros(max((c.index for c in cores), default=0) + 1, np.int64)
-    for c in sorted(cores, key=lambda c: c.index)[:-1]:
-        first[c.index + 1:] += c.scopes
+    top = max([c.index for c in cores] + [int(b.cols["core"].max()) for b in bindings if len(b)], default=0)
+    counts = np.zeros(top + 1, np.int64)
+    for c in cores:
+        counts[c.index] = c.scopes
+    first = np.cumsum(counts) - counts              # scopes of the cores before each core
     if not first.any():
         return
     for b in bindings:

@@ -14,7 +14,7 @@ from typing import Iterable
 import numpy as np
 import pandas as pd
 
-from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, Profile
+from reportgen.model import COMMAND_COLUMNS, ENGINE_IDS, NODE_COLUMNS, Profile
 from reportgen.writers.xlsx.columns import Column, column_from_series
 from reportgen.writers.xlsx.framework_columns import framework_columns
 from reportgen.writers.xlsx.layer_sheets import layer_columns
@@ -93,7 +93,8 @@ def command_columns(frame: pd.DataFrame, engine: str, registers: pd.DataFrame | 
         spec = [s for s in TIU_SPEC + DMA_SPEC if not (s[1] in seen or seen.add(s[1]))]
         cols += _spec_columns(frame, spec, only_if_data=True)
     cols += _spec_columns(frame, OPTIONAL_SPEC, only_if_data=True)
-    extra = [c for c in frame.columns if c not in COMMAND_COLUMNS and frame[c].notna().any()]
+    extra = [c for c in frame.columns if c not in COMMAND_COLUMNS and c not in NODE_COLUMNS
+             and frame[c].notna().any()]
     cols += [column_from_series(str(c), frame[c]) for c in extra]
     if registers is not None and len(registers.columns):
         regs = registers.reindex(frame.index)
