@@ -353,7 +353,7 @@ def _node_keys(frame: pd.DataFrame) -> None:
     extra = frame["node_extra"]
     node = extra.notna().to_numpy()
     tiu = node & (frame["engine"] == "TIU").to_numpy()
-    frame["node_type"] = pd.array(np.where(frame["mode"].astype(object) == "RVT", 13, 1), "Int16")
+    frame["node_type"] = pd.array(np.where((frame["mode"] == "RVT").to_numpy(), 13, 1), "Int16")
     frame["node_engine"] = pd.array(np.zeros(len(frame), np.int16), "Int16")
     frame["node_res0_prec"] = extra & 0x7F
     frame["node_format"] = extra & 0xF
@@ -361,7 +361,9 @@ def _node_keys(frame: pd.DataFrame) -> None:
         frame.loc[~tiu, key] = pd.NA
     frame.loc[~tiu | (frame["func_type"] == "sys").to_numpy(), "node_res0_prec"] = pd.NA
     frame.loc[tiu, "node_format"] = pd.NA
-    frame["node_label"] = np.where(tiu, frame["func_type"].astype(str) + ":\n", "").astype(object)
+    ft = frame["func_type"].astype("category")                 # one label per Function Type
+    labels = np.array([f"{t}:\n" for t in ft.cat.categories] + [""], object)
+    frame["node_label"] = labels[np.where(tiu, ft.cat.codes.to_numpy(), -1)]
 
 
 def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
@@ -441,7 +443,8 @@ def write_reginfo(profile: Profile, out_dir: Path) -> list[Path]:
                 lines = lambda keys: [_key_lines(k, rows[c]) for k, c in keys if c in rows]  # noqa: E731
                 if eng == "TIU":
                     head = "__TIU_REG_INFO__\n"
-                    # BM1688 / CV84X6 send_msg / wait_msg: after their register fields
+                    # after the register fields: a node's fields (mode 1), a BM1688 / CV84X6
+                    # send_msg / wait_msg's message id
                     before = lines(info + tiu_ops + tail)
                     after = ([rows["node_label"].to_numpy()] if "node_label" in rows else []) \
                         + lines(tiu_node + tiu_message)
