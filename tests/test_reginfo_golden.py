@@ -2,8 +2,8 @@
 
 Every key of every record must be equal, except where one entry of ``DIFFERENCES`` covers it:
 a documented reference bug (B1–B14 of spec chips-bm1688-cv84x6.md §11) or a documented deliberate
-difference (docs/formats.md "BM1688 and CV84X6" and docs/metrics.md "Where we differ from the
-vendor tool"). Each entry names its reason, says which keys and cases it covers, and checks
+difference: the table of docs/formats.md "RegInfo files of BM1688 and CV84X6" (one row per tag;
+the AKS ones also in docs/metrics.md "Where we differ from the vendor tool"). Each entry names its reason, says which keys and cases it covers, and checks
 the two values against the rule that explains them — an exception never just skips a key —
 and every entry must be used on the cases it names (no stale exceptions).
 """
