@@ -115,9 +115,11 @@ def decode(path: Path) -> dict:
               "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
               "depth": len(stacks[track]), "dur": 0, "id": len(slices)}
         slices.append(sl)
-        for f in te.flow_ids:
+        # a trace processor reads the fixed64 flow_ids, else the varint flow_ids_old (same for
+        # the terminating ones)
+        for f in te.flow_ids or te.flow_ids_old:
             flows_out[f].append(sl["id"])
-        for f in te.terminating_flow_ids:
+        for f in te.terminating_flow_ids or te.terminating_flow_ids_old:
             assert f not in flows_in, "flow terminated twice"
             flows_in[f] = sl["id"]
         if te.type == B:

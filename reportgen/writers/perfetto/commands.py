@@ -12,8 +12,8 @@ from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.riding import Riding, ride_values
 from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
-from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
-                                             packet)
+from reportgen.writers.perfetto.wire import (FLOW_IDS, TERMINATING_FLOW_IDS, SLICE_BEGIN, SLICE_END, Rows,
+                                             annotations, packet, varint_repeated)
 
 
 #: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
@@ -156,13 +156,13 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
             args.append((a, "string", iid, iid > 0))
         annotations(te, t.arg_iid, args)
         i, j = np.searchsorted(src_pos, [lo, hi])
-        te.dense(*fixed64_repeated(src_pos[i:j] - lo, src_flow[i:j], 47, n))
+        te.dense(*varint_repeated(src_pos[i:j] - lo, src_flow[i:j], FLOW_IDS, n))
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
         k = (launch_pos >= lo) & (launch_pos < hi)
         terminating[launch_pos[k] - lo] = launch_flow[k]
-        te.fixed64(48, terminating, terminating > 0)
+        te.varint(TERMINATING_FLOW_IDS, terminating, terminating > 0)
         end_ev = Rows(n).const(9, SLICE_END)
         if ride is not None:                                 # counter points riding on the events
             for ev, values in ((te, ride.begin[rows]), (end_ev, ride.end[rows])):

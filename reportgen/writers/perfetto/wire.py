@@ -6,6 +6,7 @@ import numpy as np
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4     # TrackEvent.Type
 SEQ_CLEARED = 1                                          # TracePacket.sequence_flags
+FLOW_IDS, TERMINATING_FLOW_IDS = 36, 42                  # TrackEvent.flow_ids_old, terminating_flow_ids_old
 
 
 def _varint_bytes(value: int) -> bytes:
@@ -138,18 +139,23 @@ class Rows:
         return out.tobytes()
 
 
-def fixed64_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
-    """Repeated fixed64 ``field`` with ``ids`` for rows ``row`` (sorted): (n, k*w) bytes + lengths."""
-    tag = np.frombuffer(_varint_bytes(field << 3 | 1), np.uint8)
-    w = len(tag) + 8
-    counts = np.bincount(row, minlength=n)
-    k = int(counts.max()) if len(row) else 0
-    mat = np.zeros((n, max(k, 1), w), np.uint8)
-    if len(row):
-        within = np.arange(len(row)) - np.searchsorted(row, row, "left")
-        mat[row, within, :len(tag)] = tag
-        mat[row, within, len(tag):] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
-    return mat.reshape(n, -1), counts * w
+def varint_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
+    """Repeated varint ``field`` with ``ids`` for rows ``row`` (sorted): (n, width) bytes + lengths.
+
+    Flow ids go here as ``TrackEvent.flow_ids_old`` / ``terminating_flow_ids_old`` (uint64
+    varints: 2 + 3 bytes for a flow id below 2^21) rather than the fixed64 ``flow_ids`` (2 + 8);
+    a trace processor reads either."""
+    if not len(row):
+        return np.zeros((n, 1), np.uint8), np.zeros(n, np.int64)
+    enc = Rows(len(row)).varint(field, np.asarray(ids).astype(np.uint64))
+    size = enc.lengths()                                      # bytes of each id
+    blob = np.frombuffer(enc.tobytes(), np.uint8)
+    counts = np.bincount(row, weights=size, minlength=n).astype(np.int64)
+    mat = np.zeros((n, int(counts.max())), np.uint8)
+    at = np.cumsum(size) - size                               # each id's start in the blob
+    row_at = at[np.searchsorted(row, row, "left")]            # its row's first id's start
+    mat[np.repeat(row, size), np.arange(len(blob)) - np.repeat(row_at, size)] = blob
+    return mat, counts
 
 
 def annotations(te: Rows, arg_iid: dict[str, int],
