@@ -111,6 +111,8 @@ def decode(path: Path) -> dict:
             key = table["args"][a.name_iid]
             kind = a.WhichOneof("value")
             args[key] = table["strings"][a.string_value_iid] if kind == "string_value_iid" else getattr(a, kind)
+        # args every slice of the track has are written once, on the track (its description)
+        args = {**described_args(tracks[track]), **args}
         sl = {"track": track, "name": table["names"][te.name_iid], "ts": ts,
               "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
               "depth": len(stacks[track]), "dur": 0, "id": len(slices)}
@@ -130,6 +132,13 @@ def decode(path: Path) -> dict:
         assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"
     return {"tracks": tracks, "slices": slices, "counters": counters,
             "flows_out": flows_out, "flows_in": flows_in}
+
+
+def described_args(d: pb.TrackDescriptor) -> dict[str, str]:
+    """The string args a track gives each of its slices: "debug.<arg> = <value>" lines of its
+    description (the writer's documented rule, docs/architecture.md)."""
+    pairs = (line.split(" = ", 1) for line in d.description.splitlines() if line.startswith("debug."))
+    return {k[len("debug."):]: v for k, v in pairs}
 
 
 def track_path(tracks, uuid) -> str:

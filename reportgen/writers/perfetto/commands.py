@@ -21,6 +21,28 @@ CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
                 **dict.fromkeys(("receive", "read", "tcp_receive", "rx_send", "rx_wait"), 2)}
 
 
+#: string args written once on the track (its descriptor's description, "debug.Sheet = TIU_0")
+#: instead of on every slice when every slice of the track has the same value
+TRACK_ARGS = ("Sheet", "Mode")
+
+
+def track_constant(track_code: np.ndarray, tracks: int, codes: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per track: the interned string iid every one of its rows has (0: the rows differ, or one
+    has none); ``table[codes]`` is a row's iid (code -1: none)."""
+    codes = np.asarray(codes, np.int64)
+    low, high = np.full(tracks, np.iinfo(np.int64).max), np.full(tracks, -1)
+    np.minimum.at(low, track_code, codes)
+    np.maximum.at(high, track_code, codes)
+    same = (low == high) & (low >= 0)
+    return np.where(same, table[np.where(same, low, -1)], 0)
+
+
+def track_args(on_track: dict[str, np.ndarray], track: int, text: dict[int, str]) -> str:
+    """The description of a track that carries args for all its slices: "debug.<arg> = <value>"
+    per line (the key a trace processor gives a slice's own arg)."""
+    return "\n".join(f"debug.{a} = {text[int(iid[track])]}" for a, iid in on_track.items() if iid[track])
+
+
 def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
     """(source row, dependent row) of every flow: descriptor dependencies (the analysis' one
     rule, analysis/depgraph.py) and barriers (the command that released it: the last core's last
@@ -66,6 +88,11 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     end = c["end_ns"].to_numpy(np.int64)
     lane = first_fit_lanes(base_code, start, end)
     track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+    str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
+                "Kernel Function": "kernel", "Mode": "mode"}
+    strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+    on_track = {a: track_constant(track_code, len(track_keys), *strings[a]) for a in TRACK_ARGS}
+    text = t.strings.names()
     # declare the tracks
     level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     cdma_root, port_tracks = None, {}
@@ -85,16 +112,19 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
                                            rank=own, explicit=True)
             if ch == 0 and ln == 0:
                 uuid_of[k] = port_tracks[own]
+                for iid in on_track.values():        # the port's own track: args stay on the slices
+                    iid[k] = 0
                 continue
             label = f"CDMA port{own}" + ("", " TX", " RX")[ch] + ("" if ln == 0 else f" #{ln + 1}")
             uuid_of[k] = t.track(f"device/cdma/{own}/{ch}/{ln}", label, port_tracks[own],
-                                 rank=ch * 64 + ln)
+                                 rank=ch * 64 + ln, description=track_args(on_track, k, text))
         else:
             rank = ENGINE_RANK.get(eng, 7) * 64 + ln
             if ride is not None and (int(own), eng) in ride.tracks:
                 counter_of[k] = path_uuid(ride.tracks[(int(own), eng)])
             parent = device.level_track(int(own), level_of.get(eng)) if level_of else device.core_track(int(own))
-            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank)
+            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank,
+                                 description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
     order = np.lexsort((end, start, track_code))
     track_code = track_code.astype(np.int32)
@@ -102,9 +132,9 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
     # stays allocated for the whole write is order, track_code and the flow lists
     names, cats = t.names.lookup(c["func_name"]), t.cats.lookup(c["func_type"])
-    str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
-                "Kernel Function": "kernel", "Mode": "mode"}
-    strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+    for a, iid in on_track.items():                          # written once, on the track
+        codes, tab = strings[a]
+        strings[a] = (np.where(iid[track_code] > 0, -1, codes), tab)
     int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
                 "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
                 "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
