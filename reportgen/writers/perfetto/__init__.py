@@ -31,7 +31,8 @@ for, and a GDMA descriptor's names the TIU command it waits for; the rule that r
 the analysis' (``analysis.depgraph.descriptor_dependencies``, docs/metrics.md "Dependency graph
 and critical path"), one rule for every output.  Barrier flows go from the command that
 released the barrier (the last core's last work, or its wait) to every other wait of it.  One flow per dependent,
-id = dependent row + 1, starting on the source slice and terminating on the dependent one.
+ids reused once a flow is closed (``commands.reused_flow_ids``), starting on the source slice and
+terminating on the dependent one.
 The commands on the critical path carry ``critical = true`` (a bool debug arg), so
 ``EXTRACT_ARG(arg_set_id, 'debug.critical')`` selects them.
 
