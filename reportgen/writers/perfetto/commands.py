@@ -58,24 +58,30 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate([dep_dst, waits[keep]]))
 
 
+#: flow ids taken in turn by the flows that go forward in time (one-byte varints)
+FLOW_ID_CYCLE = 127
+
+
 def reused_flow_ids(src_ts: np.ndarray, dst_ts: np.ndarray) -> np.ndarray:
     """A flow id per flow (source begin at ``src_ts``, dependent begin at ``dst_ts``), small so
-    that its varint is one byte or two: ids are reused.
+    that its varint is one byte: ids are reused.
 
     A trace processor reads the events in time order, opens a flow at its source and closes it
-    at its dependent; an id closed is free again.  So a flow that goes forward in time gets the
-    id (first-fit lane + 1) of flows whose time spans [source, dependent] neither overlap nor
-    touch its own (as many ids as flows open at once: 16 at 678k commands).  A flow whose
-    dependent begins no later than its source (a barrier wait that began before the command
-    releasing it) is never closed by a trace processor, so it keeps an id of its own, above
-    those."""
+    at its dependent; an id closed is free again.  The flows that go forward in time, in source
+    order, take the ids 1..127 in turn; the next flow with the same id, 127 sources later, must
+    begin after this one's dependent (strictly: nothing depends on the order of events at one
+    time).  A flow that would still be open then, or whose dependent begins no later than its
+    source (a barrier wait that began before the command releasing it, which a trace processor
+    never closes), keeps an id of its own, above those."""
     src_ts, dst_ts = np.asarray(src_ts, np.int64), np.asarray(dst_ts, np.int64)
-    forward = dst_ts > src_ts
-    ids = np.empty(len(src_ts), np.int64)
-    lane = first_fit_lanes(np.zeros(int(forward.sum()), np.int64), src_ts[forward], dst_ts[forward] + 1)
-    ids[forward] = lane + 1
-    top = int(lane.max()) + 1 if len(lane) else 0
-    ids[~forward] = top + 1 + np.arange(int((~forward).sum()))
+    o = np.argsort(src_ts, kind="stable")
+    src, dst = src_ts[o], dst_ts[o]
+    rank = np.arange(len(o))
+    free_from = np.searchsorted(src, dst, "right")        # first source after the dependent
+    cyclic = (dst > src) & (free_from - rank <= FLOW_ID_CYCLE)
+    turn = np.cumsum(cyclic) - 1                          # rank among the cyclic flows
+    ids = np.empty(len(o), np.int64)
+    ids[o] = np.where(cyclic, turn % FLOW_ID_CYCLE + 1, FLOW_ID_CYCLE + 1 + np.cumsum(~cyclic) - 1)
     return ids
 
 
@@ -186,11 +192,12 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     src_pos, src_flow = src_pos[so], fid[so]
     dst_pos, dst_flow = dst_pos[do], fid[do]
     base = device.base
+    taken = ["core", *int_cols.values(), *dbl_cols.values()]
 
     def encode(lo: int, hi: int) -> bytes:
         rows = order[lo:hi]
         n = len(rows)
-        part = c.take(rows)
+        part = {col: c[col].take(rows) for col in taken}       # only the columns written
         seq_rows = seq_ids[track_code[rows]]
         te = Rows(n).const(9, SLICE_BEGIN)
         iid = names[1][names[0][rows]]

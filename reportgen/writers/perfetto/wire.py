@@ -60,11 +60,14 @@ class Rows:
     def __init__(self, n: int) -> None:
         self.n = n
         self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        self.total = np.zeros(n, np.int64)             # each row's bytes so far
 
     def _add(self, mat: np.ndarray, lens: np.ndarray, present) -> None:
         if present is not None:
             lens = np.where(present, lens, 0)
-        self.parts.append((mat, np.asarray(lens, np.int64)))
+        lens = np.asarray(lens, np.int64)
+        self.parts.append((mat, lens))
+        self.total += lens
 
     def _const(self, data: bytes, present) -> None:
         row = np.frombuffer(data, np.uint8)
@@ -107,24 +110,21 @@ class Rows:
 
     def dense(self, mat: np.ndarray, lens: np.ndarray) -> "Rows":
         """Pre-encoded bytes, the first ``lens[i]`` of row ``i`` (e.g. repeated fields)."""
-        self.parts.append((mat, np.asarray(lens, np.int64)))
+        self._add(mat, lens, None)
         return self
 
     def lengths(self) -> np.ndarray:
-        total = np.zeros(self.n, np.int64)
-        for _, ln in self.parts:
-            total += ln
-        return total
+        return self.total
 
     def tobytes(self) -> bytes:
         """Every row's message, rows in order. Each part's byte columns are scattered straight
         to their places in the output (row start + bytes of the row's earlier parts), so no
         padded (rows x width) copy of the parts is ever made."""
-        lengths = [np.asarray(ln, np.int64) for _, ln in self.parts]
+        lengths = [ln for _, ln in self.parts]
         pos = np.zeros(self.n, np.int64)              # where the next part of each row goes
         if self.n:
-            pos[1:] = np.cumsum(sum(lengths))[:-1]
-        out = np.empty(int(sum(int(ln.sum()) for ln in lengths)), np.uint8)
+            pos[1:] = np.cumsum(self.total)[:-1]
+        out = np.empty(int(self.total.sum()), np.uint8)
         at = np.empty(self.n, np.int64)
         for (mat, _), ln in zip(self.parts, lengths):
             same = mat.strides[0] == 0                # a constant field: one row broadcast
