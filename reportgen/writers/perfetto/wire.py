@@ -59,19 +59,25 @@ class Rows:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
-        self.total = np.zeros(n, np.int64)             # each row's bytes so far
+        # a part's length per row is an array, or an int when every row has the same
+        self.parts: list[tuple[np.ndarray, np.ndarray | int]] = []
+        self.varying = np.zeros(n, np.int64)           # each row's bytes of array-length parts
+        self.fixed = 0                                 # ... plus those of int-length parts
 
-    def _add(self, mat: np.ndarray, lens: np.ndarray, present) -> None:
+    def _add(self, mat: np.ndarray, lens, present) -> None:
         if present is not None:
             lens = np.where(present, lens, 0)
-        lens = np.asarray(lens, np.int64)
+        if np.ndim(lens):
+            lens = np.asarray(lens, np.int64)
+            self.varying += lens
+        else:
+            lens = int(lens)
+            self.fixed += lens
         self.parts.append((mat, lens))
-        self.total += lens
 
     def _const(self, data: bytes, present) -> None:
         row = np.frombuffer(data, np.uint8)
-        self._add(np.broadcast_to(row, (self.n, len(row))), np.full(self.n, len(row)), present)
+        self._add(np.broadcast_to(row, (self.n, len(row))), len(row), present)
 
     def const(self, field: int, value: int, present=None) -> "Rows":
         """A varint field with the same value in every row."""
@@ -95,7 +101,7 @@ class Rows:
         self._const(_varint_bytes(field << 3 | 1), present)
         v = np.asarray(values)
         raw = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<"))
-        self._add(raw.view(np.uint8).reshape(self.n, 8), np.full(self.n, 8), present)
+        self._add(raw.view(np.uint8).reshape(self.n, 8), 8, present)
         return self
 
     def message(self, field: int, sub: "Rows", present=None) -> "Rows":
@@ -114,20 +120,26 @@ class Rows:
         return self
 
     def lengths(self) -> np.ndarray:
-        return self.total
+        return self.varying + self.fixed
 
     def tobytes(self) -> bytes:
         """Every row's message, rows in order. Each part's byte columns are scattered straight
         to their places in the output (row start + bytes of the row's earlier parts), so no
         padded (rows x width) copy of the parts is ever made."""
-        lengths = [ln for _, ln in self.parts]
+        total = self.lengths()
         pos = np.zeros(self.n, np.int64)              # where the next part of each row goes
         if self.n:
-            pos[1:] = np.cumsum(self.total)[:-1]
-        out = np.empty(int(self.total.sum()), np.uint8)
+            pos[1:] = np.cumsum(total)[:-1]
+        out = np.empty(int(total.sum()), np.uint8)
         at = np.empty(self.n, np.int64)
-        for (mat, _), ln in zip(self.parts, lengths):
+        for mat, ln in self.parts:
             same = mat.strides[0] == 0                # a constant field: one row broadcast
+            if not np.ndim(ln):                       # every row has the part's first ln bytes
+                for k in range(min(ln, mat.shape[1])):
+                    np.add(pos, k, out=at)
+                    out[at] = mat[0, k] if same else mat[:, k]
+                pos += ln
+                continue
             for k in range(mat.shape[1]):
                 has = ln > k
                 if has.all():
