@@ -51,7 +51,10 @@ second is a ``ClockSnapshot`` of the sequence's incremental clock (id 64, the de
 ``timestamp_clock_id``), so each event's ``timestamp`` is the ns since the sequence's previous
 packet; the sequence's packets follow in timestamp order.  Counter points ride on the command
 event at their time as extra counter values (:mod:`.riding`; docs/formats.md
-"``perfetto.pftrace`` encoding").  Event packets are encoded by a small vectorised protobuf wire encoder
+"``perfetto.pftrace`` encoding").  ``Sheet`` and ``Mode``, when every slice of a command track
+has the same one, are written once, as the track's description (``debug.Sheet = TIU_0``, one
+line per arg), not on each slice.  Flow ids are varints (``flow_ids_old``), reused once a
+flow is closed.  Event packets are encoded by a small vectorised protobuf wire encoder
 (:class:`~reportgen.writers.perfetto.wire.Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
 loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
 stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
