@@ -8,6 +8,7 @@ import pandas as pd
 from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
+from reportgen.writers.perfetto.counters import sort_order
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.riding import Riding, ride_values
@@ -56,6 +57,28 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
     keep = (rel != waits) & (g.dep_src[waits] < 0)
     return (np.concatenate([g.dep_src[dep_dst], rel[keep]]),
             np.concatenate([dep_dst, waits[keep]]))
+
+
+def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``first_fit_lanes``, computed only for the groups (engine lanes of a core) where commands
+    overlap: a group whose commands, in start order, each start no earlier than every earlier
+    one ended is all lane 0 (what first fit gives it), and that is every group of a PMU
+    capture.  Equal starts may be flagged as overlapping; those groups get first fit."""
+    group = np.asarray(group, np.int64)
+    o = sort_order(start, group)
+    g, s, e = group[o], start[o], end[o]
+    # latest end so far within the group: a running maximum, each group's ends lifted above
+    # the previous group's
+    low = int(e.min()) if len(e) else 0
+    lift = (g - int(g.min() if len(g) else 0)) * (int(e.max() if len(e) else 0) - low + 1)
+    run_end = np.maximum.accumulate(e - low + lift) - lift + low
+    clash = np.zeros(len(o), bool)
+    clash[1:] = (g[1:] == g[:-1]) & (s[1:] < run_end[:-1])
+    lane = np.zeros(len(o), np.int32)
+    if clash.any():
+        redo = np.isin(group, np.unique(g[clash]))
+        lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
+    return lane
 
 
 #: flow ids taken in turn by the flows that go forward in time (one-byte varints)
@@ -113,7 +136,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     base_code, base_keys = pd.factorize(group)
     start = c["start_ns"].to_numpy(np.int64)
     end = c["end_ns"].to_numpy(np.int64)
-    lane = first_fit_lanes(base_code, start, end)
+    lane = command_lanes(base_code, start, end)
     track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
     str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
                 "Kernel Function": "kernel", "Mode": "mode"}
@@ -153,7 +176,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
             uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank,
                                  description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
-    order = np.lexsort((end, start, track_code))
+    order = sort_order(end - start, start, track_code)       # = lexsort((end, start, track_code))
     track_code = track_code.astype(np.int32)
     seq = seq_ids[track_code]                                # transient: for the iids used
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
