@@ -182,21 +182,28 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
     # stays allocated for the whole write is order, track_code and the flow lists
     names, cats = t.names.lookup(c["func_name"]), t.cats.lookup(c["func_type"])
-    for a, iid in on_track.items():                          # written once, on the track
+    # a value written once on its track is left off the track's slices
+    on_slices = {a: np.where(on_track[a] > 0, 0, 1) if a in on_track else np.ones(len(track_keys), np.int64)
+                 for a in strings}
+
+    def string_iids(a: str, rows) -> np.ndarray:
+        """The interned value of string arg ``a`` on each of ``rows`` (0: none)."""
         codes, tab = strings[a]
-        strings[a] = (np.where(iid[track_code] > 0, -1, codes), tab)
+        return tab[codes[rows]] * on_slices[a][track_code[rows]]
+
+    every = slice(None)
     int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
                 "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
                 "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
     dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
     used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
-            "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, tab[codes])
-                                                              for codes, tab in strings.values()]))}
+            "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, string_iids(a, every))
+                                                              for a in strings]))}
     critical = np.zeros(len(c), bool)
     if why is not None:
         critical[why.path.rows] = True
     arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
-                   **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma,
+                   **{a: string_iids(a, every) > 0 for a in strings}, "Core": is_cdma,
                    "critical": critical}
     used["args"] = tuple(np.concatenate(x) for x in zip(*[pairs(seq, np.where(ok, t.arg_iid[a], 0))
                                                          for a, ok in arg_present.items()]))
@@ -233,8 +240,8 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
         for a, col in dbl_cols.items():
             v, ok = column_values(part, col, "double")
             args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
-        for a, (codes, tab) in strings.items():
-            iid = tab[codes[rows]]
+        for a in strings:
+            iid = string_iids(a, rows)
             args.append((a, "string", iid, iid > 0))
         annotations(te, t.arg_iid, args)
         i, j = np.searchsorted(src_pos, [lo, hi])
