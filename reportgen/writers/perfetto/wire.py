@@ -155,8 +155,8 @@ def varint_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
     """Repeated varint ``field`` with ``ids`` for rows ``row`` (sorted): (n, width) bytes + lengths.
 
     Flow ids go here as ``TrackEvent.flow_ids_old`` / ``terminating_flow_ids_old`` (uint64
-    varints: 2 + 3 bytes for a flow id below 2^21) rather than the fixed64 ``flow_ids`` (2 + 8);
-    a trace processor reads either."""
+    varints: 2 + 1 bytes for a reused id below 128, ``commands.reused_flow_ids``) rather than the
+    fixed64 ``flow_ids`` (2 + 8); a trace processor reads either."""
     if not len(row):
         return np.zeros((n, 1), np.uint8), np.zeros(n, np.int64)
     enc = Rows(len(row)).varint(field, np.asarray(ids).astype(np.uint64))
