@@ -205,8 +205,10 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
                    **{a: string_iids(a, every) > 0 for a in strings}, "Core": is_cdma,
                    "critical": critical}
-    used["args"] = tuple(np.concatenate(x) for x in zip(*[pairs(seq, np.where(ok, t.arg_iid[a], 0))
-                                                         for a, ok in arg_present.items()]))
+    # an arg name is interned by the sequences (tracks) that have it on some slice
+    has_arg = [np.flatnonzero(np.bincount(track_code[ok], minlength=len(track_keys))) for ok in arg_present.values()]
+    used["args"] = (np.concatenate([seq_ids[x] for x in has_arg]),
+                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(arg_present, has_arg)]))
     first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, start + device.base)
     del seq, arg_present

@@ -41,7 +41,7 @@ def counter_series(c: pd.DataFrame) -> list[tuple]:
     start_all, end_all = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
     rows = np.flatnonzero(engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool))
     if len(rows):
-        rows = rows[np.lexsort((end_all[rows], start_all[rows], core_all[rows]))]
+        rows = rows[sort_order(end_all[rows] - start_all[rows], start_all[rows], core_all[rows])]
         core, s, e = core_all[rows], start_all[rows], end_all[rows]
         # latest end so far on the core: a running maximum, each core's ends lifted above the
         # previous core's

@@ -177,16 +177,21 @@ def annotations(te: Rows, arg_iid: dict[str, int],
     for name, kind, values, present in args:
         if absent(present):
             continue
-        ann = Rows(te.n).const(1, arg_iid[name])
-        if kind == "int":
-            ann.varint(4, values.astype(np.int64))
-        elif kind == "bool":
-            ann.varint(2, values.astype(np.int64))
-        elif kind == "double":
-            ann.fixed64(5, values.astype(np.float64))
-        else:                                        # interned string
-            ann.varint(17, values.astype(np.int64))
+        # name_iid and the value's tag are the same bytes in every row: one constant part
+        field, wire_type = _ANNOTATION_VALUE[kind]
+        ann = Rows(te.n)
+        ann._const(_varint_bytes(1 << 3) + _varint_bytes(arg_iid[name]) + _varint_bytes(field << 3 | wire_type), None)
+        if kind == "double":
+            raw = np.ascontiguousarray(values, dtype="<f8")
+            ann._add(raw.view(np.uint8).reshape(te.n, 8), 8, None)
+        else:
+            ann._add(*_varint_matrix(values.astype(np.int64)), None)
         te.message(4, ann, present)
+
+
+#: DebugAnnotation value field and wire type per kind: int_value, bool_value, double_value,
+#: string_value_iid
+_ANNOTATION_VALUE = {"int": (4, 0), "bool": (2, 0), "double": (5, 1), "string": (17, 0)}
 
 
 def packet(n: int, ts: np.ndarray, seq: np.ndarray, event: Rows) -> Rows:
