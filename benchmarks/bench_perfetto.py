@@ -83,8 +83,8 @@ def main() -> None:
         data = out.read_bytes()
         gz = len(gzip.compress(data, 6))
         n = len(prof.commands)
-        memory = (f"writer child's peak RSS {max(child_peak):,.0f} MB (+{max(child_peak) - rss0:,.0f} over the "
-                  f"parent's {rss0:,.0f} MB)" if args.fork else
+        memory = (f"writer child's peak RSS +{max(child_peak):,.0f} MB over the parent's at the fork"
+                  if args.fork else
                   f"RSS before {rss0:.0f} MB, peak while writing +{sampler.peak - rss0:.0f} MB")
         print(f"commands {n:,}  profile {t1 - t0:.1f}s  write {wall:.2f}s (CPU {cpu:.2f}s) "
               f"({n / wall:,.0f} cmd/s)  size {size / 1e6:.1f} MB ({size / n:.1f} B/cmd), "
@@ -98,8 +98,10 @@ def main() -> None:
 
 
 def forked_write(prof, summary, out_dir):
-    """perfetto.write in a forked child: (path, the child's CPU seconds, its peak RSS in MB)."""
+    """perfetto.write in a forked child: (path, the child's CPU seconds, its peak RSS in MB minus
+    the parent's RSS at the fork: what the write added)."""
     read, write = os.pipe()
+    at_fork = rss_mb()
     before = os.times()
     pid = os.fork()
     if pid == 0:                                          # the child: write, report VmHWM
@@ -117,7 +119,7 @@ def forked_write(prof, summary, out_dir):
     with os.fdopen(read, "rb") as fh:
         peak_kb = int(fh.read() or 0)
     cpu = after.children_user - before.children_user + after.children_system - before.children_system
-    return Path(out_dir) / perfetto.FILE_NAME, cpu, peak_kb / 1024
+    return Path(out_dir) / perfetto.FILE_NAME, cpu, peak_kb / 1024 - at_fork
 
 
 def synth_profile(cores: int, per_core: int):
