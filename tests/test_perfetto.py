@@ -139,7 +139,9 @@ def pair_flows(events: list[tuple]) -> tuple[dict, dict]:
     """Flows from (ts, OUT / IN, flow id, slice) events, read in time order as a trace processor
     does: an id is open from the slice that starts it until one terminates it, and may then
     start another flow.  A termination seen before its id was started (a flow going back in
-    time) pairs with the next start of that id.  Keys: (flow id, occurrence)."""
+    time, which a trace processor leaves open; the writer gives it an id of its own) pairs with
+    the next start of that id, so the content stays comparable with the stored golden.  Keys:
+    (flow id, occurrence)."""
     flows_out, flows_in = defaultdict(list), {}
     open_, early, count = {}, {}, defaultdict(int)
     for _ts, kind, fid, sid in sorted(events, key=lambda e: e[0]):
@@ -163,7 +165,7 @@ def pair_flows(events: list[tuple]) -> tuple[dict, dict]:
 
 def described_args(d: pb.TrackDescriptor) -> dict[str, str]:
     """The string args a track gives each of its slices: "debug.<arg> = <value>" lines of its
-    description (the writer's documented rule, docs/architecture.md)."""
+    description (the writer's documented rule, docs/formats.md)."""
     pairs = (line.split(" = ", 1) for line in d.description.splitlines() if line.startswith("debug."))
     return {k[len("debug."):]: v for k, v in pairs}
 
