@@ -11,11 +11,16 @@ def _typed(value):
     return [type(value).__name__, value]
 
 
+def _description(d) -> str:
+    return "\n".join(x for x in d.description.splitlines() if not x.startswith("debug."))
+
+
 def content(path) -> dict:
     dec = decode(path)
     tracks = dec["tracks"]
     paths = {u: track_path(tracks, u) for u in tracks}
-    desc = sorted([paths[u], d.sibling_order_rank, d.description, d.counter.unit_name if d.HasField("counter") else None,
+    # a track's "debug.<arg> = <value>" lines are its slices' args (decode folds them in)
+    desc = sorted([paths[u], d.sibling_order_rank, _description(d), d.counter.unit_name if d.HasField("counter") else None,
                    d.thread.pid if d.HasField("thread") else None, d.thread.tid if d.HasField("thread") else None,
                    d.process.pid if d.HasField("process") else None] for u, d in tracks.items())
     key = {s["id"]: [paths[s["track"]], s["ts"], s["name"]] for s in dec["slices"]}

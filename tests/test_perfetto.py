@@ -41,7 +41,7 @@ def decode(path: Path) -> dict:
     default_counters: dict[int, list] = {}
     clocks: dict[tuple[int, int], list] = {}     # (seq, clock id 64-127) -> [value, trace time, incremental]
     slices, counters = [], []
-    flows_out, flows_in = defaultdict(list), {}
+    flow_events = []
     for pkt in trace.packet:
         seq = pkt.trusted_packet_sequence_id
         if pkt.HasField("track_descriptor"):
@@ -111,23 +111,63 @@ def decode(path: Path) -> dict:
             key = table["args"][a.name_iid]
             kind = a.WhichOneof("value")
             args[key] = table["strings"][a.string_value_iid] if kind == "string_value_iid" else getattr(a, kind)
+        # args every slice of the track has are written once, on the track (its description)
+        args = {**described_args(tracks[track]), **args}
         sl = {"track": track, "name": table["names"][te.name_iid], "ts": ts,
               "cat": table["cats"][te.category_iids[0]] if te.category_iids else None, "args": args,
               "depth": len(stacks[track]), "dur": 0, "id": len(slices)}
         slices.append(sl)
-        for f in te.flow_ids:
-            flows_out[f].append(sl["id"])
-        for f in te.terminating_flow_ids:
-            assert f not in flows_in, "flow terminated twice"
-            flows_in[f] = sl["id"]
+        # a trace processor reads the fixed64 flow_ids, else the varint flow_ids_old (same for
+        # the terminating ones)
+        flow_events += [(ts, OUT, f, sl["id"]) for f in te.flow_ids or te.flow_ids_old]
+        flow_events += [(ts, IN, f, sl["id"]) for f in te.terminating_flow_ids or te.terminating_flow_ids_old]
         if te.type == B:
             stacks[track].append(sl)
     assert all(not s for s in stacks.values()), "unbalanced slices"
+    flows_out, flows_in = pair_flows(flow_events)
     counters.sort(key=lambda x: x[1])       # by time, as a trace processor sorts events (stable)
     for d in tracks.values():
         assert not d.HasField("parent_uuid") or d.parent_uuid in tracks, "parent track missing"
     return {"tracks": tracks, "slices": slices, "counters": counters,
             "flows_out": flows_out, "flows_in": flows_in}
+
+
+OUT, IN = 0, 1
+
+
+def pair_flows(events: list[tuple]) -> tuple[dict, dict]:
+    """Flows from (ts, OUT / IN, flow id, slice) events, read in time order as a trace processor
+    does: an id is open from the slice that starts it until one terminates it, and may then
+    start another flow.  A termination seen before its id was started (a flow going back in
+    time, which a trace processor leaves open; the writer gives it an id of its own) pairs with
+    the next start of that id, so the content stays comparable with the stored golden.  Keys:
+    (flow id, occurrence)."""
+    flows_out, flows_in = defaultdict(list), {}
+    open_, early, count = {}, {}, defaultdict(int)
+    for _ts, kind, fid, sid in sorted(events, key=lambda e: e[0]):
+        if kind == OUT:
+            if fid not in open_:
+                open_[fid] = (fid, count[fid])
+                count[fid] += 1
+            key = open_[fid]
+            flows_out[key].append(sid)
+            if fid in early:
+                flows_in[open_.pop(fid)] = early.pop(fid)
+        elif fid in open_:
+            flows_in[open_.pop(fid)] = sid
+        else:
+            assert fid not in early, "flow terminated twice"
+            early[fid] = sid
+    for fid, sid in early.items():                 # terminated, never started
+        flows_in[(fid, count[fid])] = sid
+    return flows_out, flows_in
+
+
+def described_args(d: pb.TrackDescriptor) -> dict[str, str]:
+    """The string args a track gives each of its slices: "debug.<arg> = <value>" lines of its
+    description (the writer's documented rule, docs/formats.md)."""
+    pairs = (line.split(" = ", 1) for line in d.description.splitlines() if line.startswith("debug."))
+    return {k[len("debug."):]: v for k, v in pairs}
 
 
 def track_path(tracks, uuid) -> str:

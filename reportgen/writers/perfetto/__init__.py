@@ -31,7 +31,8 @@ for, and a GDMA descriptor's names the TIU command it waits for; the rule that r
 the analysis' (``analysis.depgraph.descriptor_dependencies``, docs/metrics.md "Dependency graph
 and critical path"), one rule for every output.  Barrier flows go from the command that
 released the barrier (the last core's last work, or its wait) to every other wait of it.  One flow per dependent,
-id = dependent row + 1, starting on the source slice and terminating on the dependent one.
+ids reused once a flow is closed (``commands.reused_flow_ids``), starting on the source slice and
+terminating on the dependent one.
 The commands on the critical path carry ``critical = true`` (a bool debug arg), so
 ``EXTRACT_ARG(arg_set_id, 'debug.critical')`` selects them.
 
@@ -50,7 +51,10 @@ second is a ``ClockSnapshot`` of the sequence's incremental clock (id 64, the de
 ``timestamp_clock_id``), so each event's ``timestamp`` is the ns since the sequence's previous
 packet; the sequence's packets follow in timestamp order.  Counter points ride on the command
 event at their time as extra counter values (:mod:`.riding`; docs/formats.md
-"``perfetto.pftrace`` encoding").  Event packets are encoded by a small vectorised protobuf wire encoder
+"``perfetto.pftrace`` encoding").  ``Sheet`` and ``Mode``, when every slice of a command track
+has the same one, are written once, as the track's description (``debug.Sheet = TIU_0``, one
+line per arg), not on each slice.  Flow ids are varints (``flow_ids_old``), reused once a
+flow is closed.  Event packets are encoded by a small vectorised protobuf wire encoder
 (:class:`~reportgen.writers.perfetto.wire.Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
 loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
 stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's

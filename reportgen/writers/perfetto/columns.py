@@ -10,7 +10,9 @@ def column_values(c: pd.DataFrame, name: str, kind: str):
     s = c[name]
     present = s.notna().to_numpy(bool)
     if kind == "double":
-        return s.astype("float64").fillna(0).to_numpy(np.float64), present
+        return s.to_numpy(np.float64, na_value=0.0), present
+    if s.dtype.kind in "iub":                        # numpy or nullable (Int64) integers
+        return s.to_numpy(np.int64, na_value=0), present
     return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
 
 

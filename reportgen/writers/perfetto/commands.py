@@ -8,17 +8,40 @@ import pandas as pd
 from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
 from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
+from reportgen.writers.perfetto.counters import sort_order
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.riding import Riding, ride_values
 from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
-from reportgen.writers.perfetto.wire import (SLICE_BEGIN, SLICE_END, Rows, annotations, fixed64_repeated,
-                                             packet)
+from reportgen.writers.perfetto.wire import (FLOW_IDS, TERMINATING_FLOW_IDS, SLICE_BEGIN, SLICE_END, Rows,
+                                             annotations, packet, varint_repeated)
 
 
 #: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
 CDMA_CHANNEL = {**dict.fromkeys(("send", "tcp_send", "tx_send", "tx_wait"), 1),
                 **dict.fromkeys(("receive", "read", "tcp_receive", "rx_send", "rx_wait"), 2)}
+
+
+#: string args written once on the track (its descriptor's description, "debug.Sheet = TIU_0")
+#: instead of on every slice when every slice of the track has the same value
+TRACK_ARGS = ("Sheet", "Mode")
+
+
+def track_constant(track_code: np.ndarray, tracks: int, codes: np.ndarray, table: np.ndarray) -> np.ndarray:
+    """Per track: the interned string iid every one of its rows has (0: the rows differ, or one
+    has none); ``table[codes]`` is a row's iid (code -1: none)."""
+    codes = np.asarray(codes, np.int64)
+    low, high = np.full(tracks, np.iinfo(np.int64).max), np.full(tracks, -1)
+    np.minimum.at(low, track_code, codes)
+    np.maximum.at(high, track_code, codes)
+    same = (low == high) & (low >= 0)
+    return np.where(same, table[np.where(same, low, -1)], 0)
+
+
+def track_args(on_track: dict[str, np.ndarray], track: int, text: dict[int, str]) -> str:
+    """The description of a track that carries args for all its slices: "debug.<arg> = <value>"
+    per line (the key a trace processor gives a slice's own arg)."""
+    return "\n".join(f"debug.{a} = {text[int(iid[track])]}" for a, iid in on_track.items() if iid[track])
 
 
 def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
@@ -34,6 +57,55 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
     keep = (rel != waits) & (g.dep_src[waits] < 0)
     return (np.concatenate([g.dep_src[dep_dst], rel[keep]]),
             np.concatenate([dep_dst, waits[keep]]))
+
+
+def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """``first_fit_lanes``, computed only for the groups (engine lanes of a core) where commands
+    overlap: a group whose commands, in start order, each start no earlier than every earlier
+    one ended is all lane 0 (what first fit gives it), and that is every group of a PMU
+    capture.  Equal starts may be flagged as overlapping; those groups get first fit."""
+    group = np.asarray(group, np.int64)
+    o = sort_order(start, group)
+    g, s, e = group[o], start[o], end[o]
+    # latest end so far within the group: a running maximum, each group's ends lifted above
+    # the previous group's
+    low = int(e.min()) if len(e) else 0
+    lift = (g - int(g.min() if len(g) else 0)) * (int(e.max() if len(e) else 0) - low + 1)
+    run_end = np.maximum.accumulate(e - low + lift) - lift + low
+    clash = np.zeros(len(o), bool)
+    clash[1:] = (g[1:] == g[:-1]) & (s[1:] < run_end[:-1])
+    lane = np.zeros(len(o), np.int32)
+    if clash.any():
+        redo = np.isin(group, np.unique(g[clash]))
+        lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
+    return lane
+
+
+#: flow ids taken in turn by the flows that go forward in time (one-byte varints)
+FLOW_ID_CYCLE = 127
+
+
+def reused_flow_ids(src_ts: np.ndarray, dst_ts: np.ndarray) -> np.ndarray:
+    """A flow id per flow (source begin at ``src_ts``, dependent begin at ``dst_ts``), small so
+    that its varint is one byte: ids are reused.
+
+    A trace processor reads the events in time order, opens a flow at its source and closes it
+    at its dependent; an id closed is free again.  The flows that go forward in time, in source
+    order, take the ids 1..127 in turn; the next flow with the same id, 127 sources later, must
+    begin after this one's dependent (strictly: nothing depends on the order of events at one
+    time).  A flow that would still be open then, or whose dependent begins no later than its
+    source (a barrier wait that began before the command releasing it, which a trace processor
+    never closes), keeps an id of its own, above those."""
+    src_ts, dst_ts = np.asarray(src_ts, np.int64), np.asarray(dst_ts, np.int64)
+    o = np.argsort(src_ts, kind="stable")
+    src, dst = src_ts[o], dst_ts[o]
+    rank = np.arange(len(o))
+    free_from = np.searchsorted(src, dst, "right")        # first source after the dependent
+    cyclic = (dst > src) & (free_from - rank <= FLOW_ID_CYCLE)
+    turn = np.cumsum(cyclic) - 1                          # rank among the cyclic flows
+    ids = np.empty(len(o), np.int64)
+    ids[o] = np.where(cyclic, turn % FLOW_ID_CYCLE + 1, FLOW_ID_CYCLE + 1 + np.cumsum(~cyclic) - 1)
+    return ids
 
 
 def position_of(order: np.ndarray) -> np.ndarray:
@@ -64,8 +136,13 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     base_code, base_keys = pd.factorize(group)
     start = c["start_ns"].to_numpy(np.int64)
     end = c["end_ns"].to_numpy(np.int64)
-    lane = first_fit_lanes(base_code, start, end)
+    lane = command_lanes(base_code, start, end)
     track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+    str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
+                "Kernel Function": "kernel", "Mode": "mode"}
+    strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+    on_track = {a: track_constant(track_code, len(track_keys), *strings[a]) for a in TRACK_ARGS}
+    text = t.strings.names()
     # declare the tracks
     level_of = dict(zip(c["engine"].astype(str), c["level"].astype(str))) if "level" in c.columns else {}
     cdma_root, port_tracks = None, {}
@@ -85,41 +162,53 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
                                            rank=own, explicit=True)
             if ch == 0 and ln == 0:
                 uuid_of[k] = port_tracks[own]
+                for iid in on_track.values():        # the port's own track: args stay on the slices
+                    iid[k] = 0
                 continue
             label = f"CDMA port{own}" + ("", " TX", " RX")[ch] + ("" if ln == 0 else f" #{ln + 1}")
             uuid_of[k] = t.track(f"device/cdma/{own}/{ch}/{ln}", label, port_tracks[own],
-                                 rank=ch * 64 + ln)
+                                 rank=ch * 64 + ln, description=track_args(on_track, k, text))
         else:
             rank = ENGINE_RANK.get(eng, 7) * 64 + ln
             if ride is not None and (int(own), eng) in ride.tracks:
                 counter_of[k] = path_uuid(ride.tracks[(int(own), eng)])
             parent = device.level_track(int(own), level_of.get(eng)) if level_of else device.core_track(int(own))
-            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank)
+            uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank,
+                                 description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
-    order = np.lexsort((end, start, track_code))
+    order = sort_order(end - start, start, track_code)       # = lexsort((end, start, track_code))
     track_code = track_code.astype(np.int32)
     seq = seq_ids[track_code]                                # transient: for the iids used
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
     # stays allocated for the whole write is order, track_code and the flow lists
     names, cats = t.names.lookup(c["func_name"]), t.cats.lookup(c["func_type"])
-    str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
-                "Kernel Function": "kernel", "Mode": "mode"}
-    strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
+    # a value written once on its track is left off the track's slices
+    on_slices = {a: np.where(on_track[a] > 0, 0, 1) if a in on_track else np.ones(len(track_keys), np.int64)
+                 for a in strings}
+
+    def string_iids(a: str, rows) -> np.ndarray:
+        """The interned value of string arg ``a`` on each of ``rows`` (0: none)."""
+        codes, tab = strings[a]
+        return tab[codes[rows]] * on_slices[a][track_code[rows]]
+
+    every = slice(None)
     int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
                 "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
                 "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
     dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
     used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
-            "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, tab[codes])
-                                                              for codes, tab in strings.values()]))}
+            "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, string_iids(a, every))
+                                                              for a in strings]))}
     critical = np.zeros(len(c), bool)
     if why is not None:
         critical[why.path.rows] = True
     arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
-                   **{a: codes >= 0 for a, (codes, _) in strings.items()}, "Core": is_cdma,
+                   **{a: string_iids(a, every) > 0 for a in strings}, "Core": is_cdma,
                    "critical": critical}
-    used["args"] = tuple(np.concatenate(x) for x in zip(*[pairs(seq, np.where(ok, t.arg_iid[a], 0))
-                                                         for a, ok in arg_present.items()]))
+    # an arg name is interned by the sequences (tracks) that have it on some slice
+    has_arg = [np.flatnonzero(np.bincount(track_code[ok], minlength=len(track_keys))) for ok in arg_present.values()]
+    used["args"] = (np.concatenate([seq_ids[x] for x in has_arg]),
+                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(arg_present, has_arg)]))
     first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, start + device.base)
     del seq, arg_present
@@ -131,14 +220,16 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     launch_pos, launch_flow = position[launched], flow_id(launched)
     del position
     so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
-    src_pos, src_flow = src_pos[so], (dst + 1)[so]          # flow id = dependent row + 1
-    dst_pos, dst_flow = dst_pos[do], (dst + 1)[do]
+    fid = reused_flow_ids(start[src], start[dst])
+    src_pos, src_flow = src_pos[so], fid[so]
+    dst_pos, dst_flow = dst_pos[do], fid[do]
     base = device.base
+    taken = ["core", *int_cols.values(), *dbl_cols.values()]
 
     def encode(lo: int, hi: int) -> bytes:
         rows = order[lo:hi]
         n = len(rows)
-        part = c.take(rows)
+        part = {col: c[col].take(rows) for col in taken}       # only the columns written
         seq_rows = seq_ids[track_code[rows]]
         te = Rows(n).const(9, SLICE_BEGIN)
         iid = names[1][names[0][rows]]
@@ -151,18 +242,18 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
         for a, col in dbl_cols.items():
             v, ok = column_values(part, col, "double")
             args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
-        for a, (codes, tab) in strings.items():
-            iid = tab[codes[rows]]
+        for a in strings:
+            iid = string_iids(a, rows)
             args.append((a, "string", iid, iid > 0))
         annotations(te, t.arg_iid, args)
         i, j = np.searchsorted(src_pos, [lo, hi])
-        te.dense(*fixed64_repeated(src_pos[i:j] - lo, src_flow[i:j], 47, n))
+        te.dense(*varint_repeated(src_pos[i:j] - lo, src_flow[i:j], FLOW_IDS, n))
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
         k = (launch_pos >= lo) & (launch_pos < hi)
         terminating[launch_pos[k] - lo] = launch_flow[k]
-        te.fixed64(48, terminating, terminating > 0)
+        te.varint(TERMINATING_FLOW_IDS, terminating, terminating > 0)
         end_ev = Rows(n).const(9, SLICE_END)
         if ride is not None:                                 # counter points riding on the events
             for ev, values in ((te, ride.begin[rows]), (end_ev, ride.end[rows])):

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-#: flow ids of launches: above the PMU dependency flows (their ids are command rows + 1)
+#: flow ids of launches: above the PMU dependency flows (small reused ids, commands.reused_flow_ids)
 LAUNCH_FLOW_BASE = 1 << 40
 #: arrows drawn from one launch at most
 MAX_FLOWS_PER_LAUNCH = 16

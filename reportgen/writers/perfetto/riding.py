@@ -21,7 +21,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.writers.perfetto.columns import engine_is
-from reportgen.writers.perfetto.counters import counter_path
+from reportgen.writers.perfetto.counters import counter_path, sort_order
 from reportgen.writers.perfetto.wire import Rows
 
 EXTRA_INT, EXTRA_DOUBLE = 12, 46      # TrackEvent.extra_counter_values, extra_double_counter_values
@@ -48,7 +48,8 @@ def riding(c: pd.DataFrame, series: list[tuple]) -> Riding:
     start_all, end_all = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
     for name, _unit, core, ts, value in series:
         engine = name.split()[0]
-        tracks.update({(int(k), engine): counter_path(int(k), name) for k in np.unique(core)})
+        cores_of = core[np.append(True, core[1:] != core[:-1])] if len(core) else core   # sorted by core
+        tracks.update({(int(k), engine): counter_path(int(k), name) for k in cores_of})
         rows = np.flatnonzero(engine_is(c, engine))
         ride = np.zeros(len(ts), bool)
         rides.append(ride)
@@ -64,7 +65,7 @@ def riding(c: pd.DataFrame, series: list[tuple]) -> Riding:
         if cores * span >= 1 << 62 or min(int(ev_core.min()), int(core.min())) < 0:
             continue                                               # no compact key: all keep packets
         ev_key = ev_core * span + (ev_ts - low)
-        o = np.lexsort((ev_id, ev_key))                            # the first event per key carries it
+        o = sort_order(ev_id, ev_key)                              # the first event per key carries it
         k = ev_key[o]
         first = np.ones(len(k), bool)
         first[1:] = k[1:] != k[:-1]

@@ -6,6 +6,7 @@ import numpy as np
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4     # TrackEvent.Type
 SEQ_CLEARED = 1                                          # TracePacket.sequence_flags
+FLOW_IDS, TERMINATING_FLOW_IDS = 36, 42                  # TrackEvent.flow_ids_old, terminating_flow_ids_old
 
 
 def _varint_bytes(value: int) -> bytes:
@@ -58,16 +59,25 @@ class Rows:
 
     def __init__(self, n: int) -> None:
         self.n = n
-        self.parts: list[tuple[np.ndarray, np.ndarray]] = []
+        # a part's length per row is an array, or an int when every row has the same
+        self.parts: list[tuple[np.ndarray, np.ndarray | int]] = []
+        self.varying = np.zeros(n, np.int64)           # each row's bytes of array-length parts
+        self.fixed = 0                                 # ... plus those of int-length parts
 
-    def _add(self, mat: np.ndarray, lens: np.ndarray, present) -> None:
+    def _add(self, mat: np.ndarray, lens, present) -> None:
         if present is not None:
             lens = np.where(present, lens, 0)
-        self.parts.append((mat, np.asarray(lens, np.int64)))
+        if np.ndim(lens):
+            lens = np.asarray(lens, np.int64)
+            self.varying += lens
+        else:
+            lens = int(lens)
+            self.fixed += lens
+        self.parts.append((mat, lens))
 
     def _const(self, data: bytes, present) -> None:
         row = np.frombuffer(data, np.uint8)
-        self._add(np.broadcast_to(row, (self.n, len(row))), np.full(self.n, len(row)), present)
+        self._add(np.broadcast_to(row, (self.n, len(row))), len(row), present)
 
     def const(self, field: int, value: int, present=None) -> "Rows":
         """A varint field with the same value in every row."""
@@ -91,7 +101,7 @@ class Rows:
         self._const(_varint_bytes(field << 3 | 1), present)
         v = np.asarray(values)
         raw = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<"))
-        self._add(raw.view(np.uint8).reshape(self.n, 8), np.full(self.n, 8), present)
+        self._add(raw.view(np.uint8).reshape(self.n, 8), 8, present)
         return self
 
     def message(self, field: int, sub: "Rows", present=None) -> "Rows":
@@ -106,27 +116,30 @@ class Rows:
 
     def dense(self, mat: np.ndarray, lens: np.ndarray) -> "Rows":
         """Pre-encoded bytes, the first ``lens[i]`` of row ``i`` (e.g. repeated fields)."""
-        self.parts.append((mat, np.asarray(lens, np.int64)))
+        self._add(mat, lens, None)
         return self
 
     def lengths(self) -> np.ndarray:
-        total = np.zeros(self.n, np.int64)
-        for _, ln in self.parts:
-            total += ln
-        return total
+        return self.varying + self.fixed
 
     def tobytes(self) -> bytes:
         """Every row's message, rows in order. Each part's byte columns are scattered straight
         to their places in the output (row start + bytes of the row's earlier parts), so no
         padded (rows x width) copy of the parts is ever made."""
-        lengths = [np.asarray(ln, np.int64) for _, ln in self.parts]
+        total = self.lengths()
         pos = np.zeros(self.n, np.int64)              # where the next part of each row goes
         if self.n:
-            pos[1:] = np.cumsum(sum(lengths))[:-1]
-        out = np.empty(int(sum(int(ln.sum()) for ln in lengths)), np.uint8)
+            pos[1:] = np.cumsum(total)[:-1]
+        out = np.empty(int(total.sum()), np.uint8)
         at = np.empty(self.n, np.int64)
-        for (mat, _), ln in zip(self.parts, lengths):
+        for mat, ln in self.parts:
             same = mat.strides[0] == 0                # a constant field: one row broadcast
+            if not np.ndim(ln):                       # every row has the part's first ln bytes
+                for k in range(min(ln, mat.shape[1])):
+                    np.add(pos, k, out=at)
+                    out[at] = mat[0, k] if same else mat[:, k]
+                pos += ln
+                continue
             for k in range(mat.shape[1]):
                 has = ln > k
                 if has.all():
@@ -138,18 +151,23 @@ class Rows:
         return out.tobytes()
 
 
-def fixed64_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
-    """Repeated fixed64 ``field`` with ``ids`` for rows ``row`` (sorted): (n, k*w) bytes + lengths."""
-    tag = np.frombuffer(_varint_bytes(field << 3 | 1), np.uint8)
-    w = len(tag) + 8
-    counts = np.bincount(row, minlength=n)
-    k = int(counts.max()) if len(row) else 0
-    mat = np.zeros((n, max(k, 1), w), np.uint8)
-    if len(row):
-        within = np.arange(len(row)) - np.searchsorted(row, row, "left")
-        mat[row, within, :len(tag)] = tag
-        mat[row, within, len(tag):] = ids.astype("<u8").view(np.uint8).reshape(-1, 8)
-    return mat.reshape(n, -1), counts * w
+def varint_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
+    """Repeated varint ``field`` with ``ids`` for rows ``row`` (sorted): (n, width) bytes + lengths.
+
+    Flow ids go here as ``TrackEvent.flow_ids_old`` / ``terminating_flow_ids_old`` (uint64
+    varints: 2 + 1 bytes for a reused id below 128, ``commands.reused_flow_ids``) rather than the
+    fixed64 ``flow_ids`` (2 + 8); a trace processor reads either."""
+    if not len(row):
+        return np.zeros((n, 1), np.uint8), np.zeros(n, np.int64)
+    enc = Rows(len(row)).varint(field, np.asarray(ids).astype(np.uint64))
+    size = enc.lengths()                                      # bytes of each id
+    blob = np.frombuffer(enc.tobytes(), np.uint8)
+    counts = np.bincount(row, weights=size, minlength=n).astype(np.int64)
+    mat = np.zeros((n, int(counts.max())), np.uint8)
+    at = np.cumsum(size) - size                               # each id's start in the blob
+    row_at = at[np.searchsorted(row, row, "left")]            # its row's first id's start
+    mat[np.repeat(row, size), np.arange(len(blob)) - np.repeat(row_at, size)] = blob
+    return mat, counts
 
 
 def annotations(te: Rows, arg_iid: dict[str, int],
@@ -159,16 +177,21 @@ def annotations(te: Rows, arg_iid: dict[str, int],
     for name, kind, values, present in args:
         if absent(present):
             continue
-        ann = Rows(te.n).const(1, arg_iid[name])
-        if kind == "int":
-            ann.varint(4, values.astype(np.int64))
-        elif kind == "bool":
-            ann.varint(2, values.astype(np.int64))
-        elif kind == "double":
-            ann.fixed64(5, values.astype(np.float64))
-        else:                                        # interned string
-            ann.varint(17, values.astype(np.int64))
+        # name_iid and the value's tag are the same bytes in every row: one constant part
+        field, wire_type = _ANNOTATION_VALUE[kind]
+        ann = Rows(te.n)
+        ann._const(_varint_bytes(1 << 3) + _varint_bytes(arg_iid[name]) + _varint_bytes(field << 3 | wire_type), None)
+        if kind == "double":
+            raw = np.ascontiguousarray(values, dtype="<f8")
+            ann._add(raw.view(np.uint8).reshape(te.n, 8), 8, None)
+        else:
+            ann._add(*_varint_matrix(values.astype(np.int64)), None)
         te.message(4, ann, present)
+
+
+#: DebugAnnotation value field and wire type per kind: int_value, bool_value, double_value,
+#: string_value_iid
+_ANNOTATION_VALUE = {"int": (4, 0), "bool": (2, 0), "double": (5, 1), "string": (17, 0)}
 
 
 def packet(n: int, ts: np.ndarray, seq: np.ndarray, event: Rows) -> Rows:
