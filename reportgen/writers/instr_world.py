@@ -31,7 +31,7 @@ import pandas as pd
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
-from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed
+from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed, matrix, pick
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
@@ -144,7 +144,7 @@ def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
     if not ok.all():
         return None
     whole, frac = np.divmod(np.round(size * 10_000).astype(np.int64), 10_000)
-    return [*_digits(whole, v < 0), _DECIMALS[frac]]
+    return [*_digits(whole, v < 0), pick(_DECIMALS, frac)]
 
 
 def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Cells]:
@@ -153,7 +153,7 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
     number (ops, cycles) without ".0", as the vendor prints ops. Rates: the vendor's ``{:.1%}``."""
     if kind == "rate":                       # few distinct rates: each formatted once
         codes, uniques = pd.factorize(values)
-        parts = [_fixed(np.array([f"{x:.1%}" for x in uniques.tolist()], dtype=bytes))[codes]]
+        parts = [pick(_fixed(np.array([f"{x:.1%}" for x in uniques.tolist()], dtype=bytes)), codes)]
     elif values.dtype.kind in "iu":
         parts = _int_cells(values)
     else:
@@ -168,6 +168,36 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
         for mat in parts:
             mat[~present] = 0
     return parts
+
+
+#: a number column of at most this many distinct values is written from a table of its cells
+MAX_TABLE_VALUES = 4_096
+#: distinct values in the column's first rows above which it is not even tried
+_SAMPLE, _SAMPLE_MAX = 8_192, 1_024
+
+
+def _value_table(column, kind: str) -> tuple[np.ndarray, Cells] | None:
+    """(codes, cells) of a number column with few distinct values (register-like fields, rates,
+    bandwidths, ports, engine ids): each distinct value formatted once by :func:`_number_cells`
+    (a value's text never depends on its neighbours), then picked per row like a text column's
+    cell; code -1 (a missing value) picks the trailing empty cell. Formatting a chunk of such a
+    column costs a gather instead of several passes. None for a column of many values."""
+    if column is None or len(column) == 0 or kind not in ("int", "float", "rate"):
+        return None
+    if len(pd.unique(column[:_SAMPLE])) > _SAMPLE_MAX:
+        return None
+    codes, uniques = pd.factorize(column)
+    if len(uniques) > MAX_TABLE_VALUES:
+        return None
+    dtype = np.int64 if kind == "int" else np.float64
+    values = np.asarray(uniques.to_numpy(dtype) if hasattr(uniques, "to_numpy") else uniques, dtype)
+    parts = _number_cells(values, np.ones(len(values), bool), kind)
+    table = np.zeros((len(values) + 1, sum(m.shape[1] for m in parts)), np.uint8)
+    at = 0
+    for mat in parts:
+        table[:-1, at:at + mat.shape[1]] = mat
+        at += mat.shape[1]
+    return codes.astype(np.int16), table
 
 
 def _plain(dtype) -> bool:
@@ -191,11 +221,18 @@ class _Source:
         # extension array (sliced by its own take: no Series, no index per chunk)
         self.numbers = {name: (c[name].to_numpy() if _plain(c[name].dtype) else c[name].array)
                         for _, name, kind in COLUMNS if kind in ("int", "float", "rate") and name in c}
+        derived = {"engine_id": self.engine_id, "concurrency": self.concurrency}
+        self.tables = {name: t for _, name, kind in COLUMNS
+                       if (t := _value_table(derived[name] if name in derived else self.numbers.get(name),
+                                             "int" if name in derived else kind)) is not None}
 
     def cells(self, name: str, kind: str, rows: np.ndarray) -> list[Cells]:
         """Column ``name`` of the given rows as one or more parts written side by side (every
         cell empty for a column the frame lacks)."""
         c = self.c
+        if name in self.tables:
+            codes, table = self.tables[name]
+            return [pick(table, codes[rows])]         # code -1 (missing): the trailing empty cell
         if kind == "derived":
             if name == "engine_id":
                 return _int_cells(self.engine_id[rows])
@@ -206,7 +243,7 @@ class _Source:
             return [np.zeros((len(rows), 1), np.uint8)]
         if kind == "text":
             codes, table = self.text[name]
-            return [table[codes[rows]]]         # code -1: the trailing empty cell
+            return [pick(table, codes[rows])]         # code -1: the trailing empty cell
         dtype = np.int64 if kind == "int" else np.float64
         column = self.numbers[name]
         if isinstance(column, np.ndarray):      # the slice only: never a copy of the column
@@ -230,7 +267,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
     (one selection, no loop per row)."""
     columns = [source.cells(name, kind, rows) for _, name, kind in COLUMNS]
     width = sum(mat.shape[1] for parts in columns for mat in parts) + len(columns)
-    out = np.empty((len(rows), width), np.uint8)
+    out, buf = matrix(len(rows), width)
     at = 0
     for parts in columns:
         for mat in parts:
@@ -239,7 +276,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
         out[:, at] = _COMMA
         at += 1
     out[:, -1] = _NEWLINE
-    return out.tobytes().translate(None, b"\0")     # faster than a boolean mask of the matrix
+    return buf.translate(None, b"\0")     # faster than a boolean mask of the matrix
 
 
 def write(profile: Profile, out_dir) -> Path:
