@@ -69,24 +69,27 @@ def _float_reprs(v: np.ndarray, empty: np.ndarray | None) -> list[np.ndarray] | 
     return [*digits(integer, np.signbit(v) & usable), pick(_REPR_DECIMALS, ten_thousandths % 10_000)]
 
 
+def _float_table_reprs(chunk: np.ndarray) -> np.ndarray:
+    """Python's repr (:func:`sheet_xml.float_texts`) of floats beyond :func:`_float_reprs`:
+    ratios such as uArch Rate repeat a few values, so each distinct value is formatted once
+    and picked per row (NaN: no text). Not with a -0.0 (factorize takes it for 0.0)."""
+    codes, uniques = pd.factorize(chunk)
+    if len(uniques) * 4 > len(chunk) or (np.signbit(chunk) & (chunk == 0)).any():
+        return fixed(np.array(sheet_xml.float_texts(chunk), dtype="S"))
+    return pick(fixed(np.array(sheet_xml.float_texts(uniques) + [""], dtype="S")), codes)
+
+
 def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
     chunk = col.data[lo:hi]
     n = len(chunk)
     empty = col.missing[lo:hi] if col.missing is not None else None
     if chunk.dtype.kind in "iu":
-        codes, uniques = pd.factorize(chunk)
-        if len(uniques) * 4 <= n:              # as sheet_xml: each distinct cell once
-            table = _table([f"<c{s_attr}><v>{v}</v></c>" for v in uniques.tolist()]
-                           + [sheet_xml.EMPTY_CELL])
-            if empty is not None:
-                codes[empty] = -1
-            return [pick(table, codes)]
         v = chunk.astype(np.int64)
         values = digits(np.abs(v), v < 0)
     else:
         values = _float_reprs(chunk, empty)
     if values is None:
-        values = [fixed(np.array(sheet_xml.float_texts(chunk), dtype="S"))] if n else [np.zeros((0, 1), np.uint8)]
+        values = [_float_table_reprs(chunk)] if n else [np.zeros((0, 1), np.uint8)]
     opening, closing = _table([f"<c{s_attr}><v>", sheet_xml.EMPTY_CELL]), _table(["</v></c>", ""])
     if empty is None or not empty.any():
         return [_const(opening[0].tobytes(), n), *values, _const(closing[0].tobytes(), n)]
