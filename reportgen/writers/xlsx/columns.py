@@ -9,6 +9,8 @@ cell API takes :meth:`Column.values`, the fast path ``sheet_xml.cell_parts``.
 """
 from __future__ import annotations
 
+import functools
+
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -153,7 +155,7 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
     """Texts as codes into their distinct values, so each distinct text is prepared once."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy().astype(np.int64)
-        cats = pd.Series(series.cat.categories.astype(str), dtype=object)
+        cats, long = _category_texts(series.dtype)
     else:
         s = series.astype(object)
         s = s.where(s.notna(), None)
@@ -161,14 +163,24 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
             s = s.map(lambda v: v if v is None or type(v) is str else str(v))
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
         codes = codes.astype(np.int64)
-        cats = pd.Series(uniques, dtype=object)
-    cats, long = _safe_texts(cats)
-    cats = cats.to_numpy(dtype=object)
+        cats, long = _safe_texts(pd.Series(uniques, dtype=object))
+        cats = cats.to_numpy(dtype=object)
     empty = np.flatnonzero(cats == "")
     if len(empty):
         codes = np.where(np.isin(codes, empty), -1, codes)  # "" is an empty cell, not a text
     cut = int(np.isin(codes, np.flatnonzero(long)).sum()) if long.any() else 0
     return Column(header, "text", codes, None, cats, None, note, cut)
+
+
+@functools.lru_cache(maxsize=32)
+def _category_texts(dtype: pd.CategoricalDtype) -> tuple[np.ndarray, np.ndarray]:
+    """The safe texts of a categorical column's categories and which were cut, once per dtype:
+    every command sheet slices the same categorical columns (kernel, function names ...).
+    Read-only: the arrays are shared by the columns of every sheet."""
+    cats, long = _safe_texts(pd.Series(dtype.categories.astype(str), dtype=object))
+    cats = cats.to_numpy(dtype=object)
+    cats.flags.writeable = long.flags.writeable = False
+    return cats, long
 
 
 def _safe_texts(texts: pd.Series) -> tuple[pd.Series, np.ndarray]:
