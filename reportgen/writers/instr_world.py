@@ -12,7 +12,8 @@ the workbook's command sheets. Layer columns are not written (no layer informati
 
 Streaming. Only the sort order (one int64 per command) and the Concurrency column (int32) are
 held for the whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
-by column into one NUL-padded byte matrix (integers from a table of 4-digit groups, decimals
+by column into one NUL-padded byte matrix (a number column of few distinct values from a
+table of its cells formatted once, other integers from a table of 4-digit groups, decimals
 likewise, other floats through numpy's shortest round-trip text, text from a per-column table
 of already quoted, formula-safe cells), whose non-NUL bytes are the lines: no Python loop per
 row, and a million commands never exist twice as a frame or as one string.
