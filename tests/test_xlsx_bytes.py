@@ -85,3 +85,14 @@ def test_repeating_ratios_as_bytes_equal_the_string_path():
     assert b"<v>%s</v>" % repr(1e-7 / 3).upper().encode() in data   # 3.33...E-08
     chunks = [x for _, _, x in sheet_bytes.row_chunks([col], 0, 150, 1, [0])]
     assert chunks[0].count(b"<c/>") == 14               # NaN rows stay empty cells
+
+
+def test_category_texts_follow_each_columns_own_order():
+    """Unordered categoricals with the same categories in another order compare equal as
+    dtypes; each column's prepared texts must still be in its own categories' order."""
+    a = pd.Series(["SYS", "sPorD", "SYS"], dtype=pd.CategoricalDtype(["SYS", "sPorD"]))
+    b = pd.Series(["SYS", "sPorD", "SYS"], dtype=pd.CategoricalDtype(["sPorD", "SYS"]))
+    assert a.dtype == b.dtype
+    for s in (a, b, a):
+        col = column_from_series("t", s)
+        assert [col.categories[k] for k in col.data] == ["SYS", "sPorD", "SYS"]

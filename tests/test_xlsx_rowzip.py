@@ -72,8 +72,13 @@ def test_workbook_streamed_equals_written_the_xlsxwriter_way(tmp_path, monkeypat
     splices = []
     real = rowzip.write_member
     monkeypatch.setattr(rowzip, "write_member", lambda *a: splices.append(a[2]) or real(*a))
+    helper_sheets = []                                  # sheets the helper deflated itself
+    real_splice = rowzip.RowStream.splice
+    monkeypatch.setattr(rowzip.RowStream, "splice",
+                        lambda self, *a: helper_sheets.append(a) or real_splice(self, *a))
     streamed = xlsx.write(p, s, tmp_path / "streamed", quiet=True)
     assert len(splices) == len(p.sheets())              # every command sheet went the new way
+    assert (len(helper_sheets) > 0) == with_helper
     a, b = _members(plain), _members(streamed)
     assert list(a) == list(b) and all(a[n] == b[n] for n in a)
     assert sorted(f.name for f in streamed.parent.iterdir()) == ["PerfAI_output.xlsx"]

@@ -9,8 +9,6 @@ cell API takes :meth:`Column.values`, the fast path ``sheet_xml.cell_parts``.
 """
 from __future__ import annotations
 
-import functools
-
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -172,14 +170,25 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
     return Column(header, "text", codes, None, cats, None, note, cut)
 
 
-@functools.lru_cache(maxsize=32)
+#: id(categories) -> (categories, safe texts, cut flags) of the last categorical columns seen
+_CATEGORY_TEXTS: dict[int, tuple[pd.Index, np.ndarray, np.ndarray]] = {}
+
+
 def _category_texts(dtype: pd.CategoricalDtype) -> tuple[np.ndarray, np.ndarray]:
-    """The safe texts of a categorical column's categories and which were cut, once per dtype:
-    every command sheet slices the same categorical columns (kernel, function names ...).
-    Read-only: the arrays are shared by the columns of every sheet."""
-    cats, long = _safe_texts(pd.Series(dtype.categories.astype(str), dtype=object))
+    """The safe texts of a categorical column's categories and which were cut, once per
+    categories object: every command sheet slices the same categorical columns (kernel,
+    function names ...). Keyed by the object itself, not the dtype: unordered dtypes with the
+    same categories in another order compare equal. Read-only: the arrays are shared."""
+    categories = dtype.categories
+    hit = _CATEGORY_TEXTS.get(id(categories))
+    if hit is not None and hit[0] is categories:
+        return hit[1], hit[2]
+    cats, long = _safe_texts(pd.Series(categories.astype(str), dtype=object))
     cats = cats.to_numpy(dtype=object)
     cats.flags.writeable = long.flags.writeable = False
+    if len(_CATEGORY_TEXTS) >= 32:
+        _CATEGORY_TEXTS.clear()
+    _CATEGORY_TEXTS[id(categories)] = (categories, cats, long)
     return cats, long
 
 

@@ -46,9 +46,13 @@ class RowStream:
     """A sheet's rows as deflate blocks in a temporary file in ``directory``, with the CRC-32
     and length of the XML they hold."""
 
-    def __init__(self, directory) -> None:
-        fd, self.path = tempfile.mkstemp(prefix=".reportgen-rows-", suffix=".deflate", dir=directory)
-        self.fh = os.fdopen(fd, "w+b")
+    def __init__(self, directory, path=None) -> None:
+        if path is None:
+            fd, path = tempfile.mkstemp(prefix=".reportgen-rows-", suffix=".deflate", dir=directory)
+            self.fh = os.fdopen(fd, "w+b")
+        else:
+            self.fh = open(path, "w+b")
+        self.path = str(path)
         self.z = _compressor()
         self.crc, self.size = 0, 0
 
@@ -63,6 +67,18 @@ class RowStream:
             self.fh.write(self.z.flush(zlib.Z_SYNC_FLUSH))
             self.fh.flush()
             self.z = None
+
+    def splice(self, path, crc: int, size: int) -> None:
+        """Append the finished blocks of another RowStream (a helper process's file at
+        ``path``, holding ``size`` bytes of XML of CRC-32 ``crc``); later rows get a fresh
+        compressor, so that none refers back into the spliced blocks."""
+        self.finish()
+        with open(path, "rb") as src:
+            while piece := src.read(COPY_BYTES):
+                self.fh.write(piece)
+        self.crc = deflate.isal_zlib.crc32_combine(self.crc, crc, size)
+        self.size += size
+        self.z = _compressor()
 
     def blocks(self):
         self.fh.seek(0)

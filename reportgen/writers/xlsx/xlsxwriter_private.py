@@ -86,6 +86,11 @@ _streams: dict[int, rowzip.RowStream] | None = None
 _splices: dict[str, tuple[rowzip.RowStream, int]] = {}
 
 
+def streaming() -> bool:
+    """Whether command-sheet rows are deflated as they are made (inside :func:`zip_level`)."""
+    return _streams is not None
+
+
 def _row_stream(ws) -> rowzip.RowStream | None:
     """The sheet's RowStream (made on first use) when rows are streamed, with what xlsxwriter
     wrote to the row file so far (the header row) moved into it first; else None."""
@@ -210,13 +215,20 @@ def _write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, fir
             progress(stop - start)
 
 
-def append_rows_file(ws, sheet: str, path: Path, rows: int, ncols: int) -> None:
-    """Move sheet rows 1..``rows`` of ``ncols`` columns, written to ``path`` as sheet XML (by
-    another process), into ``ws`` below its header row. Only with :data:`USABLE`."""
+def append_rows_file(ws, sheet: str, path: Path, rows: int, ncols: int,
+                     deflated: tuple[int, int] | None = None) -> None:
+    """Move sheet rows 1..``rows`` of ``ncols`` columns, written to ``path`` by another process,
+    into ``ws`` below its header row: as sheet XML, or, with ``deflated`` = (CRC-32, length of
+    the XML), as a finished rowzip.RowStream file (only while :func:`streaming`). Only with
+    :data:`USABLE`."""
     _start_rows(ws, 1)
     if rows:
         ws.row_data_fh.flush()
         stream = _row_stream(ws)
+        if deflated is not None:
+            stream.splice(path, *deflated)
+            _rows_written(ws, sheet, 1, rows, ncols)
+            return
         with open(path, "rb") as src:                 # bytes: nothing to re-encode
             if stream is None:
                 shutil.copyfileobj(src, ws.row_data_fh.buffer, 1 << 20)
