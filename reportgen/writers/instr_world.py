@@ -172,7 +172,7 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
 
 
 #: a number column of at most this many distinct values is written from a table of its cells
-MAX_TABLE_VALUES = 4_096
+MAX_TABLE_VALUES = 32_767              # int16 codes
 #: distinct values in the column's first rows above which it is not even tried
 _SAMPLE, _SAMPLE_MAX = 8_192, 1_024
 
@@ -185,6 +185,9 @@ def _value_table(column, kind: str) -> tuple[np.ndarray, Cells] | None:
     column costs a gather instead of several passes. None for a column of many values."""
     if column is None or len(column) == 0 or kind not in ("int", "float", "rate"):
         return None
+    if isinstance(column, np.ndarray) and column.dtype.kind in "iu" \
+            and 0 <= column.min() and column.max() < 10_000:
+        return None          # one 4-digit group a value: digits() is a single pick already
     if len(pd.unique(column[:_SAMPLE])) > _SAMPLE_MAX:
         return None
     codes, uniques = pd.factorize(column)
