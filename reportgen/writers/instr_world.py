@@ -196,12 +196,14 @@ def _value_table(column, kind: str) -> tuple[np.ndarray, Cells] | None:
     dtype = np.int64 if kind == "int" else np.float64
     values = np.asarray(uniques.to_numpy(dtype) if hasattr(uniques, "to_numpy") else uniques, dtype)
     parts = _number_cells(values, np.ones(len(values), bool), kind)
-    table = np.zeros((len(values) + 1, sum(m.shape[1] for m in parts)), np.uint8)
+    # one byte a code below 255 distinct values (missing: -1 -> 255, an empty row), else two
+    small = len(values) < 255
+    table = np.zeros((256 if small else len(values) + 1, sum(m.shape[1] for m in parts)), np.uint8)
     at = 0
     for mat in parts:
-        table[:-1, at:at + mat.shape[1]] = mat
+        table[:len(values), at:at + mat.shape[1]] = mat
         at += mat.shape[1]
-    return codes.astype(np.int16), table
+    return codes.astype(np.uint8 if small else np.int16), table
 
 
 def _plain(dtype) -> bool:
