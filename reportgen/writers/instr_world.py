@@ -100,8 +100,10 @@ def concurrency(core: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     for k in np.unique(core):
         rows = np.flatnonzero(core == k)
         s, e = start[rows], end[rows]
-        running = (np.searchsorted(np.sort(s), s, "right")
-                   - np.searchsorted(np.sort(e), s, "right"))
+        # "stable" (timsort): a core's commands are a few runs already sorted by time (one per
+        # engine), which it merges ~3x faster than the default sort
+        running = (np.searchsorted(np.sort(s, kind="stable"), s, "right")
+                   - np.searchsorted(np.sort(e, kind="stable"), s, "right"))
         out[rows] = running + (e <= s)
     return out
 
