@@ -104,6 +104,7 @@ def _row_stream(ws) -> rowzip.RowStream | None:
 
 
 def _drain_row_file(ws, stream: rowzip.RowStream) -> None:
+    """Move what xlsxwriter wrote to the sheet's row file (its own rows) into ``stream``."""
     fh = ws.row_data_fh
     fh.flush()
     fh.seek(0)
@@ -281,10 +282,9 @@ def zip_level(level: int | None):
                 self.close()
 
         def write(self, filename, arcname=None, *args, **kwargs):
-            splice = _splices.pop(filename, None)
-            if splice is None or args or kwargs:
+            if args or kwargs or filename not in _splices:
                 return super().write(filename, arcname, *args, **kwargs)
-            stream, at = splice
+            stream, at = _splices.pop(filename)
             rowzip.write_member(self, filename, arcname, stream, at)
             stream.discard()
 
