@@ -184,8 +184,11 @@ def test_value_tables_write_the_same_cells(tmp_path, monkeypatch):
     c["ddr_bw"] = np.where(np.arange(n) % 13 == 0, np.nan, many[np.arange(n) % 300])
     c["uarch_rate"] = np.array([1.0, 49 / 52, 0.5, np.nan])[np.arange(n) % 4]
     c["port"] = pd.array(np.where(np.arange(n) % 5 == 0, None, np.arange(n) % 3), dtype="Int16")
+    c["bytes"] = pd.array(np.where(np.arange(n) % 7 == 0, None, 4096 * (1 + np.arange(n) % 3)),
+                          dtype="Int64")                # 4096, 8192, 12288: two digit groups
     source = instr_world._Source(c)
-    assert source.tables["ddr_bw"][0].dtype == np.int16 and source.tables["port"][0].dtype == np.uint8
+    assert source.tables["ddr_bw"][0].dtype == np.int16 and source.tables["bytes"][0].dtype == np.uint8
+    assert "port" not in source.tables                   # below 10,000: digit groups already
     tabled = instr_world.write(p, tmp_path / "a").read_bytes()
     monkeypatch.setattr(instr_world, "MAX_TABLE_VALUES", -1)
     assert not instr_world._Source(c).tables

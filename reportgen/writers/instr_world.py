@@ -187,9 +187,10 @@ def _value_table(column, kind: str) -> tuple[np.ndarray, Cells] | None:
     column costs a gather instead of several passes. None for a column of many values."""
     if column is None or len(column) == 0 or kind not in ("int", "float", "rate"):
         return None
-    if isinstance(column, np.ndarray) and column.dtype.kind in "iu" \
-            and 0 <= column.min() and column.max() < 10_000:
-        return None          # one 4-digit group a value: digits() is a single pick already
+    if pd.api.types.is_integer_dtype(column.dtype):
+        low, high = column.min(), column.max()          # a nullable column's: NA skipped
+        if low is pd.NA or (0 <= low and high < 10_000):
+            return None      # one 4-digit group a value: digits() is a single pick already
     if len(pd.unique(column[:_SAMPLE])) > _SAMPLE_MAX:
         return None
     codes, uniques = pd.factorize(column)
