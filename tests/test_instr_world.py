@@ -198,3 +198,16 @@ def test_value_tables_write_the_same_cells(tmp_path, monkeypatch):
     np.testing.assert_array_equal(back["DDR Bandwidth(GB/s)"].to_numpy(), c["ddr_bw"].to_numpy()[order])
     assert back["uArch Rate"].fillna("").tolist()[:4] == \
         [f"{x:.1%}" if x == x else "" for x in c["uarch_rate"].to_numpy()[order][:4]]
+
+
+def test_sort_order_equals_a_six_key_lexsort():
+    """Starts shared by many rows (ties on every key but the last): the order is numpy's
+    lexsort over all six keys."""
+    rng = np.random.default_rng(11)
+    n = 5_000
+    c = pd.DataFrame({"start_ns": rng.integers(0, 300, n), "end_ns": rng.integers(300, 320, n),
+                      "cmd_id": rng.integers(0, 4, n), "core": rng.integers(0, 3, n).astype(np.int16),
+                      "global_idx": rng.permutation(n)})
+    engine_id = rng.integers(0, 3, n).astype(np.int8)
+    want = np.lexsort((c["global_idx"], c["core"], engine_id, c["cmd_id"], c["end_ns"], c["start_ns"]))
+    np.testing.assert_array_equal(instr_world.sort_order(c, engine_id), want)
