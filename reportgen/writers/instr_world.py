@@ -10,8 +10,9 @@ negative), ``Dep Cmd Id``, ``Port`` and ``Sheet`` (``Sheet`` + ``Global Idx`` fi
 the workbook, the HTML page and the Perfetto trace). Register fields are not repeated: they are
 the workbook's command sheets. Layer columns are not written (no layer information here).
 
-Streaming. Only the sort order (one int64 per command) and the Concurrency column (int32) are
-held for the whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
+Streaming. Only the sort order (one int64 per command), the Concurrency column (int32) and the
+codes of the number columns written from a table (one or two bytes each) are held for the
+whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
 by column into one NUL-padded byte matrix (a number column of few distinct values from a
 table of its cells formatted once, other integers from a table of 4-digit groups, decimals
 likewise, other floats through numpy's shortest round-trip text, text from a per-column table
