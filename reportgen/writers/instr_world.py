@@ -117,7 +117,9 @@ def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
     (under 1% of a dump's rows): ~2.5x faster than sorting every row by all six keys."""
     start = c["start_ns"].to_numpy()
     order = np.argsort(start, kind="stable")
-    tie = start[order][1:] == start[order][:-1]
+    ordered = start[order]
+    tie = ordered[1:] == ordered[:-1]
+    del ordered
     if tie.any():
         shared = np.zeros(len(order), bool)
         shared[1:] |= tie
