@@ -8,8 +8,8 @@ Every case runs in its own process so the memory figures do not mix. Profiles co
 ``reportgen.testing.profiles.make_profile`` with 8 cores (640k = the 8-core x 80k-command dump
 of the issue). ``--registers N`` adds N synthetic integer register fields per engine
 (addresses and small shape values), written when the writer's "auto" rule allows it (below
-200k commands). "write s" is ``xlsx.write``
-end to end (column conversion, rows, zip); "peak +MB" is the highest RSS sampled every 20 ms
+200k commands). "write s" is ``xlsx.write`` end to end (column conversion, rows, zip),
+"CPU s" its CPU time with the helper process's; "peak +MB" is the highest RSS sampled every 20 ms
 during the write minus the RSS just before it.
 
 ``--paths`` compares ways of writing the same profile (figures only, nothing asserted):
@@ -42,6 +42,14 @@ import time
 def _rss_mb() -> float:
     with open("/proc/self/statm") as fh:
         return int(fh.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+
+
+def _cpu_s() -> float:
+    """CPU seconds of this process and its reaped children (the writer's helper process)."""
+    import resource
+
+    own, kids = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
 
 
 def _per_engine(total: int, cores: int = 8) -> int:
@@ -147,18 +155,18 @@ def run_one(total: int, registers: int, path_kind: str = "xml") -> dict:
         base = _rss_mb()
         sampler = threading.Thread(target=sample, daemon=True)
         sampler.start()
-        t0 = time.perf_counter()
+        t0, c0 = time.perf_counter(), _cpu_s()
         if path_kind == "rust":
             path = Path(write_rust(profile, out))
         else:
             path = xlsx.write(profile, summary, out, quiet=True)
-        seconds = time.perf_counter() - t0
+        seconds, cpu = time.perf_counter() - t0, _cpu_s() - c0
         done.set()
         sampler.join()
         size = path.stat().st_size
     n = len(profile.commands)
     with_regs = bool(registers) and n < xlsx.REGISTER_AUTO_LIMIT and path_kind != "rust"
-    return {"commands": n, "registers": registers if with_regs else 0, "seconds": seconds,
+    return {"commands": n, "registers": registers if with_regs else 0, "seconds": seconds, "cpu": cpu,
             "rows_per_s": n / seconds, "size_mb": size / 1e6, "peak_mb": peak[0] - base,
             "rss_mb": base}
 
@@ -175,7 +183,7 @@ def main() -> None:
     if args.one is not None:
         print(json.dumps(run_one(args.one, args.registers, args.paths)))
         return
-    print(f"{'path':>5} {'commands':>9} {'reg cols':>8} {'write s':>8} {'rows/s':>8} {'MB':>7} "
+    print(f"{'path':>5} {'commands':>9} {'reg cols':>8} {'write s':>8} {'CPU s':>6} {'rows/s':>8} {'MB':>7} "
           f"{'peak +MB':>8} {'RSS before':>10}")
     for total in (int(s) for s in args.sizes.split(",")):
         for kind in args.paths.split(","):
@@ -186,7 +194,7 @@ def main() -> None:
             if "skipped" in r:
                 print(f"{kind:>5} {total:>9,} skipped: {r['skipped']}", flush=True)
                 continue
-            print(f"{kind:>5} {r['commands']:>9,} {r['registers']:>8} {r['seconds']:>8.1f} "
+            print(f"{kind:>5} {r['commands']:>9,} {r['registers']:>8} {r['seconds']:>8.1f} {r['cpu']:>6.1f} "
                   f"{r['rows_per_s']:>8,.0f} {r['size_mb']:>7.1f} {r['peak_mb']:>8.0f} "
                   f"{r['rss_mb']:>10.0f}", flush=True)
 

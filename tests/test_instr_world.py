@@ -168,3 +168,46 @@ def test_float_cells_are_pythons_repr_and_whole_numbers_plain(values):
 def test_missing_numbers_are_empty_cells():
     v = np.array([1.5, 0.0, 2.25])
     assert _texts(instr_world._number_cells(v, np.array([True, False, True]), "number")) == ["1.5", "", "2.25"]
+
+
+def test_value_tables_write_the_same_cells(tmp_path, monkeypatch):
+    """Number columns of few distinct values are written from a table of their cells (uint8
+    codes below 255 values, int16 above, missing -> the empty cell): the same bytes as value by
+    value, and the cells read back as the values."""
+    from reportgen.testing.profiles import make_profile
+
+    p = make_profile(cores=2, per_engine=800)
+    c = p.commands
+    n = len(c)
+    rng = np.random.default_rng(7)
+    many = np.round(rng.uniform(0, 500, 300), 3)            # 300 values: int16 codes
+    c["ddr_bw"] = np.where(np.arange(n) % 13 == 0, np.nan, many[np.arange(n) % 300])
+    c["uarch_rate"] = np.array([1.0, 49 / 52, 0.5, np.nan])[np.arange(n) % 4]
+    c["port"] = pd.array(np.where(np.arange(n) % 5 == 0, None, np.arange(n) % 3), dtype="Int16")
+    c["bytes"] = pd.array(np.where(np.arange(n) % 7 == 0, None, 4096 * (1 + np.arange(n) % 3)),
+                          dtype="Int64")                # 4096, 8192, 12288: two digit groups
+    source = instr_world._Source(c)
+    assert source.tables["ddr_bw"][0].dtype == np.int16 and source.tables["bytes"][0].dtype == np.uint8
+    assert "port" not in source.tables                   # below 10,000: digit groups already
+    tabled = instr_world.write(p, tmp_path / "a").read_bytes()
+    monkeypatch.setattr(instr_world, "MAX_TABLE_VALUES", -1)
+    assert not instr_world._Source(c).tables
+    assert instr_world.write(p, tmp_path / "b").read_bytes() == tabled
+    back = pd.read_csv(io.BytesIO(tabled))
+    order = instr_world.sort_order(c, source.engine_id)
+    np.testing.assert_array_equal(back["DDR Bandwidth(GB/s)"].to_numpy(), c["ddr_bw"].to_numpy()[order])
+    assert back["uArch Rate"].fillna("").tolist()[:4] == \
+        [f"{x:.1%}" if x == x else "" for x in c["uarch_rate"].to_numpy()[order][:4]]
+
+
+def test_sort_order_equals_a_six_key_lexsort():
+    """Starts shared by many rows (ties on every key but the last): the order is numpy's
+    lexsort over all six keys."""
+    rng = np.random.default_rng(11)
+    n = 5_000
+    c = pd.DataFrame({"start_ns": rng.integers(0, 300, n), "end_ns": rng.integers(300, 320, n),
+                      "cmd_id": rng.integers(0, 4, n), "core": rng.integers(0, 3, n).astype(np.int16),
+                      "global_idx": rng.permutation(n)})
+    engine_id = rng.integers(0, 3, n).astype(np.int8)
+    want = np.lexsort((c["global_idx"], c["core"], engine_id, c["cmd_id"], c["end_ns"], c["start_ns"]))
+    np.testing.assert_array_equal(instr_world.sort_order(c, engine_id), want)

@@ -67,3 +67,32 @@ def test_corner_cells_as_bytes_equal_the_string_path():
     assert sheet_bytes.chunk_bytes([wide], 0, n, 0, [0]) is None      # the string way...
     text, data = _both([wide, columns[0]])
     assert data == text                                                # ...same bytes
+
+
+def test_repeating_ratios_as_bytes_equal_the_string_path():
+    """Ratios (uArch Rate) repeat a few values that are not 4-decimal: formatted once per
+    distinct value and picked; a chunk holding -0.0 is repr'd value by value (factorize would
+    take it for 0.0)."""
+    n = 600
+    ratios = pd.Series(np.array([1.0, 49 / 52, 1 / 3, 2 / 3, 1e-7 / 3, 0.0]).take(np.arange(n) % 6))
+    ratios[::11] = np.nan
+    ratios[450] = -0.0                                  # in the last chunk of 150 rows only
+    col = column_from_series("r", ratios)
+    assert sheet_bytes._float_reprs(col.data[:150], col.missing[:150]) is None
+    text, data = _both([col], styles=[2])
+    assert data == text
+    assert b"<v>0.3333333333333333</v>" in data and b"<v>-0.0</v>" in data
+    assert b"<v>%s</v>" % repr(1e-7 / 3).upper().encode() in data   # 3.33...E-08
+    chunks = [x for _, _, x in sheet_bytes.row_chunks([col], 0, 150, 1, [0])]
+    assert chunks[0].count(b"<c/>") == 14               # NaN rows stay empty cells
+
+
+def test_category_texts_follow_each_columns_own_order():
+    """Unordered categoricals with the same categories in another order compare equal as
+    dtypes; each column's prepared texts must still be in its own categories' order."""
+    a = pd.Series(["SYS", "sPorD", "SYS"], dtype=pd.CategoricalDtype(["SYS", "sPorD"]))
+    b = pd.Series(["SYS", "sPorD", "SYS"], dtype=pd.CategoricalDtype(["sPorD", "SYS"]))
+    assert a.dtype == b.dtype
+    for s in (a, b, a):
+        col = column_from_series("t", s)
+        assert [col.categories[k] for k in col.data] == ["SYS", "sPorD", "SYS"]

@@ -10,9 +10,11 @@ negative), ``Dep Cmd Id``, ``Port`` and ``Sheet`` (``Sheet`` + ``Global Idx`` fi
 the workbook, the HTML page and the Perfetto trace). Register fields are not repeated: they are
 the workbook's command sheets. Layer columns are not written (no layer information here).
 
-Streaming. Only the sort order (one int64 per command) and the Concurrency column (int32) are
-held for the whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
-by column into one NUL-padded byte matrix (integers from a table of 4-digit groups, decimals
+Streaming. Only the sort order (one int64 per command), the Concurrency column (int32) and the
+codes of the number columns written from a table (one or two bytes each) are held for the
+whole file; the rows are then formatted and written :data:`CHUNK` at a time, column
+by column into one NUL-padded byte matrix (a number column of few distinct values from a
+table of its cells formatted once, other integers from a table of 4-digit groups, decimals
 likewise, other floats through numpy's shortest round-trip text, text from a per-column table
 of already quoted, formula-safe cells), whose non-NUL bytes are the lines: no Python loop per
 row, and a million commands never exist twice as a frame or as one string.
@@ -31,7 +33,7 @@ import pandas as pd
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
-from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed
+from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed, matrix, pick
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
@@ -99,16 +101,35 @@ def concurrency(core: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndar
     for k in np.unique(core):
         rows = np.flatnonzero(core == k)
         s, e = start[rows], end[rows]
-        running = (np.searchsorted(np.sort(s), s, "right")
-                   - np.searchsorted(np.sort(e), s, "right"))
+        # "stable" (timsort): a core's commands are a few runs already sorted by time (one per
+        # engine), which it merges ~3x faster than the default sort
+        running = (np.searchsorted(np.sort(s, kind="stable"), s, "right")
+                   - np.searchsorted(np.sort(e, kind="stable"), s, "right"))
         out[rows] = running + (e <= s)
     return out
 
 
 def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
-    """Rows by (Start, End, Cmd Id, Engine Id, Core Id, Global Idx)."""
-    return np.lexsort((c["global_idx"].to_numpy(), c["core"].to_numpy(), engine_id,
-                       c["cmd_id"].to_numpy(), c["end_ns"].to_numpy(), c["start_ns"].to_numpy()))
+    """Rows by (Start, End, Cmd Id, Engine Id, Core Id, Global Idx).
+
+    By start first (a stable timsort: the commands come as a few runs already in time order),
+    then only the rows whose start is shared are ordered by the other keys, within their start
+    (under 1% of a dump's rows): ~2.5x faster than sorting every row by all six keys."""
+    start = c["start_ns"].to_numpy()
+    order = np.argsort(start, kind="stable")
+    ordered = start[order]
+    tie = ordered[1:] == ordered[:-1]
+    del ordered
+    if tie.any():
+        shared = np.zeros(len(order), bool)
+        shared[1:] |= tie
+        shared[:-1] |= tie
+        group = np.concatenate([[0], np.cumsum(~tie)])[shared]     # rank of the start
+        rows = order[shared]
+        order[shared] = rows[np.lexsort((c["global_idx"].to_numpy()[rows], c["core"].to_numpy()[rows],
+                                         engine_id[rows], c["cmd_id"].to_numpy()[rows],
+                                         c["end_ns"].to_numpy()[rows], group))]
+    return order
 
 
 def _text_table(column: pd.Series) -> tuple[np.ndarray, Cells]:
@@ -144,7 +165,7 @@ def _decimal_cells(v: np.ndarray) -> list[Cells] | None:
     if not ok.all():
         return None
     whole, frac = np.divmod(np.round(size * 10_000).astype(np.int64), 10_000)
-    return [*_digits(whole, v < 0), _DECIMALS[frac]]
+    return [*_digits(whole, v < 0), pick(_DECIMALS, frac)]
 
 
 def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Cells]:
@@ -153,7 +174,7 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
     number (ops, cycles) without ".0", as the vendor prints ops. Rates: the vendor's ``{:.1%}``."""
     if kind == "rate":                       # few distinct rates: each formatted once
         codes, uniques = pd.factorize(values)
-        parts = [_fixed(np.array([f"{x:.1%}" for x in uniques.tolist()], dtype=bytes))[codes]]
+        parts = [pick(_fixed(np.array([f"{x:.1%}" for x in uniques.tolist()], dtype=bytes)), codes)]
     elif values.dtype.kind in "iu":
         parts = _int_cells(values)
     else:
@@ -168,6 +189,42 @@ def _number_cells(values: np.ndarray, present: np.ndarray, kind: str) -> list[Ce
         for mat in parts:
             mat[~present] = 0
     return parts
+
+
+#: a number column of at most this many distinct values is written from a table of its cells
+MAX_TABLE_VALUES = 32_767              # int16 codes
+#: distinct values in the column's first rows above which it is not even tried
+_SAMPLE, _SAMPLE_MAX = 8_192, 1_024
+
+
+def _value_table(column, kind: str) -> tuple[np.ndarray, Cells] | None:
+    """(codes, cells) of a number column with few distinct values (register-like fields, rates,
+    bandwidths, ports, engine ids): each distinct value formatted once by :func:`_number_cells`
+    (a value's text never depends on its neighbours), then picked per row like a text column's
+    cell; code -1 (a missing value) picks the trailing empty cell. Formatting a chunk of such a
+    column costs a gather instead of several passes. None for a column of many values."""
+    if column is None or len(column) == 0 or kind not in ("int", "float", "rate"):
+        return None
+    if pd.api.types.is_integer_dtype(column.dtype):
+        low, high = column.min(), column.max()          # a nullable column's: NA skipped
+        if low is pd.NA or (0 <= low and high < 10_000):
+            return None      # one 4-digit group a value: digits() is a single pick already
+    if len(pd.unique(column[:_SAMPLE])) > _SAMPLE_MAX:
+        return None
+    codes, uniques = pd.factorize(column)
+    if len(uniques) > MAX_TABLE_VALUES:
+        return None
+    dtype = np.int64 if kind == "int" else np.float64
+    values = np.asarray(uniques.to_numpy(dtype) if hasattr(uniques, "to_numpy") else uniques, dtype)
+    parts = _number_cells(values, np.ones(len(values), bool), kind)
+    # one byte a code below 255 distinct values (missing: -1 -> 255, an empty row), else two
+    small = len(values) < 255
+    table = np.zeros((256 if small else len(values) + 1, sum(m.shape[1] for m in parts)), np.uint8)
+    at = 0
+    for mat in parts:
+        table[:len(values), at:at + mat.shape[1]] = mat
+        at += mat.shape[1]
+    return codes.astype(np.uint8 if small else np.int16), table
 
 
 def _plain(dtype) -> bool:
@@ -191,11 +248,18 @@ class _Source:
         # extension array (sliced by its own take: no Series, no index per chunk)
         self.numbers = {name: (c[name].to_numpy() if _plain(c[name].dtype) else c[name].array)
                         for _, name, kind in COLUMNS if kind in ("int", "float", "rate") and name in c}
+        derived = {"engine_id": self.engine_id, "concurrency": self.concurrency}
+        self.tables = {name: t for _, name, kind in COLUMNS
+                       if (t := _value_table(derived[name] if name in derived else self.numbers.get(name),
+                                             "int" if name in derived else kind)) is not None}
 
     def cells(self, name: str, kind: str, rows: np.ndarray) -> list[Cells]:
         """Column ``name`` of the given rows as one or more parts written side by side (every
         cell empty for a column the frame lacks)."""
         c = self.c
+        if name in self.tables:
+            codes, table = self.tables[name]
+            return [pick(table, codes[rows])]         # code -1 (missing): the trailing empty cell
         if kind == "derived":
             if name == "engine_id":
                 return _int_cells(self.engine_id[rows])
@@ -206,7 +270,7 @@ class _Source:
             return [np.zeros((len(rows), 1), np.uint8)]
         if kind == "text":
             codes, table = self.text[name]
-            return [table[codes[rows]]]         # code -1: the trailing empty cell
+            return [pick(table, codes[rows])]         # code -1: the trailing empty cell
         dtype = np.int64 if kind == "int" else np.float64
         column = self.numbers[name]
         if isinstance(column, np.ndarray):      # the slice only: never a copy of the column
@@ -230,7 +294,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
     (one selection, no loop per row)."""
     columns = [source.cells(name, kind, rows) for _, name, kind in COLUMNS]
     width = sum(mat.shape[1] for parts in columns for mat in parts) + len(columns)
-    out = np.empty((len(rows), width), np.uint8)
+    out, buf = matrix(len(rows), width)
     at = 0
     for parts in columns:
         for mat in parts:
@@ -239,7 +303,7 @@ def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
         out[:, at] = _COMMA
         at += 1
     out[:, -1] = _NEWLINE
-    return out.tobytes().translate(None, b"\0")     # faster than a boolean mask of the matrix
+    return buf.translate(None, b"\0")     # faster than a boolean mask of the matrix
 
 
 def write(profile: Profile, out_dir) -> Path:

@@ -153,7 +153,7 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
     """Texts as codes into their distinct values, so each distinct text is prepared once."""
     if isinstance(series.dtype, pd.CategoricalDtype):
         codes = series.cat.codes.to_numpy().astype(np.int64)
-        cats = pd.Series(series.cat.categories.astype(str), dtype=object)
+        cats, long = _category_texts(series.dtype)
     else:
         s = series.astype(object)
         s = s.where(s.notna(), None)
@@ -161,14 +161,35 @@ def _text_column(header: str, series: pd.Series, note: str) -> Column:
             s = s.map(lambda v: v if v is None or type(v) is str else str(v))
         codes, uniques = pd.factorize(s, use_na_sentinel=True)
         codes = codes.astype(np.int64)
-        cats = pd.Series(uniques, dtype=object)
-    cats, long = _safe_texts(cats)
-    cats = cats.to_numpy(dtype=object)
+        cats, long = _safe_texts(pd.Series(uniques, dtype=object))
+        cats = cats.to_numpy(dtype=object)
     empty = np.flatnonzero(cats == "")
     if len(empty):
         codes = np.where(np.isin(codes, empty), -1, codes)  # "" is an empty cell, not a text
     cut = int(np.isin(codes, np.flatnonzero(long)).sum()) if long.any() else 0
     return Column(header, "text", codes, None, cats, None, note, cut)
+
+
+#: id(categories) -> (categories, safe texts, cut flags) of the last categorical columns seen
+_CATEGORY_TEXTS: dict[int, tuple[pd.Index, np.ndarray, np.ndarray]] = {}
+
+
+def _category_texts(dtype: pd.CategoricalDtype) -> tuple[np.ndarray, np.ndarray]:
+    """The safe texts of a categorical column's categories and which were cut, once per
+    categories object: every command sheet slices the same categorical columns (kernel,
+    function names ...). Keyed by the object itself, not the dtype: unordered dtypes with the
+    same categories in another order compare equal. Read-only: the arrays are shared."""
+    categories = dtype.categories
+    hit = _CATEGORY_TEXTS.get(id(categories))
+    if hit is not None and hit[0] is categories:
+        return hit[1], hit[2]
+    cats, long = _safe_texts(pd.Series(categories.astype(str), dtype=object))
+    cats = cats.to_numpy(dtype=object)
+    cats.flags.writeable = long.flags.writeable = False
+    if len(_CATEGORY_TEXTS) >= 32:
+        _CATEGORY_TEXTS.clear()
+    _CATEGORY_TEXTS[id(categories)] = (categories, cats, long)
+    return cats, long
 
 
 def _safe_texts(texts: pd.Series) -> tuple[pd.Series, np.ndarray]:

@@ -21,7 +21,7 @@ from typing import Callable
 import numpy as np
 
 from reportgen.parallel import die_with_parent
-from reportgen.writers.xlsx import sheet_bytes, workbook
+from reportgen.writers.xlsx import rowzip, sheet_bytes, workbook
 from reportgen.writers.xlsx import xlsxwriter_private as private
 from reportgen.writers.xlsx.columns import Column, cut_count
 from reportgen.writers.xlsx.sheet_columns import COMMAND_FORMATS, FREEZE_COLS
@@ -81,9 +81,9 @@ class SheetHelper:
         """Sheet ``i`` from the helper's file: ([its sheet name], cut texts), or None."""
         if self.pid is None or i < self.first or not self._joined():
             return None
-        heads, rows, cut = self.heads[i - self.first]
+        heads, rows, cut, deflated = self.heads[i - self.first]
         ws, sheet = self.book.sheet_head(name, heads, rows, tab, FREEZE_COLS)
-        private.append_rows_file(ws, sheet, self.workdir / f"{i}.xml", rows, len(heads))
+        private.append_rows_file(ws, sheet, self.workdir / f"{i}.xml", rows, len(heads), deflated)
         return [sheet], cut
 
     def _joined(self) -> bool:
@@ -111,13 +111,25 @@ class SheetHelper:
 
 
 def build_rows_file(cols: list[Column], styles: dict[str | None, int],
-                    path: Path) -> tuple[workbook.Heads, int, int]:
-    """Write a command sheet's row XML (rows from sheet row 1 on) to ``path``; returns what the
-    sheet head needs: ([(header, note, width)], rows, cut texts)."""
+                    path: Path) -> tuple[workbook.Heads, int, int, tuple[int, int] | None]:
+    """Write a command sheet's rows (from sheet row 1 on) to ``path``; returns what the sheet
+    head needs: ([(header, note, width)], rows, cut texts, deflated). While the workbook's rows
+    are streamed (``private.streaming()``) the file holds them deflated (a rowzip.RowStream:
+    deflated = (CRC-32, length of the XML)), else as sheet XML (deflated = None)."""
     if any(c.kind == "mixed" or c.num_format not in styles for c in cols):
         raise ValueError("a column the helper cannot write")
     n = len(cols[0]) if cols else 0
-    with open(path, "wb") as fh:
-        for _, _, xml in sheet_bytes.row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols]):
-            fh.write(xml)
-    return workbook.heads_of(cols), n, cut_count(cols)
+    chunks = sheet_bytes.row_chunks(cols, 0, n, 1, [styles[c.num_format] for c in cols])
+    deflated = None
+    if private.streaming():
+        stream = rowzip.RowStream(path.parent, path)
+        for _, _, xml in chunks:
+            stream.write(xml)
+        stream.finish()
+        stream.fh.close()
+        deflated = (stream.crc, stream.size)
+    else:
+        with open(path, "wb") as fh:
+            for _, _, xml in chunks:
+                fh.write(xml)
+    return workbook.heads_of(cols), n, cut_count(cols), deflated

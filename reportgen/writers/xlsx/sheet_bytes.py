@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.writers.byte_cells import digits, fixed
+from reportgen.writers.byte_cells import digits, fixed, matrix, pick
 from reportgen.writers.xlsx import sheet_xml
 from reportgen.writers.xlsx.columns import Column
 
@@ -66,7 +66,17 @@ def _float_reprs(v: np.ndarray, empty: np.ndarray | None) -> list[np.ndarray] | 
     size = np.where(usable, size, 0.0)
     ten_thousandths = np.where(whole, 0, np.round(size * 10_000)).astype(np.int64)
     integer = np.where(whole, size, 0).astype(np.int64) + ten_thousandths // 10_000
-    return [*digits(integer, np.signbit(v) & usable), _REPR_DECIMALS[ten_thousandths % 10_000]]
+    return [*digits(integer, np.signbit(v) & usable), pick(_REPR_DECIMALS, ten_thousandths % 10_000)]
+
+
+def _float_table_reprs(chunk: np.ndarray) -> np.ndarray:
+    """Python's repr (:func:`sheet_xml.float_texts`) of floats beyond :func:`_float_reprs`:
+    ratios such as uArch Rate repeat a few values, so each distinct value is formatted once
+    and picked per row (NaN: no text). Not with a -0.0 (factorize takes it for 0.0)."""
+    codes, uniques = pd.factorize(chunk)
+    if len(uniques) * 4 > len(chunk) or (np.signbit(chunk) & (chunk == 0)).any():
+        return fixed(np.array(sheet_xml.float_texts(chunk), dtype="S"))
+    return pick(fixed(np.array(sheet_xml.float_texts(uniques) + [""], dtype="S")), codes)
 
 
 def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
@@ -74,39 +84,32 @@ def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
     n = len(chunk)
     empty = col.missing[lo:hi] if col.missing is not None else None
     if chunk.dtype.kind in "iu":
-        codes, uniques = pd.factorize(chunk)
-        if len(uniques) * 4 <= n:              # as sheet_xml: each distinct cell once
-            table = _table([f"<c{s_attr}><v>{v}</v></c>" for v in uniques.tolist()]
-                           + [sheet_xml.EMPTY_CELL])
-            if empty is not None:
-                codes[empty] = -1
-            return [table[codes]]
         v = chunk.astype(np.int64)
         values = digits(np.abs(v), v < 0)
     else:
         values = _float_reprs(chunk, empty)
     if values is None:
-        values = [fixed(np.array(sheet_xml.float_texts(chunk), dtype="S"))] if n else [np.zeros((0, 1), np.uint8)]
+        values = [_float_table_reprs(chunk)] if n else [np.zeros((0, 1), np.uint8)]
     opening, closing = _table([f"<c{s_attr}><v>", sheet_xml.EMPTY_CELL]), _table(["</v></c>", ""])
     if empty is None or not empty.any():
         return [_const(opening[0].tobytes(), n), *values, _const(closing[0].tobytes(), n)]
-    pick = empty.astype(np.int8)
+    blank = empty.astype(np.int8)
     values = [np.where(empty[:, None], np.uint8(0), m) for m in values]
-    return [opening[pick], *values, closing[pick]]
+    return [pick(opening, blank), *values, pick(closing, blank)]
 
 
 def _column(col: Column, lo: int, hi: int, style: int) -> list[np.ndarray] | None:
     s_attr = f' s="{style}"' if style else ""
     if col.kind == "text":
         table = _text_table(col, style)
-        return None if table is None else [table[col.data[lo:hi]]]
+        return None if table is None else [pick(table, col.data[lo:hi])]
     if col.kind == "bool":
         table = _table([f'<c{s_attr} t="b"><v>0</v></c>', f'<c{s_attr} t="b"><v>1</v></c>',
                         sheet_xml.EMPTY_CELL])
         picks = col.data[lo:hi].astype(np.int8)
         if col.missing is not None:
             picks[col.missing[lo:hi]] = 2
-        return [table[picks]]
+        return [pick(table, picks)]
     if col.kind != "number":
         raise TypeError(f"column {col.header!r}: kind {col.kind!r} has no direct XML form")
     return _number(col, lo, hi, s_attr)
@@ -124,12 +127,12 @@ def chunk_bytes(columns: list[Column], start: int, stop: int, r0: int, styles: l
             return None
         parts += cells
     parts.append(_const(_ROW_CLOSE, n))
-    out = np.empty((n, sum(p.shape[1] for p in parts)), np.uint8)
+    out, buf = matrix(n, sum(p.shape[1] for p in parts))
     at = 0
     for p in parts:
         out[:, at:at + p.shape[1]] = p
         at += p.shape[1]
-    return out.tobytes().translate(None, b"\0")
+    return buf.translate(None, b"\0")
 
 
 def row_chunks(columns: list[Column], lo: int, hi: int, first_row: int, styles: list[int]):

@@ -37,7 +37,7 @@ import xlsxwriter
 import xlsxwriter.workbook
 
 from reportgen.errors import OutputError
-from reportgen.writers.xlsx import deflate, sheet_bytes, sheet_xml
+from reportgen.writers.xlsx import deflate, rowzip, sheet_bytes, sheet_xml
 from reportgen.writers.xlsx.columns import Column
 
 #: xlsxwriter versions whose internals this module was checked against: >=3.1,<4
@@ -79,10 +79,58 @@ def prepare_sheet(ws) -> None:
         ws._write_optimized_sheet_data = types.MethodType(_copy_sheet_data, ws)
 
 
+#: while a workbook is written with rows streamed (:func:`zip_level`, rowzip.usable): the
+#: sheets' RowStreams by worksheet id, and, once a sheet's XML file is assembled, its file
+#: name -> (RowStream, byte offset of its rows) for the zip
+_streams: dict[int, rowzip.RowStream] | None = None
+_splices: dict[str, tuple[rowzip.RowStream, int]] = {}
+
+
+def streaming() -> bool:
+    """Whether command-sheet rows are deflated as they are made (inside :func:`zip_level`)."""
+    return _streams is not None
+
+
+def _row_stream(ws) -> rowzip.RowStream | None:
+    """The sheet's RowStream (made on first use) when rows are streamed, with what xlsxwriter
+    wrote to the row file so far (the header row) moved into it first; else None."""
+    if _streams is None:
+        return None
+    stream = _streams.get(id(ws))
+    if stream is None:
+        stream = _streams[id(ws)] = rowzip.RowStream(Path(ws.row_data_filename).parent)
+    _drain_row_file(ws, stream)
+    return stream
+
+
+def _drain_row_file(ws, stream: rowzip.RowStream) -> None:
+    """Move what xlsxwriter wrote to the sheet's row file (its own rows) into ``stream``."""
+    fh = ws.row_data_fh
+    fh.flush()
+    fh.seek(0)
+    text = fh.read()
+    fh.seek(0)
+    fh.truncate()
+    if text:
+        stream.write(text.encode("utf-8"))
+
+
 def _copy_sheet_data(ws) -> None:
     """xlsxwriter's ``_write_optimized_sheet_data`` (moves a constant_memory sheet's row file
     into the sheet XML at close), copying bytes: the original decodes and re-encodes the
-    hundreds of MB of a large sheet in 64 kB text pieces."""
+    hundreds of MB of a large sheet in 64 kB text pieces. A sheet whose rows were streamed
+    gets them at zip time instead (rowzip): here only their place is noted."""
+    stream = _streams.get(id(ws)) if _streams is not None else None
+    if stream is not None:
+        _drain_row_file(ws, stream)
+        stream.finish()
+        ws._xml_start_tag("sheetData")
+        ws.fh.flush()
+        _splices[ws.fh.name] = (stream, ws.fh.buffer.tell())
+        ws._xml_end_tag("sheetData")
+        ws.row_data_fh.close()
+        os.unlink(ws.row_data_filename)
+        return
     if ws.dim_rowmin is None or not hasattr(ws.fh, "buffer") or ws.row_data_fh is None:
         return type(ws)._write_optimized_sheet_data(ws)
     ws._xml_start_tag("sheetData")
@@ -159,21 +207,35 @@ def _write_rows_xml(ws, sheet: str, columns: list[Column], lo: int, hi: int, fir
     styles = [style_index(formats(col.num_format)) for col in columns]
     _start_rows(ws, first_row)
     ws.row_data_fh.flush()
+    stream = _row_stream(ws)
+    put = ws.row_data_fh.buffer.write if stream is None else stream.write
     for start, stop, xml in sheet_bytes.row_chunks(columns, lo, hi, first_row, styles):
-        ws.row_data_fh.buffer.write(xml)                # bytes: sheet_xml's XML, built faster
+        put(xml)                # bytes: sheet_xml's XML, built faster
         _rows_written(ws, sheet, first_row + start - lo, first_row + stop - 1 - lo, len(columns))
         if progress is not None:
             progress(stop - start)
 
 
-def append_rows_file(ws, sheet: str, path: Path, rows: int, ncols: int) -> None:
-    """Move sheet rows 1..``rows`` of ``ncols`` columns, written to ``path`` as sheet XML (by
-    another process), into ``ws`` below its header row. Only with :data:`USABLE`."""
+def append_rows_file(ws, sheet: str, path: Path, rows: int, ncols: int,
+                     deflated: tuple[int, int] | None = None) -> None:
+    """Move sheet rows 1..``rows`` of ``ncols`` columns, written to ``path`` by another process,
+    into ``ws`` below its header row: as sheet XML, or, with ``deflated`` = (CRC-32, length of
+    the XML), as a finished rowzip.RowStream file (only while :func:`streaming`). Only with
+    :data:`USABLE`."""
     _start_rows(ws, 1)
     if rows:
         ws.row_data_fh.flush()
+        stream = _row_stream(ws)
+        if deflated is not None:
+            stream.splice(path, *deflated)
+            _rows_written(ws, sheet, 1, rows, ncols)
+            return
         with open(path, "rb") as src:                 # bytes: nothing to re-encode
-            shutil.copyfileobj(src, ws.row_data_fh.buffer, 1 << 20)
+            if stream is None:
+                shutil.copyfileobj(src, ws.row_data_fh.buffer, 1 << 20)
+            else:
+                while piece := src.read(rowzip.COPY_BYTES):
+                    stream.write(piece)
         _rows_written(ws, sheet, 1, rows, ncols)
 
 
@@ -202,10 +264,12 @@ def zip_level(level: int | None):
     failed close left open (a full disk) from printing "Exception ignored in ZipFile.__del__"
     when it is collected: the error has already been reported as one line.
     """
+    global _streams
     if not USABLE:
         yield
         return
     original = xlsxwriter.workbook.ZipFile
+    streamed = rowzip.usable(level)
 
     class LeveledZipFile(zipfile.ZipFile):
         def __init__(self, *args, **kwargs):
@@ -217,9 +281,21 @@ def zip_level(level: int | None):
             with contextlib.suppress(OSError):
                 self.close()
 
+        def write(self, filename, arcname=None, *args, **kwargs):
+            if args or kwargs or filename not in _splices:
+                return super().write(filename, arcname, *args, **kwargs)
+            stream, at = _splices.pop(filename)
+            rowzip.write_member(self, filename, arcname, stream, at)
+            stream.discard()
+
     xlsxwriter.workbook.ZipFile = LeveledZipFile
+    _streams = {} if streamed else None
     try:
         with deflate.isal_deflate(level):      # ISA-L's deflate where installed (deflate.py)
             yield
     finally:
         xlsxwriter.workbook.ZipFile = original
+        for stream in (_streams or {}).values():
+            stream.discard()
+        _streams = None
+        _splices.clear()
