@@ -58,6 +58,7 @@ class DepGraph:
     fallback: np.ndarray      # latest-ending command of the core before the start (path walk)
     has_dependency_ids: bool  # mode 2 / bmodel descriptors resolved at least one dependency
     has_launch: bool          # kernel scopes known (launch edges present)
+    by_core_end: np.ndarray | None = None   # core_end_order (prev_on_core's sort, shared)
 
     @property
     def n(self) -> int:
@@ -175,7 +176,7 @@ def _launch_pred(core, engine, scope, lane_pred, start, end) -> np.ndarray:
     return out
 
 
-def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS):
+def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS, order=None):
     """Barrier index per command (-1: not a barrier wait) and, per barrier, how it was released.
 
     The rule: TIU system waits sorted by end; a wait joins the previous one's group when it ends
@@ -184,7 +185,7 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     submitted) before the barrier's first end has ended (the TIU queue reaches the wait before
     the core's stores finish); the last core to arrive released the barrier.  Returns
     (barrier, release_row, release_cmd, release_kind, release_ns, arrive_group); see
-    :class:`DepGraph`.
+    :class:`DepGraph`.  ``order``: :func:`core_end_order` (computed when not given).
     """
     n = len(core)
     barrier = np.full(n, -1, np.int64)
@@ -208,7 +209,7 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     # the core's last command before the barrier's first end, CDMA transfers it submitted
     # included (an all-reduce's barrier waits for them); waits of barriers left out
     cand_engine = np.where(barrier >= 0, 9, np.where(engine == 3, 2, engine))
-    last = prev_on_core(core, cand_engine, start, end, w, at=first_end[gid])
+    last = prev_on_core(core, cand_engine, start, end, w, at=first_end[gid], order=order)
     by_work = (last >= 0) & (end[np.maximum(last, 0)] > start[w])
     arrival = np.where(by_work, end[np.maximum(last, 0)], start[w])
     t = pd.DataFrame({"gid": gid, "arrival": arrival, "k": np.arange(len(w))})
@@ -220,19 +221,26 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     return barrier, release_row, release_cmd, release_kind, arrival[top].astype(np.int64), arrive_group
 
 
-def prev_on_core(core, engine, start, end, query=None, at=None) -> np.ndarray:
+def core_end_order(core: np.ndarray, end: np.ndarray) -> np.ndarray:
+    """Every row, stably sorted by (core, end): the one sort :func:`prev_on_core` needs, shared
+    by its calls (``DepGraph.by_core_end``)."""
+    return np.argsort(core * (1 << 40) + end, kind="stable")
+
+
+def prev_on_core(core, engine, start, end, query=None, at=None, order=None) -> np.ndarray:
     """Per query row (default: every row): the latest-ending TIU/GDMA/SDMA command (``engine``
     0..2; pass another code to leave a command out) of the same core that ended by its start
-    (or by ``at``, one time per query row); -1 when none."""
+    (or by ``at``, one time per query row); -1 when none.  ``order``: :func:`core_end_order`
+    of these arrays (computed when not given)."""
     n = len(core)
     q = np.arange(n) if query is None else np.asarray(query, np.int64)
     out = np.full(len(q), -1, np.int64)
-    cand = np.flatnonzero(engine <= 2)
-    if not len(cand) or not len(q):
+    if order is None:
+        order = core_end_order(core, end)
+    sorted_rows = order[engine[order] <= 2]       # the candidates, in (core, end, row) order
+    if not len(sorted_rows) or not len(q):
         return out
-    key_c = core[cand] * (1 << 40) + end[cand]
-    o = np.argsort(key_c, kind="stable")
-    sorted_key, sorted_rows = key_c[o], cand[o]
+    sorted_key = core[sorted_rows] * (1 << 40) + end[sorted_rows]
     when = start[q] if at is None else np.asarray(at, np.int64)
     pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + when, side="right") - 1
     hit = sorted_rows[np.maximum(pos, 0)]
@@ -244,7 +252,8 @@ def prev_on_core(core, engine, start, end, query=None, at=None) -> np.ndarray:
 def last_work_engine(g: "DepGraph", rows: np.ndarray) -> np.ndarray:
     """Per row: the engine of its core's last *work* command that ended by its start (which
     engine finished last before it); its own engine when none did."""
-    prev = prev_on_core(g.core, np.where(g.is_sys, 9, g.engine), g.start, g.end, rows)
+    prev = prev_on_core(g.core, np.where(g.is_sys, 9, g.engine), g.start, g.end, rows,
+                        order=g.by_core_end)
     return np.where(prev >= 0, g.engine[np.maximum(prev, 0)], g.engine[rows])
 
 
@@ -267,8 +276,9 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
     scope = c["func_scope"].astype("Float64").fillna(-1).astype("int64").to_numpy() \
         if "func_scope" in c else np.full(n, -1, np.int64)
     launch_pred = _launch_pred(core, engine, scope, lane_pred, start, end)
+    by_core_end = core_end_order(core, end)
     barrier, release_row, release_cmd, release_kind, release_ns, arrive_group = barrier_groups(
-        core, engine, sys_wait, start, end)
+        core, engine, sys_wait, start, end, order=by_core_end)
     # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
     lo = np.iinfo(np.int64).min
     ends = np.stack([np.where(p >= 0, end[np.maximum(p, 0)], lo) for p in (dep_src, launch_pred, lane_pred)])
@@ -285,5 +295,6 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
                     sys_wait=sys_wait, lane_pred=lane_pred, dep_src=dep_src, launch_pred=launch_pred,
                     barrier=barrier, release_row=release_row, release_cmd=release_cmd,
                     release_kind=release_kind, release_ns=release_ns, arrive_group=arrive_group, bind=bind, bind_kind=bind_kind, gap=gap,
-                    lat=lat, fallback=prev_on_core(core, engine, start, end),
-                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()))
+                    lat=lat, fallback=prev_on_core(core, engine, start, end, order=by_core_end),
+                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()),
+                    by_core_end=by_core_end)
