@@ -17,7 +17,7 @@ A barrier wait's end is bound by its barrier's last arrival.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -64,6 +64,13 @@ class DepGraph:
     def n(self) -> int:
         return len(self.start)
 
+    def for_outputs(self) -> "DepGraph":
+        """This graph with only what the outputs read (dependency sources, barriers, their
+        releases, the flags; start / end / system flags are views of ``Profile.commands``): the
+        other per-command arrays are working state of the analysis, dropped before the writers
+        fork (analysis/diagnosis.py)."""
+        return replace(self, **dict.fromkeys(_WORKING, None))
+
     def in_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of every command's predecessors (lane, dependency, launch): (indptr, preds)."""
         rows = np.concatenate([np.flatnonzero(a >= 0) for a in (self.lane_pred, self.dep_src,
@@ -73,6 +80,11 @@ class DepGraph:
         indptr = np.zeros(self.n + 1, np.int64)
         np.cumsum(np.bincount(rows, minlength=self.n), out=indptr[1:])
         return indptr, preds[o].astype(np.int64)
+
+
+#: DepGraph fields only the analysis reads (None after :meth:`DepGraph.for_outputs`)
+_WORKING = ("core", "engine", "port", "lane_pred", "launch_pred", "arrive_group", "bind", "bind_kind",
+            "gap", "lat", "fallback", "by_core_end")
 
 
 def label_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -87,9 +99,14 @@ def labels_of(c: pd.DataFrame, col: str, rows: np.ndarray, missing=None) -> np.n
     through its codes (no per-command Python)."""
     if col not in c:
         return np.full(len(rows), missing, object)
-    codes, names = label_codes(c[col])
+    s = c[col]
+    if isinstance(s.dtype, pd.CategoricalDtype):        # the codes of these rows only
+        k = s.cat.codes.to_numpy()[rows].astype(np.int64)
+        names = [str(x) for x in s.cat.categories]
+    else:
+        codes, names = label_codes(s)
+        k = codes[rows]
     table = np.array(list(names) + [missing], object)
-    k = codes[rows]
     return table[np.where(k >= 0, k, len(names))]
 
 
@@ -134,9 +151,16 @@ def descriptor_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
 
 
 def _lane_pred(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    o = np.lexsort((end, start, lane))
-    pred = np.full(len(lane), -1, np.int64)
+    """Per row: the previous row of its lane in (start, end, row) order, -1 for the first."""
+    # a queue's rows come in time order: a stable sort by lane (timsort on long runs) is then
+    # already the (lane, start, end) order, and the three-key sort is only needed when it is not
+    o = np.argsort(lane, kind="stable")
+    s, e = start[o], end[o]
     same = lane[o][1:] == lane[o][:-1]
+    if (same & ((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] < e[:-1])))).any():
+        o = np.lexsort((end, start, lane))
+        same = lane[o][1:] == lane[o][:-1]
+    pred = np.full(len(lane), -1, np.int64)
     pred[o[1:][same]] = o[:-1][same]
     return pred
 
@@ -281,12 +305,12 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
         core, engine, sys_wait, start, end, order=by_core_end)
     # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
     lo = np.iinfo(np.int64).min
-    ends = np.stack([np.where(p >= 0, end[np.maximum(p, 0)], lo) for p in (dep_src, launch_pred, lane_pred)])
-    which = np.argmax(ends, axis=0)
-    best = ends[which, np.arange(n)]
-    preds = np.stack([dep_src, launch_pred, lane_pred])
-    bind = np.where(best > lo, preds[which, np.arange(n)], -1)
-    bind_kind = np.where(bind >= 0, np.array([DEP, LAUNCH, LANE])[which], 0).astype(np.int8)
+    e_dep, e_launch, e_lane = (np.where(p >= 0, end[np.maximum(p, 0)], lo)
+                               for p in (dep_src, launch_pred, lane_pred))
+    best = np.maximum(np.maximum(e_dep, e_launch), e_lane)
+    is_dep, is_launch = e_dep == best, e_launch == best      # the first of equal ends wins
+    bind = np.where(best > lo, np.where(is_dep, dep_src, np.where(is_launch, launch_pred, lane_pred)), -1)
+    bind_kind = np.where(bind >= 0, np.where(is_dep, DEP, np.where(is_launch, LAUNCH, LANE)), 0).astype(np.int8)
     gap = np.where(bind >= 0, start - best, 0)
     lat = np.zeros(n, np.int64)
     w = barrier >= 0
