@@ -1,0 +1,131 @@
+"""The shortcuts of the analysis' sorts (issue 28) against plain per-row re-implementations of
+their rules: lane predecessors (depgraph._lane_pred), the latest command of a core before a time
+(depgraph.prev_on_core, with and without the shared order), group unions of unsorted groups
+(unions.grouped_union), labels of some rows (depgraph.labels_of), the graph trimmed for the
+outputs (DepGraph.for_outputs) and the digest's timeline lanes."""
+from __future__ import annotations
+
+import numpy as np
+import pandas as pd
+import pytest
+
+from reportgen.analysis import depgraph
+from reportgen.analysis.unions import grouped_union
+
+
+def _rows(seed: int, n: int = 400, sorted_lanes: bool = False):
+    rng = np.random.default_rng(seed)
+    lane = rng.integers(0, 6, n) * 7 + 3                 # sparse lane values
+    start = rng.integers(0, 500, n)                      # many equal starts
+    end = start + rng.integers(0, 40, n)
+    if sorted_lanes:                                     # rows of a lane in time order
+        o = np.lexsort((end, start, lane))
+        lane, start, end = lane[o], start[o], end[o]
+    return lane, start.astype(np.int64), end.astype(np.int64)
+
+
+def _lane_pred_by_hand(lane, start, end):
+    pred = np.full(len(lane), -1, np.int64)
+    for v in set(lane.tolist()):
+        rows = sorted(np.flatnonzero(lane == v).tolist(), key=lambda r: (start[r], end[r], r))
+        for a, b in zip(rows, rows[1:]):
+            pred[b] = a
+    return pred
+
+
+@pytest.mark.parametrize("seed,sorted_lanes", [(1, False), (2, True), (3, False), (4, True)])
+def test_lane_pred(seed, sorted_lanes):
+    lane, start, end = _rows(seed, sorted_lanes=sorted_lanes)
+    assert np.array_equal(depgraph._lane_pred(lane, start, end), _lane_pred_by_hand(lane, start, end))
+
+
+def _prev_by_hand(core, engine, start, end, query, at):
+    out = []
+    for q, t in zip(query, at):
+        cand = [r for r in range(len(core)) if engine[r] <= 2 and core[r] == core[q] and end[r] <= t]
+        # the latest end; of equal ends the last row
+        best = max(cand, key=lambda r: (end[r], r), default=-1)
+        out.append(best if best != q else -1)
+    return np.array(out, np.int64)
+
+
+@pytest.mark.parametrize("seed", [5, 6])
+def test_prev_on_core(seed):
+    rng = np.random.default_rng(seed)
+    n = 300
+    core = rng.integers(0, 3, n).astype(np.int64)
+    engine = rng.integers(0, 5, n).astype(np.int64)      # 3, 4: never candidates
+    start = rng.integers(0, 400, n).astype(np.int64)
+    end = start + rng.integers(0, 50, n)
+    want = _prev_by_hand(core, engine, start, end, range(n), start)
+    assert np.array_equal(depgraph.prev_on_core(core, engine, start, end), want)
+    order = depgraph.core_end_order(core, end)
+    assert np.array_equal(depgraph.prev_on_core(core, engine, start, end, order=order), want)
+    q = rng.integers(0, n, 40)
+    at = rng.integers(0, 450, 40)
+    assert np.array_equal(depgraph.prev_on_core(core, engine, start, end, q, at=at, order=order),
+                          _prev_by_hand(core, engine, start, end, q, at))
+
+
+def _union_by_hand(group, start, end, ngroups):
+    out = np.zeros(ngroups, np.int64)
+    for g in range(ngroups):
+        pieces = sorted(zip(start[group == g].tolist(), end[group == g].tolist()))
+        covered, run_s, run_e = 0, None, None
+        for s, e in pieces:
+            if run_e is None or s > run_e:
+                covered += 0 if run_e is None else run_e - run_s
+                run_s, run_e = s, e
+            else:
+                run_e = max(run_e, e)
+        out[g] = covered + (0 if run_e is None else run_e - run_s)
+    return out
+
+
+@pytest.mark.parametrize("seed", [7, 8, 9])
+def test_grouped_union_of_unsorted_groups(seed):
+    rng = np.random.default_rng(seed)
+    n, ng = 500, 9
+    group = rng.integers(0, ng, n)
+    start = rng.integers(10**12, 10**12 + 2000, n).astype(np.int64)   # far from 0
+    end = start + rng.integers(0, 120, n)
+    assert np.array_equal(grouped_union(group, start, end, ng), _union_by_hand(group, start, end, ng))
+
+
+def test_labels_of_rows():
+    c = pd.DataFrame({"kernel": pd.Categorical(["b", None, "a", "b", "c"], categories=["c", "b", "a"]),
+                      "plain": ["x", "y", None, "x", "z"]})
+    rows = np.array([4, 1, 0, 2])
+    assert depgraph.labels_of(c, "kernel", rows, "(none)").tolist() == ["c", "(none)", "b", "a"]
+    assert depgraph.labels_of(c, "plain", rows).tolist() == ["z", "y", "x", None]
+    assert depgraph.labels_of(c, "absent", rows, "-").tolist() == ["-"] * 4
+
+
+def test_graph_for_outputs_keeps_what_the_writers_read():
+    from reportgen.testing.profiles import make_profile
+    c = make_profile(cores=2, per_engine=200).commands
+    g = depgraph.build_graph(c)
+    slim = g.for_outputs()
+    for name in ("dep_src", "barrier", "release_row", "release_cmd", "start", "end"):
+        assert np.array_equal(getattr(slim, name), getattr(g, name))
+    assert (slim.has_dependency_ids, slim.has_launch, slim.n) == (g.has_dependency_ids, g.has_launch, g.n)
+    assert slim.bind is None and slim.engine is None and g.bind is not None
+
+
+def test_digest_timeline_lanes():
+    from reportgen.analysis.digest import TIMELINE_BUCKETS, _timeline
+    from reportgen.analysis.timeline import occupancy
+    from reportgen.model import ENGINES
+    c = pd.DataFrame({"core": np.array([1, 0, 1, 0, 2, 0], np.int16),
+                      "engine": pd.Categorical(["TIU", "GDMA", "GDMA", "TIU", "SDMA", "CDMA"]),
+                      "start_ns": [0, 10, 20, 30, 40, 50], "end_ns": [15, 30, 60, 45, 90, 95],
+                      "is_sys": [False, False, False, False, True, False]})
+    work = np.flatnonzero(~c["is_sys"].to_numpy())
+    t = _timeline(c, work, 100)
+    want = sorted({(int(c["core"][r]), c["engine"][r]) for r in work}, key=lambda k: (k[0], ENGINES.index(k[1])))
+    assert t["lanes"] == [list(k) for k in want]
+    for i, (core, eng) in enumerate(want):
+        rows = [r for r in work if (int(c["core"][r]), c["engine"][r]) == (core, eng)]
+        busy = occupancy(c["start_ns"].to_numpy()[rows], c["end_ns"].to_numpy()[rows], np.zeros(len(rows), np.int64),
+                         1, 0.0, 100.0, TIMELINE_BUCKETS)[0]
+        assert t["busy"][i] == np.round(busy, 3).tolist()
