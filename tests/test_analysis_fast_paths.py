@@ -129,3 +129,34 @@ def test_digest_timeline_lanes():
         busy = occupancy(c["start_ns"].to_numpy()[rows], c["end_ns"].to_numpy()[rows], np.zeros(len(rows), np.int64),
                          1, 0.0, 100.0, TIMELINE_BUCKETS)[0]
         assert t["busy"][i] == np.round(busy, 3).tolist()
+
+
+def _latest_by_hand(s_core, s_id, s_time, q_core, q_id, q_time):
+    src, qry = [], []
+    for q in range(len(q_core)):
+        cand = [s for s in range(len(s_core)) if (s_core[s], s_id[s]) == (q_core[q], q_id[q])
+                and s_time[s] <= q_time[q]]
+        if cand:
+            src.append(max(cand, key=lambda s: (s_time[s], s)))
+            qry.append(q)
+    return np.array(src, np.int64), np.array(qry, np.int64)
+
+
+@pytest.mark.parametrize("case", ["plain", "shuffled", "wide times", "odd ids"])
+def test_latest_match(case):
+    rng = np.random.default_rng(len(case))
+    n, m = 300, 200
+    s_core, q_core = rng.integers(0, 3, n), rng.integers(0, 3, m)
+    s_id, q_id = rng.integers(0, 6, n), rng.integers(0, 7, m)
+    s_time, q_time = rng.integers(0, 200, n), rng.integers(0, 220, m)
+    if case != "shuffled":           # sources of each core in time order, as a queue gives them
+        o = np.lexsort((s_time, s_core))
+        s_core, s_id, s_time = s_core[o], s_id[o], s_time[o]
+    if case == "wide times":
+        s_time, q_time = s_time * (1 << 55), q_time * (1 << 55)
+    if case == "odd ids":
+        s_id, q_id = s_id - 3, q_id * (1 << 50)
+    got = depgraph.latest_match(s_core, s_id, s_time, q_core, q_id, q_time)
+    want = _latest_by_hand(s_core, s_id, s_time, q_core, q_id, q_time)
+    assert len(want[0]) > 0
+    assert all(np.array_equal(a, b) for a, b in zip(got, want))

@@ -129,25 +129,60 @@ def descriptor_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
         return none
     eng = engine_index(c["engine"])
-    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
-                          "start": c["start_ns"].to_numpy(np.int64),
-                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
-                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
+    core = c["core"].to_numpy(np.int64)
+    start = c["start_ns"].to_numpy(np.int64)
+    cmd_id = c["cmd_id"].to_numpy(np.int64)
+    dep = c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()
     src_rows, dst_rows = [], []
     for target, source in ((0, 1), (1, 0)):               # TIU waits for GDMA and back
-        dst = frame[(eng == target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
-        src = frame[eng == source].sort_values("start", kind="stable")
-        if dst.empty or src.empty:
+        dst = np.flatnonzero((eng == target) & (dep > 0))
+        dst = dst[np.argsort(start[dst], kind="stable")]
+        src = np.flatnonzero(eng == source)
+        if not len(dst) or not len(src):
             continue
-        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
-                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
-                          direction="backward", suffixes=("", "_src"))
-        m = m[m["row_src"].notna()]
-        src_rows.append(m["row_src"].to_numpy(np.int64))
-        dst_rows.append(m["row"].to_numpy(np.int64))
+        s, d = latest_match(core[src], cmd_id[src], start[src], core[dst], dep[dst], start[dst])
+        src_rows.append(src[s])
+        dst_rows.append(dst[d])
     if not src_rows:
         return none
     return np.concatenate(src_rows), np.concatenate(dst_rows)
+
+
+def latest_match(s_core, s_id, s_time, q_core, q_id, q_time) -> tuple[np.ndarray, np.ndarray]:
+    """(source index, query index) of every query with a source of the same (core, id) at or
+    before its time: the latest such source, of equal times the last one (the rule of
+    ``pandas.merge_asof(direction="backward")`` on sources in time order); queries in order.
+
+    One sorted key per source, (core, id) pair then time, and one binary search per query."""
+    core, ids = np.concatenate([s_core, q_core]), np.concatenate([s_id, q_id])
+    width = int(ids.max()) + 1
+    npairs = (int(core.max()) + 1) * width
+    if ids.min() >= 0 and core.min() >= 0 and npairs < 1 << 40:
+        pair = core * width + ids
+    else:                                              # odd ids: dense codes of the pairs
+        _, pair = np.unique(np.stack([core, ids]), axis=1, return_inverse=True)
+        pair, npairs = pair.reshape(-1), len(core)
+    s_pair, q_pair = pair[:len(s_core)], pair[len(s_core):]
+    lo = min(int(s_time.min()), int(q_time.min()))
+    stride = max(int(s_time.max()), int(q_time.max())) - lo + 1
+    if npairs * stride < 1 << 62:
+        s_t, q_t = s_time - lo, q_time - lo
+    else:      # times as ranks among the source times (at or before: rank at most the query's)
+        times = np.sort(s_time)
+        stride = len(times)
+        s_t = np.searchsorted(times, s_time, side="left")
+        q_t = np.searchsorted(times, q_time, side="right") - 1
+    # sources stably by pair (a radix sort on small codes): in time order inside each pair
+    # when every queue is, otherwise sorted again by the whole key (stable: equal keys by index)
+    order = np.argsort(s_pair.astype(np.uint16) if npairs <= 1 << 16 else s_pair, kind="stable")
+    key = s_pair[order] * stride + s_t[order]
+    if (key[1:] < key[:-1]).any():
+        again = np.argsort(key, kind="stable")
+        order, key = order[again], key[again]
+    pos = np.searchsorted(key, q_pair * stride + q_t, side="right") - 1
+    hit = order[np.maximum(pos, 0)]
+    ok = (q_t >= 0) & (pos >= 0) & (s_pair[hit] == q_pair)
+    return hit[ok], np.flatnonzero(ok)
 
 
 def _lane_pred(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
