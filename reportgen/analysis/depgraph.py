@@ -179,7 +179,10 @@ def latest_match(s_core, s_id, s_time, q_core, q_id, q_time) -> tuple[np.ndarray
     if (key[1:] < key[:-1]).any():
         again = np.argsort(key, kind="stable")
         order, key = order[again], key[again]
-    pos = np.searchsorted(key, q_pair * stride + q_t, side="right") - 1
+    q_key = q_pair * stride + q_t
+    by_key = np.argsort(q_key, kind="stable")        # searches in key order read memory in order
+    pos = np.empty(len(q_key), np.int64)
+    pos[by_key] = np.searchsorted(key, q_key[by_key], side="right") - 1
     hit = order[np.maximum(pos, 0)]
     ok = (q_t >= 0) & (pos >= 0) & (s_pair[hit] == q_pair)
     return hit[ok], np.flatnonzero(ok)
