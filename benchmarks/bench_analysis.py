@@ -14,8 +14,8 @@ module-level name its caller uses (no change to the code measured).  The table s
 analysis (indented under its caller), the CPU seconds of the first run (what a report pays) and
 the best of the runs. CPU time is the figure to trust on a loaded machine; wall is printed for the
 whole stage. ``--memory`` instead runs derive once under tracemalloc (numpy reports its buffers to
-it): the peak above the parsed profile and what is still allocated when derive returns (what the
-forked writers inherit). Figures are printed, never asserted.
+it): per analysis and for the whole stage the peak above what was allocated when it began, and
+what is still allocated when derive returns (what the forked writers inherit). Figures are printed, never asserted.
 """
 from __future__ import annotations
 
@@ -136,17 +136,54 @@ def main() -> None:
 
 
 def memory(derive, profile) -> None:
-    """One run of derive under tracemalloc: its peak and what stays allocated after it."""
+    """One run of derive under tracemalloc: per analysis (and the whole stage) the peak it
+    reached above what was allocated when it began, and what stays allocated after derive."""
     import gc
     import tracemalloc
+    peaks: dict[str, int] = {}
+    stack: list[list[int]] = []          # per running analysis: [allocated at its start, peak]
+
+    def traced(fn, key):
+        def run(*a, **k):
+            now, peak = tracemalloc.get_traced_memory()
+            if stack:
+                stack[-1][1] = max(stack[-1][1], peak)
+            stack.append([now, now])
+            tracemalloc.reset_peak()
+            try:
+                return fn(*a, **k)
+            finally:
+                begin, top = stack.pop()
+                top = max(top, tracemalloc.get_traced_memory()[1])
+                peaks[key] = max(peaks.get(key, 0), top - begin)
+                if stack:
+                    stack[-1][1] = max(stack[-1][1], top)
+                tracemalloc.reset_peak()
+        return run
+
+    mods, undo = _modules(), []
+    for mod, name in PARTS:
+        if hasattr(mods[mod], name):
+            fn = getattr(mods[mod], name)
+            setattr(mods[mod], name, traced(fn, f"{mod}.{name}"))
+            undo.append((mods[mod], name, fn))
     gc.collect()
     tracemalloc.start()
-    derive(profile)
+    try:
+        traced(derive, "derive (the whole stage)")(profile)
+    finally:
+        for m, name, fn in undo:
+            setattr(m, name, fn)
     gc.collect()
-    now, peak = tracemalloc.get_traced_memory()
+    now = tracemalloc.get_traced_memory()[0]
     tracemalloc.stop()
-    print(f"derive, memory allocated above the parsed profile: peak {peak / 2**20:,.0f} MB, "
-          f"retained after it {now / 2**20:,.0f} MB (inherited by the forked writers)")
+    print(f"derive: retained after it {now / 2**20:,.0f} MB above the parsed profile "
+          "(inherited by the forked writers)")
+    print(f"{'analysis':44s} {'peak MB':>8s}  (above what was allocated when it began)")
+    for key in ["derive (the whole stage)", *(f"{m}.{n}" for m, n in PARTS)]:
+        if key in peaks:
+            name = key if key.startswith("derive (") else level(key) + key.split(".")[1]
+            print(f"{name:44s} {peaks[key] / 2**20:8.0f}")
 
 if __name__ == "__main__":
     main()
