@@ -160,3 +160,46 @@ def test_latest_match(case):
     want = _latest_by_hand(s_core, s_id, s_time, q_core, q_id, q_time)
     assert len(want[0]) > 0
     assert all(np.array_equal(a, b) for a, b in zip(got, want))
+
+
+def _launch_pred_by_hand(core, engine, scope, lane_pred, start, end):
+    n, low = len(core), np.iinfo(np.int64).min
+    calls = {}                                           # (core, scope) -> rows, first seen first
+    for r in range(n):
+        if scope[r] >= 0:
+            calls.setdefault((core[r], scope[r]), []).append(r)
+    info = {}
+    for k, rows in calls.items():
+        ends = [end[r] if engine[r] <= 2 else low for r in rows]
+        info[k] = (min(start[r] for r in rows), rows[ends.index(max(ends))], max(ends))
+    prev_of = {}
+    for c in set(k[0] for k in calls):
+        mine = sorted((k for k in calls if k[0] == c), key=lambda k: info[k][0])   # stable: first seen
+        for a, b in zip(mine, mine[1:]):
+            if info[a][2] > low:
+                prev_of[b] = info[a][1]
+    out = np.full(n, -1, np.int64)
+    for r in range(n):
+        lp = lane_pred[r]
+        if scope[r] >= 0 and (lp < 0 or scope[lp] != scope[r]):
+            p = prev_of.get((core[r], scope[r]), -1)
+            out[r] = p if p >= 0 and end[p] <= start[r] else -1
+    return out
+
+
+@pytest.mark.parametrize("seed", [11, 12, 13])
+def test_launch_pred(seed):
+    rng = np.random.default_rng(seed)
+    n = 400
+    core = rng.integers(0, 2, n).astype(np.int64)
+    engine = rng.integers(0, 5, n).astype(np.int64)
+    scope = rng.integers(-1, 12, n).astype(np.int64)    # -1: no kernel call known
+    # calls 2k and 2k + 1 share their start times (ties between calls) and overlap
+    start = ((scope // 2) * 300 + rng.integers(0, 3, n) * 40).astype(np.int64)
+    end = start + rng.integers(0, 100, n)
+    lane = core * 8 + engine
+    lane_pred = depgraph._lane_pred(lane, start, end)
+    got = depgraph._launch_pred(core, engine, scope, lane_pred, start, end)
+    want = _launch_pred_by_hand(core, engine, scope, lane_pred, start, end)
+    assert (want >= 0).sum() >= 8
+    assert np.array_equal(got, want)

@@ -212,26 +212,31 @@ def _launch_pred(core, engine, scope, lane_pred, start, end) -> np.ndarray:
     if not known.any():
         return out
     rows = np.flatnonzero(known)
-    calls = pd.DataFrame({"core": core[rows], "scope": scope[rows], "start": start[rows],
-                          "end": np.where(engine[rows] <= 2, end[rows], np.iinfo(np.int64).min),
-                          "row": rows})
-    first = calls.groupby(["core", "scope"], sort=False)["start"].min()
-    last_row = calls.loc[calls.groupby(["core", "scope"], sort=False)["end"].idxmax(), ["core", "scope", "row", "end"]]
-    t = first.reset_index().merge(last_row, on=["core", "scope"]).sort_values(["core", "start"], kind="stable")
-    prev = t.groupby("core", sort=False)["row"].shift(1)
-    prev_end = t.groupby("core", sort=False)["end"].shift(1)
-    t["prev"] = prev.fillna(-1).astype(np.int64)
-    t = t[(t["prev"] >= 0) & (prev_end.to_numpy() > np.iinfo(np.int64).min)]
-    if t.empty:
-        return out
-    key = core * (1 << 32) + np.maximum(scope, 0)
-    lookup = pd.Series(t["prev"].to_numpy(), index=t["core"].to_numpy(np.int64) * (1 << 32) + t["scope"].to_numpy(np.int64))
+    low = np.iinfo(np.int64).min
+    # the calls: (core, scope) groups, their rows together in row order
+    key = core[rows] * (1 << 32) + scope[rows]
+    o = np.argsort(key, kind="stable")
+    new_call = np.concatenate([[True], key[o][1:] != key[o][:-1]])
+    bounds = np.flatnonzero(new_call)
+    call_at = np.cumsum(new_call) - 1                     # call of each position of o
+    call_core = core[rows][o[bounds]]
+    call_start = np.minimum.reduceat(start[rows][o], bounds)
+    e = np.where(engine[rows] <= 2, end[rows], low)[o]
+    call_end = np.maximum.reduceat(e, bounds)
+    reach = np.flatnonzero(e == call_end[call_at])        # the first row reaching the call's end
+    reach = reach[np.concatenate([[True], call_at[reach][1:] != call_at[reach][:-1]])]
+    call_last = rows[o[reach]]
+    # calls of a core in start order (ties: first seen first); each one's previous call
+    t = np.lexsort((o[bounds], call_start, call_core))
+    ok = (call_core[t][1:] == call_core[t][:-1]) & (call_end[t][:-1] > low)
+    prev_call = np.full(len(bounds), -1, np.int64)
+    prev_call[t[1:][ok]] = call_last[t[:-1][ok]]
+    call_of = np.full(n, -1, np.int64)
+    call_of[rows[o]] = call_at
     lp = lane_pred
     is_first = known & ((lp < 0) | (scope[np.maximum(lp, 0)] != scope))
     cand = np.flatnonzero(is_first)
-    got = lookup.reindex(key[cand]).to_numpy()
-    ok = ~np.isnan(got.astype(float))
-    out[cand[ok]] = got[ok].astype(np.int64)
+    out[cand] = prev_call[call_of[cand]]
     # an edge must point back in time (a previous call ending after this start is no launch)
     bad = (out >= 0) & (end[np.maximum(out, 0)] > start)
     out[bad] = -1
