@@ -157,7 +157,7 @@ def latest_match(s_core, s_id, s_time, q_core, q_id, q_time) -> tuple[np.ndarray
     core, ids = np.concatenate([s_core, q_core]), np.concatenate([s_id, q_id])
     width = int(ids.max()) + 1
     npairs = (int(core.max()) + 1) * width
-    if ids.min() >= 0 and core.min() >= 0 and npairs < 1 << 40:
+    if ids.min() >= 0 and core.min() >= 0 and npairs < 1 << 32:
         pair = core * width + ids
     else:                                              # odd ids: dense codes of the pairs
         _, pair = np.unique(np.stack([core, ids]), axis=1, return_inverse=True)

@@ -155,13 +155,17 @@ def _timeline(c: pd.DataFrame, work: np.ndarray, span: int) -> dict:
     of ``c``; lanes in core order, engines in display order (streams by name after them). Whole
     arrays, no loop per command."""
     engine = c["engine"]
-    engine = engine.array if isinstance(engine.dtype, pd.CategoricalDtype) else pd.Categorical(engine)
+    if isinstance(engine.dtype, pd.CategoricalDtype):
+        engine, codes = engine.array, engine.array.codes[work]
+    else:
+        engine = pd.Categorical(engine.to_numpy()[work])
+        codes = engine.codes
     names = [str(x) for x in engine.categories]
     order = sorted(range(len(names)), key=lambda i: (ENGINES.index(names[i]) if names[i] in ENGINES
                                                       else len(ENGINES), names[i]))
     rank = np.empty(len(names), np.int64)
     rank[order] = np.arange(len(names))
-    key = c["core"].to_numpy(np.int64)[work] * max(len(names), 1) + rank[engine.codes[work]]
+    key = c["core"].to_numpy(np.int64)[work] * max(len(names), 1) + rank[codes]
     if key.min() >= 0:            # lanes numbered in key order (np.unique's, without its sort)
         seen = np.bincount(key)
         keys = np.flatnonzero(seen)
