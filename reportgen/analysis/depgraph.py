@@ -58,7 +58,7 @@ class DepGraph:
     fallback: np.ndarray      # latest-ending command of the core before the start (path walk)
     has_dependency_ids: bool  # mode 2 / bmodel descriptors resolved at least one dependency
     has_launch: bool          # kernel scopes known (launch edges present)
-    by_core_end: np.ndarray | None = None   # core_end_order (prev_on_core's sort, shared)
+    by_core_end: tuple | None = None   # core_end_order (prev_on_core's sort, shared)
 
     @property
     def n(self) -> int:
@@ -288,10 +288,12 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     return barrier, release_row, release_cmd, release_kind, arrival[top].astype(np.int64), arrive_group
 
 
-def core_end_order(core: np.ndarray, end: np.ndarray) -> np.ndarray:
-    """Every row, stably sorted by (core, end): the one sort :func:`prev_on_core` needs, shared
-    by its calls (``DepGraph.by_core_end``)."""
-    return np.argsort(core * (1 << 40) + end, kind="stable")
+def core_end_order(core: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every row stably sorted by (core, end), and that key in this order: the one sort
+    :func:`prev_on_core` needs, shared by its calls (``DepGraph.by_core_end``)."""
+    key = core * (1 << 40) + end
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
 
 
 def prev_on_core(core, engine, start, end, query=None, at=None, order=None) -> np.ndarray:
@@ -302,12 +304,11 @@ def prev_on_core(core, engine, start, end, query=None, at=None, order=None) -> n
     n = len(core)
     q = np.arange(n) if query is None else np.asarray(query, np.int64)
     out = np.full(len(q), -1, np.int64)
-    if order is None:
-        order = core_end_order(core, end)
-    sorted_rows = order[engine[order] <= 2]       # the candidates, in (core, end, row) order
+    order, key = core_end_order(core, end) if order is None else order
+    cand = engine[order] <= 2                     # the candidates, in (core, end, row) order
+    sorted_rows, sorted_key = order[cand], key[cand]
     if not len(sorted_rows) or not len(q):
         return out
-    sorted_key = core[sorted_rows] * (1 << 40) + end[sorted_rows]
     when = start[q] if at is None else np.asarray(at, np.int64)
     pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + when, side="right") - 1
     hit = sorted_rows[np.maximum(pos, 0)]
