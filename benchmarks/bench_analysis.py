@@ -135,6 +135,12 @@ def main() -> None:
           "  (machine load shows here)")
 
 
+def _status(field: str) -> int:
+    """A /proc/self/status figure in kB."""
+    with open("/proc/self/status") as fh:
+        return next(int(line.split()[1]) for line in fh if line.startswith(field + ":"))
+
+
 def memory(derive, profile) -> None:
     """One run of derive under tracemalloc: per analysis (and the whole stage) the peak it
     reached above what was allocated when it began, and what stays allocated after derive."""
@@ -168,6 +174,9 @@ def memory(derive, profile) -> None:
             setattr(mods[mod], name, traced(fn, f"{mod}.{name}"))
             undo.append((mods[mod], name, fn))
     gc.collect()
+    rss_before = _status("VmRSS")
+    with open("/proc/self/clear_refs", "w") as fh:       # the resident peak from here on
+        fh.write("5")
     tracemalloc.start()
     try:
         traced(derive, "derive (the whole stage)")(profile)
@@ -179,6 +188,12 @@ def memory(derive, profile) -> None:
     tracemalloc.stop()
     print(f"derive: retained after it {now / 2**20:,.0f} MB above the parsed profile "
           "(inherited by the forked writers)")
+    print(f"process resident: {rss_before / 2**10:,.0f} MB before derive, peak {_status('VmHWM') / 2**10:,.0f} MB "
+          f"during it, {_status('VmRSS') / 2**10:,.0f} MB after it (pages never touched, e.g. the "
+          "path walk's worst-case buffers, count in the peaks below but not here)")
+    import ctypes
+    ctypes.CDLL("libc.so.6").malloc_trim(0)
+    print(f"  after malloc_trim(0) (the heap's free memory handed back): {_status('VmRSS') / 2**10:,.0f} MB")
     print(f"{'analysis':44s} {'peak MB':>8s}  (above what was allocated when it began)")
     for key in ["derive (the whole stage)", *(f"{m}.{n}" for m, n in PARTS)]:
         if key in peaks:
