@@ -33,7 +33,7 @@ class Why:
     def drop_working_state(self) -> None:
         """Free what only the analysis reads (the re-timing layout, the label codes, the graph's
         working arrays) once the findings' gains are known: no output reads them, and the
-        forked writers would inherit them (about 170 bytes per command)."""
+        forked writers would inherit them (about 160 bytes per command)."""
         self.retimer, self.labels, self.graph = None, {}, self.graph.for_outputs()
 
     def scenario(self, kind: str, target=None, core=None) -> dict | None:
