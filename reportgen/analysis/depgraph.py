@@ -17,7 +17,7 @@ A barrier wait's end is bound by its barrier's last arrival.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 import pandas as pd
@@ -58,10 +58,18 @@ class DepGraph:
     fallback: np.ndarray      # latest-ending command of the core before the start (path walk)
     has_dependency_ids: bool  # mode 2 / bmodel descriptors resolved at least one dependency
     has_launch: bool          # kernel scopes known (launch edges present)
+    by_core_end: tuple | None = None   # core_end_order (prev_on_core's sort, shared)
 
     @property
     def n(self) -> int:
         return len(self.start)
+
+    def for_outputs(self) -> "DepGraph":
+        """This graph with only what the outputs read (dependency sources, barriers, their
+        releases, the flags; start / end / system flags are views of ``Profile.commands``): the
+        other per-command arrays are working state of the analysis, dropped before the writers
+        fork (analysis/diagnosis.py)."""
+        return replace(self, **dict.fromkeys(_WORKING, None))
 
     def in_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of every command's predecessors (lane, dependency, launch): (indptr, preds)."""
@@ -72,6 +80,11 @@ class DepGraph:
         indptr = np.zeros(self.n + 1, np.int64)
         np.cumsum(np.bincount(rows, minlength=self.n), out=indptr[1:])
         return indptr, preds[o].astype(np.int64)
+
+
+#: DepGraph fields only the analysis reads (None after :meth:`DepGraph.for_outputs`)
+_WORKING = ("core", "engine", "port", "lane_pred", "launch_pred", "arrive_group", "bind", "bind_kind",
+            "gap", "lat", "fallback", "by_core_end")
 
 
 def label_codes(col: pd.Series) -> tuple[np.ndarray, list[str]]:
@@ -86,9 +99,14 @@ def labels_of(c: pd.DataFrame, col: str, rows: np.ndarray, missing=None) -> np.n
     through its codes (no per-command Python)."""
     if col not in c:
         return np.full(len(rows), missing, object)
-    codes, names = label_codes(c[col])
+    s = c[col]
+    if isinstance(s.dtype, pd.CategoricalDtype):        # the codes of these rows only
+        k = s.cat.codes.to_numpy()[rows].astype(np.int64)
+        names = [str(x) for x in s.cat.categories]
+    else:
+        codes, names = label_codes(s)
+        k = codes[rows]
     table = np.array(list(names) + [missing], object)
-    k = codes[rows]
     return table[np.where(k >= 0, k, len(names))]
 
 
@@ -111,31 +129,76 @@ def descriptor_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
     if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
         return none
     eng = engine_index(c["engine"])
-    frame = pd.DataFrame({"row": np.arange(len(c)), "core": c["core"].to_numpy(np.int64),
-                          "start": c["start_ns"].to_numpy(np.int64),
-                          "cmd_id": c["cmd_id"].to_numpy(np.int64),
-                          "dep": c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()})
+    core = c["core"].to_numpy(np.int64)
+    start = c["start_ns"].to_numpy(np.int64)
+    cmd_id = c["cmd_id"].to_numpy(np.int64)
+    dep = c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()
     src_rows, dst_rows = [], []
     for target, source in ((0, 1), (1, 0)):               # TIU waits for GDMA and back
-        dst = frame[(eng == target) & (frame["dep"] > 0).to_numpy()].sort_values("start", kind="stable")
-        src = frame[eng == source].sort_values("start", kind="stable")
-        if dst.empty or src.empty:
+        dst = np.flatnonzero((eng == target) & (dep > 0))
+        dst = dst[np.argsort(start[dst], kind="stable")]
+        src = np.flatnonzero(eng == source)
+        if not len(dst) or not len(src):
             continue
-        m = pd.merge_asof(dst, src[["start", "core", "cmd_id", "row"]], on="start",
-                          left_by=["core", "dep"], right_by=["core", "cmd_id"],
-                          direction="backward", suffixes=("", "_src"))
-        m = m[m["row_src"].notna()]
-        src_rows.append(m["row_src"].to_numpy(np.int64))
-        dst_rows.append(m["row"].to_numpy(np.int64))
+        s, d = latest_match(core[src], cmd_id[src], start[src], core[dst], dep[dst], start[dst])
+        src_rows.append(src[s])
+        dst_rows.append(dst[d])
     if not src_rows:
         return none
     return np.concatenate(src_rows), np.concatenate(dst_rows)
 
 
+def latest_match(s_core, s_id, s_time, q_core, q_id, q_time) -> tuple[np.ndarray, np.ndarray]:
+    """(source index, query index) of every query with a source of the same (core, id) at or
+    before its time: the latest such source, of equal times the last one (the rule of
+    ``pandas.merge_asof(direction="backward")`` on sources in time order); queries in order.
+
+    One sorted key per source, (core, id) pair then time, and one binary search per query."""
+    core, ids = np.concatenate([s_core, q_core]), np.concatenate([s_id, q_id])
+    width = int(ids.max()) + 1
+    npairs = (int(core.max()) + 1) * width
+    if ids.min() >= 0 and core.min() >= 0 and npairs < 1 << 32:
+        pair = core * width + ids
+    else:                                              # odd ids: dense codes of the pairs
+        _, pair = np.unique(np.stack([core, ids]), axis=1, return_inverse=True)
+        pair, npairs = pair.reshape(-1), len(core)
+    s_pair, q_pair = pair[:len(s_core)], pair[len(s_core):]
+    lo = min(int(s_time.min()), int(q_time.min()))
+    stride = max(int(s_time.max()), int(q_time.max())) - lo + 1
+    if npairs * stride < 1 << 62:
+        s_t, q_t = s_time - lo, q_time - lo
+    else:      # times as ranks among the source times (at or before: rank at most the query's)
+        times = np.sort(s_time)
+        stride = len(times)
+        s_t = np.searchsorted(times, s_time, side="left")
+        q_t = np.searchsorted(times, q_time, side="right") - 1
+    # sources stably by pair (a radix sort on small codes): in time order inside each pair
+    # when every queue is, otherwise sorted again by the whole key (stable: equal keys by index)
+    order = np.argsort(s_pair.astype(np.uint16) if npairs <= 1 << 16 else s_pair, kind="stable")
+    key = s_pair[order] * stride + s_t[order]
+    if (key[1:] < key[:-1]).any():
+        again = np.argsort(key, kind="stable")
+        order, key = order[again], key[again]
+    q_key = q_pair * stride + q_t
+    by_key = np.argsort(q_key, kind="stable")        # searches in key order read memory in order
+    pos = np.empty(len(q_key), np.int64)
+    pos[by_key] = np.searchsorted(key, q_key[by_key], side="right") - 1
+    hit = order[np.maximum(pos, 0)]
+    ok = (q_t >= 0) & (pos >= 0) & (s_pair[hit] == q_pair)
+    return hit[ok], np.flatnonzero(ok)
+
+
 def _lane_pred(lane: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
-    o = np.lexsort((end, start, lane))
-    pred = np.full(len(lane), -1, np.int64)
+    """Per row: the previous row of its lane in (start, end, row) order, -1 for the first."""
+    # a queue's rows come in time order: a stable sort by lane (timsort on long runs) is then
+    # already the (lane, start, end) order, and the three-key sort is only needed when it is not
+    o = np.argsort(lane, kind="stable")
+    s, e = start[o], end[o]
     same = lane[o][1:] == lane[o][:-1]
+    if (same & ((s[1:] < s[:-1]) | ((s[1:] == s[:-1]) & (e[1:] < e[:-1])))).any():
+        o = np.lexsort((end, start, lane))
+        same = lane[o][1:] == lane[o][:-1]
+    pred = np.full(len(lane), -1, np.int64)
     pred[o[1:][same]] = o[:-1][same]
     return pred
 
@@ -149,33 +212,38 @@ def _launch_pred(core, engine, scope, lane_pred, start, end) -> np.ndarray:
     if not known.any():
         return out
     rows = np.flatnonzero(known)
-    calls = pd.DataFrame({"core": core[rows], "scope": scope[rows], "start": start[rows],
-                          "end": np.where(engine[rows] <= 2, end[rows], np.iinfo(np.int64).min),
-                          "row": rows})
-    first = calls.groupby(["core", "scope"], sort=False)["start"].min()
-    last_row = calls.loc[calls.groupby(["core", "scope"], sort=False)["end"].idxmax(), ["core", "scope", "row", "end"]]
-    t = first.reset_index().merge(last_row, on=["core", "scope"]).sort_values(["core", "start"], kind="stable")
-    prev = t.groupby("core", sort=False)["row"].shift(1)
-    prev_end = t.groupby("core", sort=False)["end"].shift(1)
-    t["prev"] = prev.fillna(-1).astype(np.int64)
-    t = t[(t["prev"] >= 0) & (prev_end.to_numpy() > np.iinfo(np.int64).min)]
-    if t.empty:
-        return out
-    key = core * (1 << 32) + np.maximum(scope, 0)
-    lookup = pd.Series(t["prev"].to_numpy(), index=t["core"].to_numpy(np.int64) * (1 << 32) + t["scope"].to_numpy(np.int64))
+    low = np.iinfo(np.int64).min
+    # the calls: (core, scope) groups, their rows together in row order
+    key = core[rows] * (1 << 32) + scope[rows]
+    o = np.argsort(key, kind="stable")
+    new_call = np.concatenate([[True], key[o][1:] != key[o][:-1]])
+    bounds = np.flatnonzero(new_call)
+    call_at = np.cumsum(new_call) - 1                     # call of each position of o
+    call_core = core[rows][o[bounds]]
+    call_start = np.minimum.reduceat(start[rows][o], bounds)
+    e = np.where(engine[rows] <= 2, end[rows], low)[o]
+    call_end = np.maximum.reduceat(e, bounds)
+    reach = np.flatnonzero(e == call_end[call_at])        # the first row reaching the call's end
+    reach = reach[np.concatenate([[True], call_at[reach][1:] != call_at[reach][:-1]])]
+    call_last = rows[o[reach]]
+    # calls of a core in start order (ties: first seen first); each one's previous call
+    t = np.lexsort((o[bounds], call_start, call_core))
+    ok = (call_core[t][1:] == call_core[t][:-1]) & (call_end[t][:-1] > low)
+    prev_call = np.full(len(bounds), -1, np.int64)
+    prev_call[t[1:][ok]] = call_last[t[:-1][ok]]
+    call_of = np.full(n, -1, np.int64)
+    call_of[rows[o]] = call_at
     lp = lane_pred
     is_first = known & ((lp < 0) | (scope[np.maximum(lp, 0)] != scope))
     cand = np.flatnonzero(is_first)
-    got = lookup.reindex(key[cand]).to_numpy()
-    ok = ~np.isnan(got.astype(float))
-    out[cand[ok]] = got[ok].astype(np.int64)
+    out[cand] = prev_call[call_of[cand]]
     # an edge must point back in time (a previous call ending after this start is no launch)
     bad = (out >= 0) & (end[np.maximum(out, 0)] > start)
     out[bad] = -1
     return out
 
 
-def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS):
+def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERANCE_NS, order=None):
     """Barrier index per command (-1: not a barrier wait) and, per barrier, how it was released.
 
     The rule: TIU system waits sorted by end; a wait joins the previous one's group when it ends
@@ -184,7 +252,7 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     submitted) before the barrier's first end has ended (the TIU queue reaches the wait before
     the core's stores finish); the last core to arrive released the barrier.  Returns
     (barrier, release_row, release_cmd, release_kind, release_ns, arrive_group); see
-    :class:`DepGraph`.
+    :class:`DepGraph`.  ``order``: :func:`core_end_order` (computed when not given).
     """
     n = len(core)
     barrier = np.full(n, -1, np.int64)
@@ -208,7 +276,7 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     # the core's last command before the barrier's first end, CDMA transfers it submitted
     # included (an all-reduce's barrier waits for them); waits of barriers left out
     cand_engine = np.where(barrier >= 0, 9, np.where(engine == 3, 2, engine))
-    last = prev_on_core(core, cand_engine, start, end, w, at=first_end[gid])
+    last = prev_on_core(core, cand_engine, start, end, w, at=first_end[gid], order=order)
     by_work = (last >= 0) & (end[np.maximum(last, 0)] > start[w])
     arrival = np.where(by_work, end[np.maximum(last, 0)], start[w])
     t = pd.DataFrame({"gid": gid, "arrival": arrival, "k": np.arange(len(w))})
@@ -220,19 +288,27 @@ def barrier_groups(core, engine, sys_wait, start, end, tol: int = BARRIER_TOLERA
     return barrier, release_row, release_cmd, release_kind, arrival[top].astype(np.int64), arrive_group
 
 
-def prev_on_core(core, engine, start, end, query=None, at=None) -> np.ndarray:
+def core_end_order(core: np.ndarray, end: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """Every row stably sorted by (core, end), and that key in this order: the one sort
+    :func:`prev_on_core` needs, shared by its calls (``DepGraph.by_core_end``)."""
+    key = core * (1 << 40) + end
+    order = np.argsort(key, kind="stable")
+    return order, key[order]
+
+
+def prev_on_core(core, engine, start, end, query=None, at=None, order=None) -> np.ndarray:
     """Per query row (default: every row): the latest-ending TIU/GDMA/SDMA command (``engine``
     0..2; pass another code to leave a command out) of the same core that ended by its start
-    (or by ``at``, one time per query row); -1 when none."""
+    (or by ``at``, one time per query row); -1 when none.  ``order``: :func:`core_end_order`
+    of these arrays (computed when not given)."""
     n = len(core)
     q = np.arange(n) if query is None else np.asarray(query, np.int64)
     out = np.full(len(q), -1, np.int64)
-    cand = np.flatnonzero(engine <= 2)
-    if not len(cand) or not len(q):
+    order, key = core_end_order(core, end) if order is None else order
+    cand = engine[order] <= 2                     # the candidates, in (core, end, row) order
+    sorted_rows, sorted_key = order[cand], key[cand]
+    if not len(sorted_rows) or not len(q):
         return out
-    key_c = core[cand] * (1 << 40) + end[cand]
-    o = np.argsort(key_c, kind="stable")
-    sorted_key, sorted_rows = key_c[o], cand[o]
     when = start[q] if at is None else np.asarray(at, np.int64)
     pos = np.searchsorted(sorted_key, core[q] * (1 << 40) + when, side="right") - 1
     hit = sorted_rows[np.maximum(pos, 0)]
@@ -244,7 +320,8 @@ def prev_on_core(core, engine, start, end, query=None, at=None) -> np.ndarray:
 def last_work_engine(g: "DepGraph", rows: np.ndarray) -> np.ndarray:
     """Per row: the engine of its core's last *work* command that ended by its start (which
     engine finished last before it); its own engine when none did."""
-    prev = prev_on_core(g.core, np.where(g.is_sys, 9, g.engine), g.start, g.end, rows)
+    prev = prev_on_core(g.core, np.where(g.is_sys, 9, g.engine), g.start, g.end, rows,
+                        order=g.by_core_end)
     return np.where(prev >= 0, g.engine[np.maximum(prev, 0)], g.engine[rows])
 
 
@@ -267,16 +344,17 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
     scope = c["func_scope"].astype("Float64").fillna(-1).astype("int64").to_numpy() \
         if "func_scope" in c else np.full(n, -1, np.int64)
     launch_pred = _launch_pred(core, engine, scope, lane_pred, start, end)
+    by_core_end = core_end_order(core, end)
     barrier, release_row, release_cmd, release_kind, release_ns, arrive_group = barrier_groups(
-        core, engine, sys_wait, start, end)
+        core, engine, sys_wait, start, end, order=by_core_end)
     # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
     lo = np.iinfo(np.int64).min
-    ends = np.stack([np.where(p >= 0, end[np.maximum(p, 0)], lo) for p in (dep_src, launch_pred, lane_pred)])
-    which = np.argmax(ends, axis=0)
-    best = ends[which, np.arange(n)]
-    preds = np.stack([dep_src, launch_pred, lane_pred])
-    bind = np.where(best > lo, preds[which, np.arange(n)], -1)
-    bind_kind = np.where(bind >= 0, np.array([DEP, LAUNCH, LANE])[which], 0).astype(np.int8)
+    e_dep, e_launch, e_lane = (np.where(p >= 0, end[np.maximum(p, 0)], lo)
+                               for p in (dep_src, launch_pred, lane_pred))
+    best = np.maximum(np.maximum(e_dep, e_launch), e_lane)
+    is_dep, is_launch = e_dep == best, e_launch == best      # the first of equal ends wins
+    bind = np.where(best > lo, np.where(is_dep, dep_src, np.where(is_launch, launch_pred, lane_pred)), -1)
+    bind_kind = np.where(bind >= 0, np.where(is_dep, DEP, np.where(is_launch, LAUNCH, LANE)), 0).astype(np.int8)
     gap = np.where(bind >= 0, start - best, 0)
     lat = np.zeros(n, np.int64)
     w = barrier >= 0
@@ -285,5 +363,6 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
                     sys_wait=sys_wait, lane_pred=lane_pred, dep_src=dep_src, launch_pred=launch_pred,
                     barrier=barrier, release_row=release_row, release_cmd=release_cmd,
                     release_kind=release_kind, release_ns=release_ns, arrive_group=arrive_group, bind=bind, bind_kind=bind_kind, gap=gap,
-                    lat=lat, fallback=prev_on_core(core, engine, start, end),
-                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()))
+                    lat=lat, fallback=prev_on_core(core, engine, start, end, order=by_core_end),
+                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()),
+                    by_core_end=by_core_end)

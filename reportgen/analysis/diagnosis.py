@@ -35,6 +35,7 @@ def diagnose(profile: Profile) -> Diagnosis:
     why = explain(profile) if len(profile.commands) else None
     if why is not None:
         found = rank_by_gain(found, why)
+        why.drop_working_state()
     return Diagnosis(breakdown=breakdown, functions=functions, kernel_calls=calls, kernels=kernels,
                      overlap=per_core, stretches=stretches, findings=found, why=why,
                      roofline=roof, lmem=lmem)

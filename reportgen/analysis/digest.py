@@ -83,11 +83,11 @@ def _layers(profile: Profile) -> pd.DataFrame:
 
 def lanes_from_summary(summary: pd.DataFrame) -> pd.DataFrame:
     """The engine summary as (core, engine) lanes: the engines it has columns for."""
-    rows = []
+    rows, records = [], summary.to_dict("records")
     for e in ENGINES:
         if f"{e.lower()}_busy_ns" not in summary:
             continue
-        for r in summary.to_dict("records"):
+        for r in records:
             rows.append({"core": r["core"], "engine": e,
                          **{m: r.get(col.format(e=e.lower()), np.nan) for m, col in SUMMARY_COLUMN.items()}})
     return pd.DataFrame(rows, columns=list(LANE_COLUMNS))
@@ -150,20 +150,31 @@ def _function_types(profile: Profile) -> pd.DataFrame:
     return out[cols].reset_index(drop=True)
 
 
-def _timeline(work: pd.DataFrame, span: int) -> dict:
-    """Busy fraction per (core, engine) lane in TIMELINE_BUCKETS buckets; lanes in core order,
-    engines in display order (streams by name after them). Whole arrays, no loop per command."""
-    engine = work["engine"]
-    engine = engine.array if isinstance(engine.dtype, pd.CategoricalDtype) else pd.Categorical(engine)
+def _timeline(c: pd.DataFrame, work: np.ndarray, span: int) -> dict:
+    """Busy fraction per (core, engine) lane in TIMELINE_BUCKETS buckets over the rows ``work``
+    of ``c``; lanes in core order, engines in display order (streams by name after them). Whole
+    arrays, no loop per command."""
+    engine = c["engine"]
+    if isinstance(engine.dtype, pd.CategoricalDtype):
+        engine, codes = engine.array, engine.array.codes[work]
+    else:
+        engine = pd.Categorical(engine.to_numpy()[work])
+        codes = engine.codes
     names = [str(x) for x in engine.categories]
     order = sorted(range(len(names)), key=lambda i: (ENGINES.index(names[i]) if names[i] in ENGINES
                                                       else len(ENGINES), names[i]))
     rank = np.empty(len(names), np.int64)
     rank[order] = np.arange(len(names))
-    key = work["core"].to_numpy(np.int64) * max(len(names), 1) + rank[engine.codes]
-    keys, lane = np.unique(key, return_inverse=True)
+    key = c["core"].to_numpy(np.int64)[work] * max(len(names), 1) + rank[codes]
+    if key.min() >= 0:            # lanes numbered in key order (np.unique's, without its sort)
+        seen = np.bincount(key)
+        keys = np.flatnonzero(seen)
+        number = np.cumsum(seen > 0) - 1
+        lane = number[key]
+    else:
+        keys, lane = np.unique(key, return_inverse=True)
     lanes = [[int(k // len(names)), names[order[k % len(names)]]] for k in keys.tolist()]
-    busy = occupancy(work["start_ns"].to_numpy(), work["end_ns"].to_numpy(), lane, len(lanes),
+    busy = occupancy(c["start_ns"].to_numpy()[work], c["end_ns"].to_numpy()[work], lane, len(lanes),
                      0.0, float(max(span, 1)), TIMELINE_BUCKETS)
     return {"span_ns": int(span), "buckets": TIMELINE_BUCKETS, "lanes": lanes,
             "busy": np.round(busy, 3).tolist()}
@@ -172,7 +183,7 @@ def _timeline(work: pd.DataFrame, span: int) -> dict:
 def run_digest(profile: Profile, summary: pd.DataFrame) -> Digest:
     """The digest of an analysed profile (``summary`` = its engine summary)."""
     c = profile.commands
-    work = c.loc[~c["is_sys"], ["core", "engine", "start_ns", "end_ns"]] if len(c) else c
+    work = np.flatnonzero(~c["is_sys"].to_numpy(bool)) if len(c) else np.zeros(0, np.int64)
     span = int(summary["span_ns"].iloc[-1]) if len(summary) and "span_ns" in summary else 0
     pmu = profile.meta.is_pmu
     return Digest(profile.meta.input_path or "", summary.reset_index(drop=True),
@@ -181,7 +192,7 @@ def run_digest(profile: Profile, summary: pd.DataFrame) -> Digest:
                   pd.DataFrame(columns=list(OPERATOR_COLUMNS)) if pmu else
                   _framework_totals(profile, "Operators", "Name", "# of Calls", "Device total (us)",
                                     OPERATOR_COLUMNS),
-                  _timeline(work, span) if len(work) else
+                  _timeline(c, work, span) if len(work) else
                   {"span_ns": span, "buckets": TIMELINE_BUCKETS, "lanes": [], "busy": []},
                   layers=_layers(profile))
 

@@ -53,16 +53,20 @@ def grouped_union(group: np.ndarray, start: np.ndarray, end: np.ndarray, ngroups
     order = group_order(group, ngroups)
     g, s = group[order], start[order].astype(np.int64)
     same = g[1:] == g[:-1]
+    lo = min(int(s.min()), int(end.min()))
+    stride = int(end.max()) - lo + 1
+    wide = stride * (ngroups + 1) >= 1 << 62
     if (same & (s[1:] < s[:-1])).any():
-        order = np.lexsort((start, group))
+        if wide:
+            order = np.lexsort((start, group))
+        else:   # (group, start) as one key; timsort is near linear on the runs already in order
+            order = order[np.argsort(g.astype(np.int64) * stride + (s - lo), kind="stable")]
         g, s = group[order], start[order].astype(np.int64)
         same = g[1:] == g[:-1]
     e = end[order].astype(np.int64)
     # running end per group with one maximum.accumulate: each group's ends are lifted above the
     # previous group's by a stride wider than the whole time range (so no reset is needed)
-    lo = min(int(s.min()), int(e.min()))
-    stride = int(e.max()) - lo + 1
-    if stride * (ngroups + 1) < 1 << 62:
+    if not wide:
         lift = g.astype(np.int64) * stride
         run_end = np.maximum.accumulate(e - lo + lift) - lift + lo
     else:                                               # astronomically wide: reset per group

@@ -61,7 +61,7 @@ class Retimer:
         n, n_groups = g.n, len(g.release_row)
         indptr, preds = g.in_edges()
         order = topological_order(n, n_groups, *contiguous(indptr, preds, g.barrier, g.arrive_group,
-                                                           g.start))
+                                                           np.argsort(g.start, kind="stable")))
         total = n + n_groups
         pos = np.empty(total, np.int64)
         pos[order] = np.arange(total)

@@ -22,13 +22,19 @@ class Why:
     path: CriticalPath
     waits: Waits
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
-    retimer: Retimer
-    labels: dict              # whatif.label_groups: label codes scenarios may target
+    retimer: Retimer | None   # None after drop_working_state
+    labels: dict              # whatif.label_groups: label codes scenarios may target ({} after it)
     path_by_layer: pd.DataFrame | None = None   # layer captures: the path's time per layer
 
     @property
     def span_ns(self) -> int:
         return self.path.span_ns
+
+    def drop_working_state(self) -> None:
+        """Free what only the analysis reads (the re-timing layout, the label codes, the graph's
+        working arrays) once the findings' gains are known: no output reads them, and the
+        forked writers would inherit them (about 160 bytes per command)."""
+        self.retimer, self.labels, self.graph = None, {}, self.graph.for_outputs()
 
     def scenario(self, kind: str, target=None, core=None) -> dict | None:
         """The what-if row of a scenario (None when it was not evaluated)."""
