@@ -4,23 +4,25 @@ candidates (spec ``lmem-view.md`` §6; docs/metrics.md "Local memory").
 The accesses come from :mod:`analysis.lmem_access`. Everything is in the one-lane view (bytes per
 lane at lane-local offsets), times in ns.
 
-* **Live pieces.** The lane is cut into *segments* at every access boundary and bank boundary; an
-  access covers a run of whole segments. Per segment, its accesses in time order (reads before
-  writes at equal starts, a command's reads before its writes) form *values*: each write starts
-  one, the reads up to the next write use it; reads before the first write use a value written
-  before the capture, which starts at the core's first access. A value lives from its start to
-  the last end among its writer and readers. Adjacent segments with the same value are one piece.
-  A value overwritten while a reader other than the overwriting command still runs records the
-  overlap (a race).
+* **Live pieces.** Per core, accesses in time order (reads before writes at equal starts, a
+  command's reads before its writes) over an interval map of the lane (analysis/lmem_sweep.py):
+  each write starts a value on its range, ending the parts of older values there; a read uses
+  the values it meets, and bytes holding nothing get a value written before the capture, which
+  starts at the core's first access. A value lives from its start to the last end among its
+  writer and its readers so far — a read anywhere in a value extends the whole value. Adjacent
+  parts of one value overwritten by one command are one piece. A value overwritten while a
+  reader other than the overwriting command still runs records the overlap (a race).
 * **Occupancy** at t = the bytes of the lane covered by pieces live at t (a byte counted once):
-  per segment the union of its pieces, then one sweep of +bytes / −bytes events per core and per
-  bank. Peak = the maximum, at the earliest time it is reached.
+  the sweep keeps per address range the union over time of its pieces (a run), emitted as
+  +bytes / -bytes events per bank when the run ends. Peak = the maximum, at the earliest time
+  it is reached.
 * **Bank-conflict candidates**: a TIU and a DMA command of one core running at the same time
   with accesses sharing a bank and a lane; and TIU commands with two operands in one bank and a
   common lane. Shown beside the DMA's measured Stall Cycle.
 
-Whole-array work: one expansion of (access, segment) pairs, sorts and reductions; the only
-Python loops run over cores or banks.
+One compiled pass per core over its accesses (work linear in the address ranges each access
+meets, memory bounded by the lane's 256 Ki offsets), otherwise whole-array sorts and reductions;
+the only Python loops run over cores or banks.
 """
 from __future__ import annotations
 
@@ -41,14 +43,10 @@ MAX_STEPS = 4000
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
-#: above this many commands the view is not computed (a warning says so): its exact sweep over
-#: address segments costs 1.3 s CPU at 200k commands but 15-19 s and ~2 GB at 1.16M (the pairs grow
-#: faster than the commands; docs/metrics.md "Local memory", benchmarks/bench_hardware.py), which
-#: a full run cannot afford until the sweep works on whole intervals. MAX_PAIRS bounds each core.
-MAX_COMMANDS = 200_000
-#: a core whose accesses expand into more (access, segment) pairs than this is not analysed
-#: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
-MAX_PAIRS = 20_000_000
+#: above this many commands the view is not computed (a warning says so): a bound on the memory
+#: of the accesses (about two per command) and of the register tables they are decoded from, far
+#: above the largest capture measured (3.3M commands; benchmarks/bench_hardware.py)
+MAX_COMMANDS = 20_000_000
 
 
 @dataclass
