@@ -165,8 +165,9 @@ def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """``ENGINE/global_idx`` of the commands at ``rows`` (the golden files' and the workbook's naming)."""
     engine = commands["engine"].astype("category")
     names = np.array([str(x) for x in engine.cat.categories] + [""], object)
+    rows, inverse = np.unique(np.asarray(rows, np.int64), return_inverse=True)   # text once per command
     idx = commands["global_idx"].to_numpy(np.int64)[rows]
-    return names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object)
+    return (names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object))[inverse]
 
 
 def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
@@ -238,12 +239,14 @@ def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
 
 def _operand_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Per access the code of its "R:opd0" label, labels sorted (a handful: codes fit a mask)."""
-    ac, an = pd.factorize(frame["access"].to_numpy(object))
-    oc, on = pd.factorize(frame["operand"].to_numpy(object))
-    pair, pn = pd.factorize(ac.astype(np.int64) * max(len(on), 1) + oc)
+    access, operand = (pd.Categorical(frame[k]) for k in ("access", "operand"))   # codes, not texts
+    an, on = list(access.categories), list(operand.categories)
+    pair = access.codes.astype(np.int64) * max(len(on), 1) + operand.codes
+    pn = np.flatnonzero(np.bincount(pair, minlength=len(an) * len(on)))          # the pairs present
     labels = np.array([f"{an[p // max(len(on), 1)]}:{on[p % max(len(on), 1)]}" for p in pn], object)
-    rank = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
-    return rank[pair].astype(np.int64), [str(x) for x in np.sort(labels)]
+    rank = np.full(max(len(an) * len(on), 1), -1, np.int64)
+    rank[pn] = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
+    return rank[pair], [str(x) for x in np.sort(labels)]
 
 
 def _mask_texts(masks: np.ndarray, render) -> np.ndarray:
@@ -260,8 +263,10 @@ def _bank_mask(first, last):
 def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
     row, the two operands, their common banks ("0,1")."""
-    t = acc.iloc[np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))]
-    t = t.reset_index(drop=True)
+    keep = np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))
+    t = pd.DataFrame({k: acc[k].to_numpy()[keep] for k in ("row", "first_bank", "last_bank", "lane_mask")})
+    operand = pd.Categorical(acc["operand"])
+    t["operand"] = operand.codes[keep]
     if t.empty:
         return pd.DataFrame(columns=["row", "a", "b", "banks"])
     row = t["row"].to_numpy(np.int64)
@@ -282,9 +287,9 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     both = bm[i] & bm[j]
     hit = (both != 0) & ((lm[i] & lm[j]) != 0)
     i, j, both = i[hit], j[hit], both[hit]
-    op = t["operand"].to_numpy(object)
+    op, names = t["operand"].to_numpy(), np.array([str(x) for x in operand.categories], object)
     banks = _mask_texts(both, lambda m: ",".join(str(b) for b in range(BANKS) if m >> b & 1))
-    return pd.DataFrame({"row": row[i], "a": op[i], "b": op[j], "banks": banks})
+    return pd.DataFrame({"row": row[i], "a": names[op[i]], "b": names[op[j]], "banks": banks})
 
 
 def local_memory(profile: Profile) -> LocalMemory | None:
@@ -340,7 +345,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         v = np.asarray(values_, np.int64) if where is None else np.where(where, values_, 0)
         return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
 
-    same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
+    same_rows = np.unique(same["row"].to_numpy(np.int64))
     table = pd.DataFrame({
         "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
         "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
@@ -349,7 +354,8 @@ def local_memory(profile: Profile) -> LocalMemory | None:
         "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
         "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
         "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
-        "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
+        "tiu_same_bank": per_core(np.ones(len(same_rows), np.int64), None,
+                                  profile.commands["core"].to_numpy(np.int64)[same_rows])})
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)
 
