@@ -305,7 +305,7 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     if acc.empty or not acc["decoded"].any():
         return None
     cols = sweep_columns(acc)
-    cores = np.unique(cols["core"])
+    cores = np.flatnonzero(np.bincount(cols["core"]))          # core indices: small, >= 0
     dec = np.flatnonzero(acc["decoded"].to_numpy(bool))
     by_core = dec[np.argsort(cols["core"][dec], kind="stable")]
     bounds = np.searchsorted(cols["core"][by_core], np.r_[cores, cores[-1] + 1])

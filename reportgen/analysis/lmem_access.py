@@ -213,7 +213,9 @@ def geometry(addr: np.ndarray, shape, esize: np.ndarray, layout, strides=None) -
     layout = np.broadcast_to(np.asarray(layout), (k,))
     if isinstance(shape[0], str):                                 # CONV kernel: IC-aligned (§2.3)
         _, oc, ic, kh, kw = shape
-        cube = np.array([_CUBE.get(float(s), 1) for s in esize], np.int64) if k else np.zeros(0, np.int64)
+        sizes = np.array(list(_CUBE), float)
+        at = np.searchsorted(sizes, esize).clip(0, len(sizes) - 1)
+        cube = np.where(sizes[at] == esize, np.array(list(_CUBE.values()), np.int64)[at], 1)
         n, c, h, w = np.ones(k, np.int64), np.minimum(oc, LANES), np.ones(k, np.int64), \
             -(-oc // LANES) * kh * kw * _align(ic, np.maximum(cube, 1))
     else:
@@ -270,19 +272,22 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[dict]:
             have &= f(op.const) == 0
         if not have.any():
             continue
-        addr = f(op.addr)
-        esize = ELEMENT_BYTES[np.clip(np.broadcast_to(np.asarray(op.prec(f)), (f.n,)), 0, 15)]
+        sel = np.flatnonzero(have)
+
+        def pick(x):                            # the commands that have the operand only
+            return x[sel] if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == f.n else x
+        addr = pick(f(op.addr))
+        esize = ELEMENT_BYTES[np.clip(np.broadcast_to(np.asarray(op.prec(f)), (f.n,)), 0, 15)][sel]
         strides = None
         if op.strides:
-            strides = tuple(f(f"{op.strides}_{d}_str") for d in "nchw")
-        geo = geometry(addr & ((1 << 26) - 1), op.shape(f), esize, op.layout(f), strides)
+            strides = tuple(pick(f(f"{op.strides}_{d}_str")) for d in "nchw")
+        geo = geometry(addr & ((1 << 26) - 1), tuple(pick(x) for x in op.shape(f)), esize, pick(op.layout(f)),
+                       strides)
         smem = ((addr >> 26) & 1) == 1
         ok = geo["ok"] & ~smem
         note = _notes(smem, geo["ok"], op.note)
         note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
-        sel = np.flatnonzero(have)
-        out.append(_frame(rows[sel], op.access, op.name, (addr & ((1 << 26) - 1))[sel],
-                          {k: v[sel] for k, v in geo.items()}, note[sel], ok[sel]))
+        out.append(_frame(rows[sel], op.access, op.name, addr & ((1 << 26) - 1), geo, note, ok))
         if cls in ("sMM2", "sCONV", "sPorD") and op.access == "W":
             rq = np.flatnonzero(have & (f("opt_rq") == 1))
             if len(rq):
