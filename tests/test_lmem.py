@@ -29,7 +29,7 @@ def case(request):
     if not path.exists():
         pytest.skip(f"shared data not present at {path}")
     profile = load_dump(path / "input")
-    return path, profile, local_memory(profile)
+    return path, profile, local_memory(profile, detail=True)
 
 
 def _ours(lm) -> pd.DataFrame:

@@ -53,9 +53,11 @@ MAX_COMMANDS = 20_000_000
 class LocalMemory:
     """The local-memory view of a capture (``Diagnosis.lmem``, attached by analysis.diagnosis)."""
 
-    accesses: pd.DataFrame
-    #: live pieces: core, lo, hi, first_bank, last_bank, writer (commands row, -1: before the
-    #: capture), start_ns, end_ns, readers, status, overwritten_by (row or -1), overlap_ns
+    #: every access (analysis/lmem_access.py; None unless computed with ``detail``)
+    accesses: pd.DataFrame | None
+    #: live pieces (None unless computed with ``detail``): core, lo, hi, first_bank, last_bank,
+    #: writer (commands row, -1: before the capture), start_ns, end_ns, readers, status,
+    #: overwritten_by (row or -1), overlap_ns
     pieces: pd.DataFrame
     #: one row per core: peak_bytes, peak_at_ns, accesses, undecoded, never_read_bytes,
     #: before_capture_bytes, races, conflict candidates, tiu same-bank commands
@@ -287,41 +289,64 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     both = bm[i] & bm[j]
     hit = (both != 0) & ((lm[i] & lm[j]) != 0)
     i, j, both = i[hit], j[hit], both[hit]
-    op, names = t["operand"].to_numpy(), np.array([str(x) for x in operand.categories], object)
-    banks = _mask_texts(both, lambda m: ",".join(str(b) for b in range(BANKS) if m >> b & 1))
-    return pd.DataFrame({"row": row[i], "a": names[op[i]], "b": names[op[j]], "banks": banks})
+    # texts as categories: a million-command capture has millions of pairs of a few texts
+    op, names = t["operand"].to_numpy(), [str(x) for x in operand.categories]
+    distinct, inverse = np.unique(both, return_inverse=True)
+    banks = pd.Categorical.from_codes(inverse, categories=[",".join(str(b) for b in range(BANKS) if int(m) >> b & 1)
+                                                           for m in distinct])
+    return pd.DataFrame({"row": row[i], "a": pd.Categorical.from_codes(op[i], categories=names),
+                         "b": pd.Categorical.from_codes(op[j], categories=names), "banks": banks})
 
 
-def local_memory(profile: Profile) -> LocalMemory | None:
-    """The local-memory view, or None when no command has a decodable local access."""
+def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
+    """The local-memory view, or None when no command has a decodable local access. ``detail``:
+    also keep the accesses and the live pieces (tests and tools; the report uses neither, and
+    they are the bulk of the memory: about 280 bytes per command)."""
     n = len(profile.commands)
     if n > MAX_COMMANDS:
         if list(profile.registers):                   # descriptors exist (names only: not assembled)
             profile.meta.warn("lmem", f"local-memory view not computed: {n:,} commands, above its "
-                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; it would "
-                              "cost several seconds, docs/metrics.md \"Local memory\")")
+                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; a bound "
+                              "on its memory, docs/metrics.md \"Local memory: the interval sweep\")")
         return None
     acc = accesses(profile)
     if acc.empty or not acc["decoded"].any():
         return None
+    conf = conflicts(acc, profile.commands)
+    same = same_bank_operands(acc, profile.commands)
     cols = sweep_columns(acc)
+    decoded = acc["decoded"].to_numpy(bool)
+    if not detail:
+        acc = None                                         # the columns above are all that is read
     cores = np.flatnonzero(np.bincount(cols["core"]))          # core indices: small, >= 0
-    dec = np.flatnonzero(acc["decoded"].to_numpy(bool))
+
+    def per_core(values_, of) -> np.ndarray:
+        """Sum of ``values_`` per core ``of`` each row."""
+        v = np.asarray(values_, np.int64)
+        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
+
+    dec = np.flatnonzero(decoded)
     by_core = dec[np.argsort(cols["core"][dec], kind="stable")]
     bounds = np.searchsorted(cols["core"][by_core], np.r_[cores, cores[-1] + 1])
-    piece_parts, events, analysed = [], [], []
-    for c, b0, b1 in zip(cores, bounds[:-1], bounds[1:]):
+    # one core at a time; of its pieces only the per-core sums are kept (unless ``detail``)
+    piece_parts, analysed = [], []
+    steps, total_peak, bank_peak = {}, [], []
+    piece_sums = np.zeros((3, len(cores)), np.int64)     # never read bytes, before capture bytes, races
+    for k, (c, b0, b1) in enumerate(zip(cores, bounds[:-1], bounds[1:])):
         if b0 == b1:                                       # no decoded access on this core
             continue
-        pieces_c, events_c = core_pieces({k: v[by_core[b0:b1]] for k, v in cols.items()})
-        piece_parts.append(pieces_c)
-        events.append(events_c)
-        analysed.append(int(c))
-    steps, total_peak, bank_peak = {}, [], []
-    for c, (core_, bank_, t_, d_) in zip(analysed, events):
+        pieces_c, (_, bank_, t_, d_) = core_pieces({key: v[by_core[b0:b1]] for key, v in cols.items()})
+        size = (pieces_c["hi"] - pieces_c["lo"]).to_numpy(np.int64)
+        status = pieces_c["status"].to_numpy()
+        piece_sums[:, k] = (size[status == "never read"].sum(), size[status == "written before capture"].sum(),
+                            np.count_nonzero(pieces_c["overlap_ns"].to_numpy() > 0))
+        if detail:
+            piece_parts.append(pieces_c)
+        del pieces_c
         steps[int(c)], pk = core_steps(t_, d_, bank_)
         total_peak.append(pk["total"])
         bank_peak.append(pk["banks"])
+        analysed.append(int(c))
     done = np.isin(cores, analysed)
     peak_bytes, peak_at = np.zeros(len(cores), np.int64), np.full(len(cores), np.nan)
     bank_bytes, bank_at = np.zeros((len(cores), BANKS), np.int64), np.full((len(cores), BANKS), np.nan)
@@ -331,30 +356,18 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
                           "peak_bytes": bank_bytes.ravel(), "peak_at_ns": bank_at.ravel()})
     banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
-    pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
-        pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
-    conf = conflicts(acc, profile.commands)
-    same = same_bank_operands(acc, profile.commands)
-    size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
-    pc = pieces["core"].to_numpy(np.int64)
-
-    acc_core = acc["core"].to_numpy(np.int64)
-
-    def per_core(values_, where=None, of=pc) -> np.ndarray:
-        """Sum of ``values_`` (where ``where``) per core ``of`` each row."""
-        v = np.asarray(values_, np.int64) if where is None else np.where(where, values_, 0)
-        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
-
+    pieces = None
+    if detail:
+        pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
+            pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
     same_rows = np.unique(same["row"].to_numpy(np.int64))
     table = pd.DataFrame({
         "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
-        "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
-        "undecoded": per_core(~acc["decoded"].to_numpy(bool), None, acc_core),
-        "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
-        "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
-        "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
-        "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
-        "tiu_same_bank": per_core(np.ones(len(same_rows), np.int64), None,
+        "accesses": per_core(np.ones(len(decoded), np.int64), cols["core"]),
+        "undecoded": per_core(~decoded, cols["core"]),
+        "never_read_bytes": piece_sums[0], "before_capture_bytes": piece_sums[1], "races": piece_sums[2],
+        "conflict_candidates": per_core(np.ones(len(conf), np.int64), conf["core"].to_numpy(np.int64)),
+        "tiu_same_bank": per_core(np.ones(len(same_rows), np.int64),
                                   profile.commands["core"].to_numpy(np.int64)[same_rows])})
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)

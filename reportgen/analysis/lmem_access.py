@@ -41,7 +41,9 @@ ACCESS_COLUMNS = ("row", "core", "engine", "global_idx", "cmd_id", "func", "star
 
 class Fields:
     """The register fields of a set of commands (rows ``sel`` of an engine's table) as int64
-    arrays (absent field: ``default``). Each column is converted once per engine (``cache``)."""
+    arrays (absent field: ``default``). Each column is converted once per engine (``cache``), in
+    its own width (mostly one byte: a million-command TIU table's fields would take 8x more as
+    int64), and widened to int64 for the rows asked."""
 
     def __init__(self, table: pd.DataFrame, prefix: str, sel: np.ndarray | None = None,
                  cache: dict | None = None):
@@ -54,9 +56,12 @@ class Fields:
         if col not in self.t:
             return np.full(self.n, default, np.int64)
         if (col, default) not in self.cache:
-            self.cache[(col, default)] = self.t[col].to_numpy("int64", na_value=default)
+            column = self.t[col]
+            width = getattr(column.dtype, "numpy_dtype", None)        # nullable UInt8 .. UInt64
+            keep = width if width is not None and width.kind in "iu" and 0 <= default <= 1 else np.int64
+            self.cache[(col, default)] = column.to_numpy(keep, na_value=default)
         full = self.cache[(col, default)]
-        return full if self.sel is None else full[self.sel]
+        return (full if self.sel is None else full[self.sel]).astype(np.int64)
 
 @dataclass(frozen=True)
 class Operand:
