@@ -401,12 +401,13 @@ def accesses(profile: Profile) -> pd.DataFrame:
         names = list(dict.fromkeys(p[k] for p in parts))
         text[k] = (np.repeat([names.index(p[k]) for p in parts], [len(p["row"]) for p in parts]), names)
     col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text}
+    del parts                                   # the memory of one copy at a time (a million commands)
     r = col["row"].astype(np.int64)
     # command order with reads before writes; text columns as categories (few distinct values)
     codes, names = text["access"]
     order = np.lexsort((np.array([x == "W" for x in names])[codes], r))
     r = r[order]
-    out = {k: v[order] for k, v in col.items()}
+    out = {k: col.pop(k)[order] for k in list(col)}
     out["row"] = r
     for k, (codes, names) in text.items():
         out[k] = pd.Categorical.from_codes(codes[order], categories=names)
