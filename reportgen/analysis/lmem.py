@@ -32,7 +32,7 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.findings import _finding, _pct, _us
-from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES, accesses
+from reportgen.analysis.lmem_access import ACCESS_COLUMNS, BANK_BYTES, BANKS, LANE_BYTES, VIEW_COLUMNS, accesses
 from reportgen.analysis.lmem_sweep import sweep
 from reportgen.analysis.rules import RULES
 from reportgen.model import Profile
@@ -309,7 +309,7 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
                               f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; a bound "
                               "on its memory, docs/metrics.md \"Local memory: the interval sweep\")")
         return None
-    acc = accesses(profile)
+    acc = accesses(profile, ACCESS_COLUMNS if detail else VIEW_COLUMNS)
     if acc.empty or not acc["decoded"].any():
         return None
     conf = conflicts(acc, profile.commands)

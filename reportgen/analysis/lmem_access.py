@@ -37,6 +37,9 @@ ACCESS_COLUMNS = ("row", "core", "engine", "global_idx", "cmd_id", "func", "star
                   "access", "operand", "local_addr", "start_lane", "lanes", "lane_offset",
                   "extent_bytes", "data_bytes_per_lane", "first_bank", "last_bank", "lane_mask",
                   "decoded", "note")
+#: the columns the local-memory view reads (sweep, conflict candidates, same-bank operands)
+VIEW_COLUMNS = ("row", "core", "start_ns", "end_ns", "access", "operand", "lane_offset", "extent_bytes",
+                "first_bank", "last_bank", "lane_mask", "decoded")
 
 
 class Fields:
@@ -369,9 +372,10 @@ def _dma_accesses(rows: np.ndarray, f: Fields) -> list[dict]:
     return out
 
 
-def accesses(profile: Profile) -> pd.DataFrame:
+def accesses(profile: Profile, columns=ACCESS_COLUMNS) -> pd.DataFrame:
     """Every local-memory access of the commands with descriptors, in command order; empty when
-    the capture has none (modes 0 and 1)."""
+    the capture has none (modes 0 and 1). ``columns``: those of :data:`ACCESS_COLUMNS` to keep
+    (the view itself needs :data:`VIEW_COLUMNS`: a third less memory at a million commands)."""
     c = profile.commands
     parts: list[dict] = []
     ftype = c["func_type"].astype("category")
@@ -400,7 +404,7 @@ def accesses(profile: Profile) -> pd.DataFrame:
     for k in ("access", "operand"):
         names = list(dict.fromkeys(p[k] for p in parts))
         text[k] = (np.repeat([names.index(p[k]) for p in parts], [len(p["row"]) for p in parts]), names)
-    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text}
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text and k in columns}
     del parts                                   # the memory of one copy at a time (a million commands)
     r = col["row"].astype(np.int64)
     # command order with reads before writes; text columns as categories (few distinct values)
@@ -411,17 +415,16 @@ def accesses(profile: Profile) -> pd.DataFrame:
     out["row"] = r
     for k, (codes, names) in text.items():
         out[k] = pd.Categorical.from_codes(codes[order], categories=names)
-    out["note"] = pd.Categorical(out["note"])
+    if "note" in out:
+        out["note"] = pd.Categorical(out["note"])
     # the command's own columns
-    out["core"] = c["core"].to_numpy(np.int64)[r]
-    out["engine"] = _labels(c["engine"], r)
-    out["global_idx"] = c["global_idx"].to_numpy(np.int64)[r]
-    out["cmd_id"] = c["cmd_id"].to_numpy(np.int64)[r]
-    out["func"] = _labels(c["func_name"], r)
-    out["start_ns"] = c["start_ns"].to_numpy(np.int64)[r]
-    out["end_ns"] = c["end_ns"].to_numpy(np.int64)[r]
+    own = {"core": lambda: c["core"].to_numpy(np.int64)[r], "engine": lambda: _labels(c["engine"], r),
+           "global_idx": lambda: c["global_idx"].to_numpy(np.int64)[r],
+           "cmd_id": lambda: c["cmd_id"].to_numpy(np.int64)[r], "func": lambda: _labels(c["func_name"], r),
+           "start_ns": lambda: c["start_ns"].to_numpy(np.int64)[r], "end_ns": lambda: c["end_ns"].to_numpy(np.int64)[r]}
+    out.update({k: f() for k, f in own.items() if k in columns})
     # fresh arrays, owned by nothing else: no consolidating copy (a third of a second at 2.6M rows)
-    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS}, copy=False)
+    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS if k in columns}, copy=False)
 
 
 def _labels(col: pd.Series, rows: np.ndarray | None = None):
