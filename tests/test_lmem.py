@@ -229,3 +229,15 @@ def test_stable_order_is_numpys_stable_argsort():
         keys = rng.integers(0, top, 100_000)
         assert (stable_order(keys) == np.argsort(keys, kind="stable")).all()
     assert len(stable_order(np.zeros(0, np.int64))) == 0
+
+
+def test_same_bank_texts_of_masks_beyond_bank_15_are_one_category():
+    """CV84X6 bmodel descriptors reach above bank 15: masks that differ only there read the same
+    text and must share a category (the categorical needs unique categories)."""
+    path = DATA / "pmu" / "cv84x6-bmodel-c4" / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    lm = local_memory(load_dump(path))
+    banks = lm.same_bank["banks"]
+    assert len(lm.same_bank) > 0 and banks.cat.categories.is_unique
+    assert lm.cores["tiu_same_bank"].sum() == lm.same_bank["row"].nunique()

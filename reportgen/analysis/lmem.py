@@ -292,8 +292,10 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     # texts as categories: a million-command capture has millions of pairs of a few texts
     op, names = t["operand"].to_numpy(), [str(x) for x in operand.categories]
     distinct, inverse = np.unique(both, return_inverse=True)
-    banks = pd.Categorical.from_codes(inverse, categories=[",".join(str(b) for b in range(BANKS) if int(m) >> b & 1)
-                                                           for m in distinct])
+    # masks differing only above bank 15 read the same: one category per text
+    text, names_b = pd.factorize(np.array([",".join(str(b) for b in range(BANKS) if int(m) >> b & 1)
+                                           for m in distinct] + [""], object)[:-1])
+    banks = pd.Categorical.from_codes(text[inverse], categories=names_b)
     return pd.DataFrame({"row": row[i], "a": pd.Categorical.from_codes(op[i], categories=names),
                          "b": pd.Categorical.from_codes(op[j], categories=names), "banks": banks})
 
