@@ -4,6 +4,7 @@
     python benchmarks/bench_hardware.py --per-core 20000  # smaller
     python benchmarks/bench_hardware.py --profile         # make_profile (no descriptors): roofline only
     python benchmarks/bench_hardware.py --no-limit        # the local-memory view above MAX_COMMANDS too
+    python benchmarks/bench_hardware.py --dump DIR        # an existing dump (e.g. benchmarks/_work/...)
 
 On a decoded synthetic mode-2 dump (reportgen.testing.synth, cached under benchmarks/_work like
 bench_pipeline): the descriptors give every TIU and DMA command its local-memory accesses. Prints,
@@ -39,6 +40,7 @@ def main() -> None:
     ap.add_argument("--per-core", type=int, default=137_500)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--profile", action="store_true", help="make_profile instead of a dump")
+    ap.add_argument("--dump", type=Path, help="an existing dump directory instead of the synthetic one")
     ap.add_argument("--no-limit", action="store_true",
                     help="lift analysis/lmem.py MAX_COMMANDS (measure the view above it)")
     args = ap.parse_args()
@@ -48,9 +50,12 @@ def main() -> None:
         from reportgen.testing.profiles import make_profile
         p = make_profile(cores=args.cores, per_engine=args.per_core // 3)
     else:
-        from bench_pipeline import dump_for
         from reportgen.parsers.pmu import load_dump
-        p = load_dump(dump_for(args.cores, args.per_core, 2))
+        if args.dump is not None:
+            p = load_dump(args.dump)
+        else:
+            from bench_pipeline import dump_for
+            p = load_dump(dump_for(args.cores, args.per_core, 2))
     print(f"{len(p.commands):,} commands, {args.cores} cores")
     rows = []
 
@@ -73,7 +78,7 @@ def main() -> None:
         if lm is None:
             print("  not computed: above analysis/lmem.py MAX_COMMANDS (the warning says so)")
         else:
-            print(f"  {len(lm.pieces):,} live pieces, {len(lm.conflicts):,} conflict candidates")
+            print(f"  {int(lm.cores['accesses'].sum()):,} accesses, {len(lm.conflicts):,} conflict candidates")
     from reportgen.writers import html
     from reportgen.writers.hardware_text import hardware_document
     from reportgen.writers.html import hardware

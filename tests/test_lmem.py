@@ -10,6 +10,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+import lmem_oracle
 from shared_data import DATA, needs
 from reportgen.analysis.lmem import local_memory
 from reportgen.analysis.lmem_access import geometry, lane_mask, ALIGNED, FREE
@@ -28,7 +29,7 @@ def case(request):
     if not path.exists():
         pytest.skip(f"shared data not present at {path}")
     profile = load_dump(path / "input")
-    return path, profile, local_memory(profile)
+    return path, profile, local_memory(profile, detail=True)
 
 
 def _ours(lm) -> pd.DataFrame:
@@ -151,39 +152,92 @@ def test_above_the_command_limit_the_view_is_skipped_and_said(monkeypatch):
     assert [w.code for w in profile.meta.warnings if w.code == "lmem"] == ["lmem"]
 
 
-def test_memory_bound_per_core_leaves_out_the_cores_above_it_and_says_so(monkeypatch):
-    """MAX_PAIRS bounds the working memory (docs/metrics.md "Local memory"): a core above it is
-    left out with a warning; the other cores' figures are those of the unbounded run."""
-    from reportgen.analysis import lmem
+def _same_as_oracle(sub):
+    """The interval sweep's pieces equal the old per-segment sweep's (tests/lmem_oracle.py), and
+    its occupancy events give the same distinct times and the same sum per (bank, time)."""
+    from reportgen.analysis.lmem import core_pieces
+    new_p, new_e = core_pieces(sub)
+    old_p, old_e = lmem_oracle.core_pieces(sub)
+    assert new_p.dtypes.tolist() == old_p.dtypes.tolist()
+    assert new_p.to_numpy().tolist() == old_p.to_numpy().tolist()
+
+    def per_bank_time(e):
+        _, bank, t, d = e
+        sums = pd.DataFrame({"b": bank, "t": t, "d": d}).groupby(["b", "t"])["d"].sum()
+        return sorted(set(t.tolist())), sums[sums != 0].to_dict()
+    assert per_bank_time(new_e) == per_bank_time(old_e)
+    return len(new_p)
+
+
+@pytest.mark.parametrize("name", CASES)
+def test_interval_sweep_equals_the_segment_sweep_on_the_goldens(name):
+    from reportgen.analysis.lmem import sweep_columns
     from reportgen.analysis.lmem_access import accesses
-    path = LMEM / CASES[1] / "input"
+    path = LMEM / name / "input"
     if not path.exists():
         pytest.skip(f"shared data not present at {path}")
-    full = local_memory(load_dump(path)).cores.set_index("core")
-    profile = load_dump(path)
-    acc = accesses(profile)
-    ok = acc[acc["decoded"].to_numpy(bool)]
-    pairs = {int(c): lmem.pair_count(ok.iloc[rows]) for c, rows in ok.groupby("core").indices.items()}
-    if len(set(pairs.values())) < 2:
-        pytest.skip("all cores of the case expand into the same number of pairs")
-    bound = min(pairs.values())
-    monkeypatch.setattr(lmem, "MAX_PAIRS", bound)
-    lm = lmem.local_memory(profile)
-    over = sorted(c for c, n in pairs.items() if n > bound)
-    warned = [w.message for w in profile.meta.warnings if w.code == "lmem"]
-    assert len(warned) == 1 and f"core(s) {', '.join(map(str, over))} not computed" in warned[0]
-    cores = lm.cores.set_index("core")
-    assert (cores.loc[over, "peak_bytes"] == 0).all() and cores.loc[over, "peak_at_ns"].isna().all()
-    kept = [c for c in pairs if c not in over]
-    assert (cores.loc[kept, "peak_bytes"] == full.loc[kept, "peak_bytes"]).all()
-    assert (cores.loc[kept, "peak_at_ns"] == full.loc[kept, "peak_at_ns"]).all()
-    assert set(lm.steps) == set(kept)
+    acc = accesses(load_dump(path))
+    cols = sweep_columns(acc[acc["decoded"].to_numpy(bool)])
+    for c in np.unique(cols["core"]):
+        assert _same_as_oracle({k: v[cols["core"] == c] for k, v in cols.items()}) > 0
+
+
+def test_interval_sweep_equals_the_segment_sweep_on_a_synthetic_capture(tmp_path):
+    from reportgen.analysis.lmem import sweep_columns
+    from reportgen.analysis.lmem_access import accesses
+    from reportgen.testing.synth import write_dump
+    write_dump(tmp_path, arch="AKS", cores=2, cmds_per_core=4000, mode=2, seed=5, write_truth=False)
+    acc = accesses(load_dump(tmp_path / "cdm_profile_data_dev0-0"))
+    cols = sweep_columns(acc[acc["decoded"].to_numpy(bool)])
+    assert len(np.unique(cols["core"])) == 2
+    for c in np.unique(cols["core"]):
+        assert _same_as_oracle({k: v[cols["core"] == c] for k, v in cols.items()}) > 1000
+
+
+def test_interval_sweep_equals_the_segment_sweep_on_random_accesses():
+    """Adversarial access sets: equal starts, zero durations, zero extents, reads of bytes never
+    written, in-place operands, commands with more own reads than the race rule steps over,
+    ranges crossing banks and the lane's end."""
+    rng = np.random.default_rng(26)
+    checked = 0
+    for _ in range(150):
+        ncmd = int(rng.integers(1, 50))
+        per = rng.integers(1, 12, ncmd)                   # accesses per command
+        row = np.repeat(np.arange(ncmd), per)
+        n = len(row)
+        cstart = rng.integers(0, 40, ncmd) * int(rng.choice([1, 10]))
+        cend = cstart + rng.integers(0, 30, ncmd)
+        grain = int(rng.choice([1, 64, 4096]))
+        lo = rng.integers(0, int(rng.choice([2048, 1 << 18])), n) // grain * grain
+        sub = {"core": np.full(n, 3, np.int64), "lane_offset": lo.astype(np.int64),
+               "extent_bytes": rng.integers(0, int(rng.choice([300, 20_000, 70_000])), n),
+               "start_ns": cstart[row], "end_ns": cend[row], "row": row * 7 + 100,
+               "write": rng.random(n) < rng.random()}
+        if not (~sub["write"] & (sub["extent_bytes"] > 0)).any():
+            continue                    # the oracle cannot index an empty list of reads
+        perm = rng.permutation(n)
+        _same_as_oracle({k: np.asarray(v)[perm].astype(bool if k == "write" else np.int64)
+                         for k, v in sub.items()})
+        checked += 1
+    assert checked > 100
 
 
 def test_stable_order_is_numpys_stable_argsort():
-    from reportgen.analysis.lmem import stable_order
+    from lmem_oracle import stable_order               # the oracle's sort
     rng = np.random.default_rng(26)
     for top in (7, 1 << 16, 70_000, (1 << 32) - 1, 1 << 40):       # one pass, two passes, fallback
         keys = rng.integers(0, top, 100_000)
         assert (stable_order(keys) == np.argsort(keys, kind="stable")).all()
     assert len(stable_order(np.zeros(0, np.int64))) == 0
+
+
+def test_same_bank_texts_of_masks_beyond_bank_15_are_one_category():
+    """CV84X6 bmodel descriptors reach above bank 15: masks that differ only there read the same
+    text and must share a category (the categorical needs unique categories)."""
+    path = DATA / "pmu" / "cv84x6-bmodel-c4" / "input"
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    lm = local_memory(load_dump(path))
+    banks = lm.same_bank["banks"]
+    assert len(lm.same_bank) > 0 and banks.cat.categories.is_unique
+    assert lm.cores["tiu_same_bank"].sum() == lm.same_bank["row"].nunique()

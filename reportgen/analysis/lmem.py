@@ -4,23 +4,25 @@ candidates (spec ``lmem-view.md`` §6; docs/metrics.md "Local memory").
 The accesses come from :mod:`analysis.lmem_access`. Everything is in the one-lane view (bytes per
 lane at lane-local offsets), times in ns.
 
-* **Live pieces.** The lane is cut into *segments* at every access boundary and bank boundary; an
-  access covers a run of whole segments. Per segment, its accesses in time order (reads before
-  writes at equal starts, a command's reads before its writes) form *values*: each write starts
-  one, the reads up to the next write use it; reads before the first write use a value written
-  before the capture, which starts at the core's first access. A value lives from its start to
-  the last end among its writer and readers. Adjacent segments with the same value are one piece.
-  A value overwritten while a reader other than the overwriting command still runs records the
-  overlap (a race).
+* **Live pieces.** Per core, accesses in time order (reads before writes at equal starts, a
+  command's reads before its writes) over an interval map of the lane (analysis/lmem_sweep.py):
+  each write starts a value on its range, ending the parts of older values there; a read uses
+  the values it meets, and bytes holding nothing get a value written before the capture, which
+  starts at the core's first access. A value lives from its start to the last end among its
+  writer and its readers so far — a read anywhere in a value extends the whole value. Adjacent
+  parts of one value overwritten by one command are one piece. A value overwritten while a
+  reader other than the overwriting command still runs records the overlap (a race).
 * **Occupancy** at t = the bytes of the lane covered by pieces live at t (a byte counted once):
-  per segment the union of its pieces, then one sweep of +bytes / −bytes events per core and per
-  bank. Peak = the maximum, at the earliest time it is reached.
+  the sweep keeps per address range the union over time of its pieces (a run), emitted as
+  +bytes / -bytes events per bank when the run ends. Peak = the maximum, at the earliest time
+  it is reached.
 * **Bank-conflict candidates**: a TIU and a DMA command of one core running at the same time
   with accesses sharing a bank and a lane; and TIU commands with two operands in one bank and a
   common lane. Shown beside the DMA's measured Stall Cycle.
 
-Whole-array work: one expansion of (access, segment) pairs, sorts and reductions; the only
-Python loops run over cores or banks.
+One compiled pass per core over its accesses (work linear in the address ranges each access
+meets, memory bounded by the lane's 256 Ki offsets), otherwise whole-array sorts and reductions;
+the only Python loops run over cores or banks.
 """
 from __future__ import annotations
 
@@ -30,35 +32,32 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.findings import _finding, _pct, _us
-from reportgen.analysis.lmem_access import BANK_BYTES, BANKS, LANE_BYTES, accesses
+from reportgen.analysis.lmem_access import ACCESS_COLUMNS, BANK_BYTES, BANKS, LANE_BYTES, VIEW_COLUMNS, accesses
+from reportgen.analysis.lmem_sweep import sweep
 from reportgen.analysis.rules import RULES
 from reportgen.model import Profile
 
 #: the step functions drawn per core keep at most this many points; longer ones are reduced to
 #: the maximum per time bucket (a peak is never lost)
 MAX_STEPS = 4000
-_SEG_BITS = 20                   # key = core << 20 | lane offset (offsets < 2^19 after clipping)
-_OFF_MASK = (1 << _SEG_BITS) - 1
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
-#: above this many commands the view is not computed (a warning says so): its exact sweep over
-#: address segments costs 1.3 s CPU at 200k commands but 15-19 s and ~2 GB at 1.16M (the pairs grow
-#: faster than the commands; docs/metrics.md "Local memory", benchmarks/bench_hardware.py), which
-#: a full run cannot afford until the sweep works on whole intervals. MAX_PAIRS bounds each core.
-MAX_COMMANDS = 200_000
-#: a core whose accesses expand into more (access, segment) pairs than this is not analysed
-#: (said in a warning): about 125 bytes of working memory per pair (tracemalloc, 200k commands)
-MAX_PAIRS = 20_000_000
+#: above this many commands the view is not computed (a warning says so): a bound on the memory
+#: of the accesses (about two per command) and of the register tables they are decoded from, far
+#: above the largest capture measured (3.3M commands; benchmarks/bench_hardware.py)
+MAX_COMMANDS = 20_000_000
 
 
 @dataclass
 class LocalMemory:
     """The local-memory view of a capture (``Diagnosis.lmem``, attached by analysis.diagnosis)."""
 
-    accesses: pd.DataFrame
-    #: live pieces: core, lo, hi, first_bank, last_bank, writer (commands row, -1: before the
-    #: capture), start_ns, end_ns, readers, status, overwritten_by (row or -1), overlap_ns
+    #: every access (analysis/lmem_access.py; None unless computed with ``detail``)
+    accesses: pd.DataFrame | None
+    #: live pieces (None unless computed with ``detail``): core, lo, hi, first_bank, last_bank,
+    #: writer (commands row, -1: before the capture), start_ns, end_ns, readers, status,
+    #: overwritten_by (row or -1), overlap_ns
     pieces: pd.DataFrame
     #: one row per core: peak_bytes, peak_at_ns, accesses, undecoded, never_read_bytes,
     #: before_capture_bytes, races, conflict candidates, tiu same-bank commands
@@ -78,7 +77,7 @@ SWEEP_COLUMNS = ("core", "lane_offset", "extent_bytes", "start_ns", "end_ns", "r
 
 def sweep_columns(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     """The columns the sweep reads, as int64 arrays, and ``write`` (the access is a write): what
-    :func:`live_values` and :func:`pair_count` take (a frame of accesses works too)."""
+    :func:`core_pieces` takes for one core."""
     cols = {k: acc[k].to_numpy(np.int64) for k in SWEEP_COLUMNS}
     access = acc["access"]
     if isinstance(access.dtype, pd.CategoricalDtype):          # compare the codes, not the texts
@@ -89,201 +88,46 @@ def sweep_columns(acc: pd.DataFrame) -> dict[str, np.ndarray]:
     return cols
 
 
-def _as_columns(acc) -> dict[str, np.ndarray]:
-    return acc if isinstance(acc, dict) else sweep_columns(acc)
-
-
 def _time_order(acc: dict) -> np.ndarray:
     """By core and start; at equal starts reads before writes (so a command's reads come before
     its writes), then command row."""
     return np.lexsort((acc["row"], acc["write"], acc["start_ns"], acc["core"]))
 
 
-def _segments(core, lo, hi):
-    """Sorted segment boundaries (keys) and, per access, its first and past-last segment."""
-    base = core.astype(np.int64) << _SEG_BITS
-    cores = np.unique(core)
-    banks = (cores.astype(np.int64)[:, None] << _SEG_BITS) + np.arange(BANKS + 1) * BANK_BYTES
-    bp = np.unique(np.concatenate([base + lo, base + hi, banks.ravel()]))
-    return bp, np.searchsorted(bp, base + lo), np.searchsorted(bp, base + hi)
-
-
-def pair_count(acc) -> int:
-    """How many (access, segment) pairs :func:`live_values` expands ``acc`` (a frame or
-    :func:`sweep_columns`) into."""
-    acc = _as_columns(acc)
-    lo = acc["lane_offset"]
-    hi = np.minimum(lo + acc["extent_bytes"], LANE_BYTES)
-    _, s0, s1 = _segments(acc["core"], lo, hi)
-    return int((s1 - s0).sum())
-
-
-def live_values(acc) -> dict[str, np.ndarray]:
-    """Columns of one row per value on one segment (see the module text), grouped by segment
-    (core, then offset) with non-decreasing starts inside a segment (``acc``: a frame of
-    accesses or :func:`sweep_columns`)."""
-    acc = _as_columns(acc)
-    o = _time_order(acc)
-    a = {k: acc[k][o] for k in (*SWEEP_COLUMNS, "write")}
-    core = a["core"].astype(np.int64, copy=False)
-    lo = a["lane_offset"].astype(np.int64, copy=False)
-    hi = np.minimum(lo + a["extent_bytes"].astype(np.int64, copy=False), LANE_BYTES)
-    bp, s0, s1 = _segments(core, lo, hi)
-    # per-pair arrays in 32 bits (indices below 2^31: MAX_PAIRS): half the memory traffic
-    count = s1 - s0
-    rep = np.repeat(np.arange(len(core), dtype=np.int32), count)
-    seg = np.repeat((s0 - (np.cumsum(count) - count)).astype(np.int32), count) + np.arange(len(rep), dtype=np.int32)
-    # accesses stay in time order inside a segment (a stable radix sort)
-    order = stable_order(seg)
-    rep_major = rep                                  # pairs access by access, in time order
-    seg, rep = seg[order], rep[order]
-    write = a["write"][rep]
-    start_a, end_a, row_a = (a[k].astype(np.int64, copy=False) for k in ("start_ns", "end_ns", "row"))
-    new_seg = np.r_[True, seg[1:] != seg[:-1]]
-    first = np.flatnonzero(new_seg | write)          # each write starts a value on its segment
-    val = np.cumsum(new_seg | write, dtype=np.int32) - 1
-    n = len(core)
-    # a value is identified by the access that made it: its write, or the first read of bytes
-    # holding nothing (a value written before the capture)
-    rep_first = rep[first]                           # command fields taken per value, not per pair
-    vid = rep_first.astype(np.int64)
-    # every read of a value, wherever on the value, extends the whole value: the reads of each
-    # value once per access, in time order (taken in access order, so one stable sort by value
-    # keeps time order inside a value), with their running maximum end
-    vid_major = np.empty(len(seg), np.int32)
-    vid_major[order] = rep_first[val]
-    reads = ~a["write"][rep_major]
-    rv, rr = vid_major[reads], rep_major[reads]
-    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
-    rv, rr = rv[once], rr[once]
-    srt = stable_order(rv)
-    rv, rr = rv[srt], rr[srt]
-    once = np.r_[True, (rv[1:] != rv[:-1]) | (rr[1:] != rr[:-1])]
-    rvid, rrep = rv[once].astype(np.int64), rr[once]
-    rkey = rvid * n + rrep
-    has_reads = len(rkey) > 0
-    rmax = _running_max(rvid, end_a[rrep])
-    rrow = row_a[rrep]
-    # a segment's value ends when the next write on that segment comes (order ``over_o``)
-    nxt = np.r_[first[1:], len(seg)]
-    over = np.r_[~new_seg[nxt[:-1]], False]
-    at = np.minimum(nxt, len(seg) - 1)
-    over_o = np.where(over, rep[at], n)
-    rep_at = rep[at]
-    ow_row, ow_start = np.where(over, row_a[rep_at], -1), np.where(over, start_a[rep_at], 0)
-    j = np.searchsorted(rkey, vid * n + over_o, side="left") - 1     # last read before that
-    valid = (j >= 0) & (rvid[np.maximum(j, 0)] == vid) if has_reads else np.zeros(len(vid), bool)
-    last_read = np.where(valid, rmax[np.maximum(j, 0)] if has_reads else 0, np.iinfo(np.int64).min)
-    group_first = np.zeros(n, np.int64)              # per value: index of its first read in rkey
-    starts = np.flatnonzero(np.r_[True, rvid[1:] != rvid[:-1]]) if has_reads else np.zeros(0, np.int64)
-    group_first[rvid[starts]] = starts
-    readers = np.where(valid, j - group_first[vid] + 1, 0)
-    made_by_write = write[first]
-    writer_end = np.where(made_by_write, end_a[rep_first], np.iinfo(np.int64).min)
-    # a race: the overwriting command X starts while a reader other than X, or the old writer,
-    # still runs; X's own reads (in-place) are the last reads before its write: step over them
-    k, ok = j.copy(), valid.copy()
-    # only the values whose last read is the overwriting command's own step back (few rows)
-    mine = np.flatnonzero(ok & (rrow[np.maximum(k, 0)] == ow_row)) if has_reads else np.zeros(0, np.int64)
-    for _ in range(8):                                 # a command has a handful of operands
-        if not len(mine):
-            break
-        km = k[mine] - 1
-        okm = (km >= 0) & (rvid[np.maximum(km, 0)] == vid[mine])
-        k[mine], ok[mine] = km, okm
-        mine = mine[okm & (rrow[np.maximum(km, 0)] == ow_row[mine])]
-    others = np.where(ok, rmax[np.maximum(k, 0)] if has_reads else 0, np.iinfo(np.int64).min)
-    busy = np.maximum(others, np.where(row_a[rep_first] != ow_row, writer_end, np.iinfo(np.int64).min))
-    core_first = start_a[np.searchsorted(core, core)]   # in time order: a core's first start
-    seg_v = seg[first]
-    return {
-        "core": bp[seg_v] >> _SEG_BITS, "seg": seg_v, "lo": bp[seg_v] & _OFF_MASK,
-        "hi": bp[seg_v + 1] & _OFF_MASK, "writer": np.where(made_by_write, row_a[rep_first], -1),
-        "value": vid, "start_ns": np.where(made_by_write, start_a[rep_first], core_first[rep_first]),
-        "end_ns": np.maximum(writer_end, last_read), "readers": readers,
-        "status": np.where(~made_by_write, 2, np.where(readers > 0, 0, 1)),   # STATUS codes
-        "overwritten_by": ow_row, "overlap_ns": np.where(over, np.maximum(busy, ow_start) - ow_start, 0)}
-
-
-def stable_order(key: np.ndarray) -> np.ndarray:
-    """``np.argsort(key, kind="stable")`` for keys in [0, 2^32): one or two passes of numpy's
-    radix sort of 16-bit keys (low half, then high half), linear instead of a comparison sort."""
-    key = np.asarray(key)
-    top = int(key.max()) if len(key) else 0
-    if len(key) and (int(key.min()) < 0 or top >= 1 << 32):
-        return np.argsort(key, kind="stable")
-    if top < 1 << 16:
-        return np.argsort(key.astype(np.uint16), kind="stable")
-    low = np.argsort((key & 0xFFFF).astype(np.uint16), kind="stable")
-    return low[np.argsort((key[low] >> 16).astype(np.uint16), kind="stable")]
-
-
-def _running_max(group: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """Running maximum of ``values`` restarting at each new ``group`` (rows grouped): one
-    accumulate, each group lifted above the previous ones."""
-    if len(values) == 0:
-        return values
-    rank = np.cumsum(np.r_[True, group[1:] != group[:-1]])
-    lo = int(values.min())
-    stride = int(values.max()) - lo + 1
-    if stride * (int(rank[-1]) + 1) < 1 << 62:
-        lift = rank * stride
-        return np.maximum.accumulate(values - lo + lift) - lift + lo
-    return pd.Series(values).groupby(group).cummax().to_numpy()
-
-
-def _merge_adjacent(raw) -> pd.DataFrame:
-    """One piece per run of adjacent segments holding the same value part (same value, times,
-    readers, status and overwrite)."""
-    # core, writer and start are functions of the value (the access that made it); end, readers,
-    # status and overlap of the value and the command that overwrites the part (the reads before
-    # it: a command's writes are adjacent in time order, no read between them): compare only
-    # value and overwriting command
-    key = ["value", "overwritten_by"]
-    per_value = ["core", "writer", "start_ns", "end_ns", "readers", "status", "overlap_ns"]
-    cols = {k: np.asarray(raw[k], np.int64) for k in key}
-    lo, hi = np.asarray(raw["lo"], np.int64), np.asarray(raw["hi"], np.int64)
-    core = np.asarray(raw["core"], np.int64)
-    # a value's parts by offset: the rows come by segment (offset order) for one core, so a
-    # stable sort by value alone orders them by (value, lo)
-    if len(lo) and (core == core[0]).all() and (np.diff(lo) >= 0).all():
-        order = stable_order(cols["value"])
-    else:
-        order = np.lexsort((lo, cols["value"], core))
-    lo, hi = lo[order], hi[order]
-    same = lo[1:] == hi[:-1]
-    for k in key:
-        v = cols[k] = cols[k][order]
-        same &= v[1:] == v[:-1]
-    first = np.flatnonzero(np.r_[True, ~same]) if len(lo) else np.zeros(0, np.int64)
-    last = np.r_[first[1:] - 1, len(lo) - 1] if len(lo) else first
-    out = pd.DataFrame({k: cols[k][first] for k in key})
-    for k in per_value:
-        out[k] = np.asarray(raw[k], np.int64)[order[first]]
-    out["lo"], out["hi"] = lo[first], hi[last]
-    out["first_bank"], out["last_bank"] = out["lo"] // BANK_BYTES, (out["hi"] - 1) // BANK_BYTES
-    out["status"] = np.array(STATUS, object)[out["status"].to_numpy()]
-    out = out.iloc[np.lexsort((out["lo"].to_numpy(), out["start_ns"].to_numpy(), out["core"].to_numpy()))]
-    return out[list(PIECE_COLUMNS)].reset_index(drop=True)
-
-
-def occupancy(values) -> tuple[np.ndarray, ...]:
-    """Covered bytes as +/- events: per segment the union of its values' [start, end), then
-    (core, bank, t, delta) of every merged piece's start and end (``values``: live_values' columns)."""
-    keep = np.flatnonzero(np.asarray(values["end_ns"]) > np.asarray(values["start_ns"]))
-    key, start, end = (np.asarray(values[k], np.int64)[keep] for k in ("seg", "start_ns", "end_ns"))
-    if len(key) == 0:
-        return tuple(np.zeros(0, np.int64) for _ in range(4))
-    t0 = int(start.min())
-    lift = (key - key.min()) * (int(end.max()) - t0 + 1)       # one running max for all segments
-    run_end = np.maximum.accumulate(end - t0 + lift) - lift + t0
-    new = np.r_[True, (key[1:] != key[:-1]) | (start[1:] > run_end[:-1])]
-    last = np.r_[np.flatnonzero(new)[1:] - 1, len(key) - 1]
-    at = keep[new]                                  # core, lo, hi only where a union starts
-    core, lo = np.asarray(values["core"], np.int64)[at], np.asarray(values["lo"], np.int64)[at]
-    size = np.asarray(values["hi"], np.int64)[at] - lo
-    return (np.r_[core, core], np.r_[lo, lo] // BANK_BYTES, np.r_[start[new], run_end[last]],
-            np.r_[size, -size])
+def core_pieces(sub: dict) -> tuple[pd.DataFrame, tuple[np.ndarray, ...]]:
+    """One core's live pieces (:data:`PIECE_COLUMNS`) and occupancy as +/- events (core, bank,
+    t, delta), from :func:`sweep_columns` of its decoded accesses (analysis/lmem_sweep.py)."""
+    o = _time_order(sub)
+    core = int(sub["core"][0]) if len(o) else 0
+    lo = sub["lane_offset"][o]
+    hi = np.minimum(lo + sub["extent_bytes"][o], LANE_BYTES)
+    start, end, row, write = sub["start_ns"][o], sub["end_ns"][o], sub["row"][o], sub["write"][o]
+    (val, plo, phi, ow, pend, readers, overlap), (qlo, qhi, t0, t1) = sweep(lo, hi, start, end, row, write)
+    # one piece per run of adjacent parts of one value overwritten by one command (their end,
+    # readers and overlap are equal: a command's writes follow each other, no read between)
+    order = np.lexsort((plo, val))
+    val, plo, phi, ow = val[order], plo[order], phi[order], ow[order]
+    same = (plo[1:] == phi[:-1]) & (val[1:] == val[:-1]) & (ow[1:] == ow[:-1])
+    first = np.flatnonzero(np.r_[True, ~same]) if len(val) else np.zeros(0, np.int64)
+    last = np.r_[first[1:] - 1, len(val) - 1] if len(val) else first
+    v, at = val[first], order[first]
+    made = write[v]
+    pieces = pd.DataFrame({
+        "core": np.full(len(v), core, np.int64), "lo": plo[first], "hi": phi[last],
+        "first_bank": plo[first] // BANK_BYTES, "last_bank": (phi[last] - 1) // BANK_BYTES,
+        "writer": np.where(made, row[v], -1), "start_ns": np.where(made, start[v], start[0] if len(o) else 0),
+        "end_ns": pend[at], "readers": readers[at],
+        "status": np.array(STATUS, object)[np.where(~made, 2, np.where(readers[at] > 0, 0, 1))],
+        "overwritten_by": ow[first], "overlap_ns": overlap[at]})
+    pieces = pieces.iloc[np.lexsort((pieces["lo"].to_numpy(), pieces["start_ns"].to_numpy()))]
+    # occupancy rectangles cut at bank boundaries: +bytes at the run's start, -bytes at its end
+    b0, b1 = qlo // BANK_BYTES, (qhi - 1) // BANK_BYTES
+    k = b1 - b0 + 1
+    q = np.repeat(np.arange(len(qlo)), k)
+    bank = np.repeat(b0, k) + np.arange(len(q)) - np.repeat(np.cumsum(k) - k, k)
+    size = np.minimum(qhi[q], (bank + 1) * BANK_BYTES) - np.maximum(qlo[q], bank * BANK_BYTES)
+    events = (np.full(2 * len(q), core, np.int64), np.r_[bank, bank], np.r_[t0[q], t1[q]], np.r_[size, -size])
+    return pieces.reset_index(drop=True), events
 
 
 def core_steps(t: np.ndarray, d: np.ndarray, bank: np.ndarray, nbanks: int = BANKS):
@@ -323,8 +167,9 @@ def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     """``ENGINE/global_idx`` of the commands at ``rows`` (the golden files' and the workbook's naming)."""
     engine = commands["engine"].astype("category")
     names = np.array([str(x) for x in engine.cat.categories] + [""], object)
+    rows, inverse = np.unique(np.asarray(rows, np.int64), return_inverse=True)   # text once per command
     idx = commands["global_idx"].to_numpy(np.int64)[rows]
-    return names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object)
+    return (names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object))[inverse]
 
 
 def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
@@ -396,12 +241,14 @@ def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
 
 def _operand_codes(frame: pd.DataFrame) -> tuple[np.ndarray, list[str]]:
     """Per access the code of its "R:opd0" label, labels sorted (a handful: codes fit a mask)."""
-    ac, an = pd.factorize(frame["access"].to_numpy(object))
-    oc, on = pd.factorize(frame["operand"].to_numpy(object))
-    pair, pn = pd.factorize(ac.astype(np.int64) * max(len(on), 1) + oc)
+    access, operand = (pd.Categorical(frame[k]) for k in ("access", "operand"))   # codes, not texts
+    an, on = list(access.categories), list(operand.categories)
+    pair = access.codes.astype(np.int64) * max(len(on), 1) + operand.codes
+    pn = np.flatnonzero(np.bincount(pair, minlength=len(an) * len(on)))          # the pairs present
     labels = np.array([f"{an[p // max(len(on), 1)]}:{on[p % max(len(on), 1)]}" for p in pn], object)
-    rank = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
-    return rank[pair].astype(np.int64), [str(x) for x in np.sort(labels)]
+    rank = np.full(max(len(an) * len(on), 1), -1, np.int64)
+    rank[pn] = np.argsort(np.argsort(labels, kind="stable"), kind="stable")
+    return rank[pair], [str(x) for x in np.sort(labels)]
 
 
 def _mask_texts(masks: np.ndarray, render) -> np.ndarray:
@@ -418,8 +265,10 @@ def _bank_mask(first, last):
 def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
     row, the two operands, their common banks ("0,1")."""
-    t = acc.iloc[np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))]
-    t = t.reset_index(drop=True)
+    keep = np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))
+    t = pd.DataFrame({k: acc[k].to_numpy()[keep] for k in ("row", "first_bank", "last_bank", "lane_mask")})
+    operand = pd.Categorical(acc["operand"])
+    t["operand"] = operand.codes[keep]
     if t.empty:
         return pd.DataFrame(columns=["row", "a", "b", "banks"])
     row = t["row"].to_numpy(np.int64)
@@ -440,50 +289,66 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     both = bm[i] & bm[j]
     hit = (both != 0) & ((lm[i] & lm[j]) != 0)
     i, j, both = i[hit], j[hit], both[hit]
-    op = t["operand"].to_numpy(object)
-    banks = _mask_texts(both, lambda m: ",".join(str(b) for b in range(BANKS) if m >> b & 1))
-    return pd.DataFrame({"row": row[i], "a": op[i], "b": op[j], "banks": banks})
+    # texts as categories: a million-command capture has millions of pairs of a few texts
+    op, names = t["operand"].to_numpy(), [str(x) for x in operand.categories]
+    distinct, inverse = np.unique(both, return_inverse=True)
+    # masks differing only above bank 15 read the same: one category per text
+    text, names_b = pd.factorize(np.array([",".join(str(b) for b in range(BANKS) if int(m) >> b & 1)
+                                           for m in distinct] + [""], object)[:-1])
+    banks = pd.Categorical.from_codes(text[inverse], categories=names_b)
+    return pd.DataFrame({"row": row[i], "a": pd.Categorical.from_codes(op[i], categories=names),
+                         "b": pd.Categorical.from_codes(op[j], categories=names), "banks": banks})
 
 
-def local_memory(profile: Profile) -> LocalMemory | None:
-    """The local-memory view, or None when no command has a decodable local access."""
+def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
+    """The local-memory view, or None when no command has a decodable local access. ``detail``:
+    also keep the accesses and the live pieces (tests and tools; the report uses neither, and
+    they are the bulk of the memory: about 280 bytes per command)."""
     n = len(profile.commands)
     if n > MAX_COMMANDS:
         if list(profile.registers):                   # descriptors exist (names only: not assembled)
             profile.meta.warn("lmem", f"local-memory view not computed: {n:,} commands, above its "
-                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; it would "
-                              "cost several seconds, docs/metrics.md \"Local memory\")")
+                              f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; a bound "
+                              "on its memory, docs/metrics.md \"Local memory: the interval sweep\")")
         return None
-    acc = accesses(profile)
+    acc = accesses(profile, ACCESS_COLUMNS if detail else VIEW_COLUMNS)
     if acc.empty or not acc["decoded"].any():
         return None
+    conf = conflicts(acc, profile.commands)
+    same = same_bank_operands(acc, profile.commands)
     cols = sweep_columns(acc)
-    cores = np.unique(cols["core"])
-    dec = np.flatnonzero(acc["decoded"].to_numpy(bool))
+    decoded = acc["decoded"].to_numpy(bool)
+    if not detail:
+        acc = None                                         # the columns above are all that is read
+    cores = np.flatnonzero(np.bincount(cols["core"]))          # core indices: small, >= 0
+
+    def per_core(values_, of) -> np.ndarray:
+        """Sum of ``values_`` per core ``of`` each row."""
+        v = np.asarray(values_, np.int64)
+        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
+
+    dec = np.flatnonzero(decoded)
     by_core = dec[np.argsort(cols["core"][dec], kind="stable")]
     bounds = np.searchsorted(cols["core"][by_core], np.r_[cores, cores[-1] + 1])
-    # one core at a time: the (access, segment) pairs of one core bound the memory used
-    piece_parts, events, skipped, analysed = [], [], [], []
-    for c, b0, b1 in zip(cores, bounds[:-1], bounds[1:]):
+    # one core at a time; of its pieces only the per-core sums are kept (unless ``detail``)
+    piece_parts, analysed = [], []
+    steps, total_peak, bank_peak = {}, [], []
+    piece_sums = np.zeros((3, len(cores)), np.int64)     # never read bytes, before capture bytes, races
+    for k, (c, b0, b1) in enumerate(zip(cores, bounds[:-1], bounds[1:])):
         if b0 == b1:                                       # no decoded access on this core
             continue
-        sub = {k: v[by_core[b0:b1]] for k, v in cols.items()}
-        if pair_count(sub) > MAX_PAIRS:
-            skipped.append(int(c))
-            continue
-        values = live_values(sub)
-        piece_parts.append(_merge_adjacent(values))
-        events.append(occupancy(values))
-        analysed.append(int(c))
-        del values
-    if skipped:
-        profile.meta.warn("lmem", f"local memory of core(s) {', '.join(map(str, skipped))} not computed: more "
-                          f"than {MAX_PAIRS:,} (access, address segment) pairs (analysis/lmem.py MAX_PAIRS)")
-    steps, total_peak, bank_peak = {}, [], []
-    for c, (core_, bank_, t_, d_) in zip(analysed, events):
+        pieces_c, (_, bank_, t_, d_) = core_pieces({key: v[by_core[b0:b1]] for key, v in cols.items()})
+        size = (pieces_c["hi"] - pieces_c["lo"]).to_numpy(np.int64)
+        status = pieces_c["status"].to_numpy()
+        piece_sums[:, k] = (size[status == "never read"].sum(), size[status == "written before capture"].sum(),
+                            np.count_nonzero(pieces_c["overlap_ns"].to_numpy() > 0))
+        if detail:
+            piece_parts.append(pieces_c)
+        del pieces_c
         steps[int(c)], pk = core_steps(t_, d_, bank_)
         total_peak.append(pk["total"])
         bank_peak.append(pk["banks"])
+        analysed.append(int(c))
     done = np.isin(cores, analysed)
     peak_bytes, peak_at = np.zeros(len(cores), np.int64), np.full(len(cores), np.nan)
     bank_bytes, bank_at = np.zeros((len(cores), BANKS), np.int64), np.full((len(cores), BANKS), np.nan)
@@ -493,30 +358,19 @@ def local_memory(profile: Profile) -> LocalMemory | None:
     banks = pd.DataFrame({"core": np.repeat(cores, BANKS), "bank": np.tile(np.arange(BANKS), len(cores)),
                           "peak_bytes": bank_bytes.ravel(), "peak_at_ns": bank_at.ravel()})
     banks["peak_share"] = banks["peak_bytes"] / BANK_BYTES
-    pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
-        pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
-    conf = conflicts(acc, profile.commands)
-    same = same_bank_operands(acc, profile.commands)
-    size = (pieces["hi"] - pieces["lo"]).to_numpy(np.int64)
-    pc = pieces["core"].to_numpy(np.int64)
-
-    acc_core = acc["core"].to_numpy(np.int64)
-
-    def per_core(values_, where=None, of=pc) -> np.ndarray:
-        """Sum of ``values_`` (where ``where``) per core ``of`` each row."""
-        v = np.asarray(values_, np.int64) if where is None else np.where(where, values_, 0)
-        return np.bincount(np.searchsorted(cores, of), weights=v, minlength=len(cores)).astype(np.int64)
-
-    same_core = profile.commands["core"].to_numpy(np.int64)[same["row"].to_numpy(np.int64)]
+    pieces = None
+    if detail:
+        pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
+            pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
+    same_rows = np.unique(same["row"].to_numpy(np.int64))
     table = pd.DataFrame({
         "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
-        "accesses": per_core(np.ones(len(acc), np.int64), None, acc_core),
-        "undecoded": per_core(~acc["decoded"].to_numpy(bool), None, acc_core),
-        "never_read_bytes": per_core(size, pieces["status"].to_numpy() == "never read"),
-        "before_capture_bytes": per_core(size, pieces["status"].to_numpy() == "written before capture"),
-        "races": per_core(pieces["overlap_ns"].to_numpy() > 0),
-        "conflict_candidates": per_core(np.ones(len(conf), np.int64), None, conf["core"].to_numpy(np.int64)),
-        "tiu_same_bank": [len(np.unique(same["row"].to_numpy()[same_core == c])) for c in cores]})
+        "accesses": per_core(np.ones(len(decoded), np.int64), cols["core"]),
+        "undecoded": per_core(~decoded, cols["core"]),
+        "never_read_bytes": piece_sums[0], "before_capture_bytes": piece_sums[1], "races": piece_sums[2],
+        "conflict_candidates": per_core(np.ones(len(conf), np.int64), conf["core"].to_numpy(np.int64)),
+        "tiu_same_bank": per_core(np.ones(len(same_rows), np.int64),
+                                  profile.commands["core"].to_numpy(np.int64)[same_rows])})
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)
 

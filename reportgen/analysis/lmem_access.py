@@ -37,11 +37,16 @@ ACCESS_COLUMNS = ("row", "core", "engine", "global_idx", "cmd_id", "func", "star
                   "access", "operand", "local_addr", "start_lane", "lanes", "lane_offset",
                   "extent_bytes", "data_bytes_per_lane", "first_bank", "last_bank", "lane_mask",
                   "decoded", "note")
+#: the columns the local-memory view reads (sweep, conflict candidates, same-bank operands)
+VIEW_COLUMNS = ("row", "core", "start_ns", "end_ns", "access", "operand", "lane_offset", "extent_bytes",
+                "first_bank", "last_bank", "lane_mask", "decoded")
 
 
 class Fields:
     """The register fields of a set of commands (rows ``sel`` of an engine's table) as int64
-    arrays (absent field: ``default``). Each column is converted once per engine (``cache``)."""
+    arrays (absent field: ``default``). Each column is converted once per engine (``cache``), in
+    its own width (mostly one byte: a million-command TIU table's fields would take 8x more as
+    int64), and widened to int64 for the rows asked."""
 
     def __init__(self, table: pd.DataFrame, prefix: str, sel: np.ndarray | None = None,
                  cache: dict | None = None):
@@ -54,9 +59,12 @@ class Fields:
         if col not in self.t:
             return np.full(self.n, default, np.int64)
         if (col, default) not in self.cache:
-            self.cache[(col, default)] = self.t[col].to_numpy("int64", na_value=default)
+            column = self.t[col]
+            width = getattr(column.dtype, "numpy_dtype", None)        # nullable UInt8 .. UInt64
+            keep = width if width is not None and width.kind in "iu" and 0 <= default <= 1 else np.int64
+            self.cache[(col, default)] = column.to_numpy(keep, na_value=default)
         full = self.cache[(col, default)]
-        return full if self.sel is None else full[self.sel]
+        return (full if self.sel is None else full[self.sel]).astype(np.int64)
 
 @dataclass(frozen=True)
 class Operand:
@@ -213,7 +221,9 @@ def geometry(addr: np.ndarray, shape, esize: np.ndarray, layout, strides=None) -
     layout = np.broadcast_to(np.asarray(layout), (k,))
     if isinstance(shape[0], str):                                 # CONV kernel: IC-aligned (§2.3)
         _, oc, ic, kh, kw = shape
-        cube = np.array([_CUBE.get(float(s), 1) for s in esize], np.int64) if k else np.zeros(0, np.int64)
+        sizes = np.array(list(_CUBE), float)
+        at = np.searchsorted(sizes, esize).clip(0, len(sizes) - 1)
+        cube = np.where(sizes[at] == esize, np.array(list(_CUBE.values()), np.int64)[at], 1)
         n, c, h, w = np.ones(k, np.int64), np.minimum(oc, LANES), np.ones(k, np.int64), \
             -(-oc // LANES) * kh * kw * _align(ic, np.maximum(cube, 1))
     else:
@@ -270,19 +280,22 @@ def _tiu_accesses(rows: np.ndarray, cls: str, f: Fields) -> list[dict]:
             have &= f(op.const) == 0
         if not have.any():
             continue
-        addr = f(op.addr)
-        esize = ELEMENT_BYTES[np.clip(np.broadcast_to(np.asarray(op.prec(f)), (f.n,)), 0, 15)]
+        sel = np.flatnonzero(have)
+
+        def pick(x):                            # the commands that have the operand only
+            return x[sel] if isinstance(x, np.ndarray) and x.ndim == 1 and len(x) == f.n else x
+        addr = pick(f(op.addr))
+        esize = ELEMENT_BYTES[np.clip(np.broadcast_to(np.asarray(op.prec(f)), (f.n,)), 0, 15)][sel]
         strides = None
         if op.strides:
-            strides = tuple(f(f"{op.strides}_{d}_str") for d in "nchw")
-        geo = geometry(addr & ((1 << 26) - 1), op.shape(f), esize, op.layout(f), strides)
+            strides = tuple(pick(f(f"{op.strides}_{d}_str")) for d in "nchw")
+        geo = geometry(addr & ((1 << 26) - 1), tuple(pick(x) for x in op.shape(f)), esize, pick(op.layout(f)),
+                       strides)
         smem = ((addr >> 26) & 1) == 1
         ok = geo["ok"] & ~smem
         note = _notes(smem, geo["ok"], op.note)
         note = _join(note, ok & (geo["lane_offset"] + geo["extent_bytes"] > LANE_BYTES), "exceeds the lane")
-        sel = np.flatnonzero(have)
-        out.append(_frame(rows[sel], op.access, op.name, (addr & ((1 << 26) - 1))[sel],
-                          {k: v[sel] for k, v in geo.items()}, note[sel], ok[sel]))
+        out.append(_frame(rows[sel], op.access, op.name, addr & ((1 << 26) - 1), geo, note, ok))
         if cls in ("sMM2", "sCONV", "sPorD") and op.access == "W":
             rq = np.flatnonzero(have & (f("opt_rq") == 1))
             if len(rq):
@@ -359,9 +372,10 @@ def _dma_accesses(rows: np.ndarray, f: Fields) -> list[dict]:
     return out
 
 
-def accesses(profile: Profile) -> pd.DataFrame:
+def accesses(profile: Profile, columns=ACCESS_COLUMNS) -> pd.DataFrame:
     """Every local-memory access of the commands with descriptors, in command order; empty when
-    the capture has none (modes 0 and 1)."""
+    the capture has none (modes 0 and 1). ``columns``: those of :data:`ACCESS_COLUMNS` to keep
+    (the view itself needs :data:`VIEW_COLUMNS`: a third less memory at a million commands)."""
     c = profile.commands
     parts: list[dict] = []
     ftype = c["func_type"].astype("category")
@@ -390,27 +404,27 @@ def accesses(profile: Profile) -> pd.DataFrame:
     for k in ("access", "operand"):
         names = list(dict.fromkeys(p[k] for p in parts))
         text[k] = (np.repeat([names.index(p[k]) for p in parts], [len(p["row"]) for p in parts]), names)
-    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text}
+    col = {k: np.concatenate([p[k] for p in parts]) for k in parts[0] if k not in text and k in columns}
+    del parts                                   # the memory of one copy at a time (a million commands)
     r = col["row"].astype(np.int64)
     # command order with reads before writes; text columns as categories (few distinct values)
     codes, names = text["access"]
     order = np.lexsort((np.array([x == "W" for x in names])[codes], r))
     r = r[order]
-    out = {k: v[order] for k, v in col.items()}
+    out = {k: col.pop(k)[order] for k in list(col)}
     out["row"] = r
     for k, (codes, names) in text.items():
         out[k] = pd.Categorical.from_codes(codes[order], categories=names)
-    out["note"] = pd.Categorical(out["note"])
+    if "note" in out:
+        out["note"] = pd.Categorical(out["note"])
     # the command's own columns
-    out["core"] = c["core"].to_numpy(np.int64)[r]
-    out["engine"] = _labels(c["engine"], r)
-    out["global_idx"] = c["global_idx"].to_numpy(np.int64)[r]
-    out["cmd_id"] = c["cmd_id"].to_numpy(np.int64)[r]
-    out["func"] = _labels(c["func_name"], r)
-    out["start_ns"] = c["start_ns"].to_numpy(np.int64)[r]
-    out["end_ns"] = c["end_ns"].to_numpy(np.int64)[r]
+    own = {"core": lambda: c["core"].to_numpy(np.int64)[r], "engine": lambda: _labels(c["engine"], r),
+           "global_idx": lambda: c["global_idx"].to_numpy(np.int64)[r],
+           "cmd_id": lambda: c["cmd_id"].to_numpy(np.int64)[r], "func": lambda: _labels(c["func_name"], r),
+           "start_ns": lambda: c["start_ns"].to_numpy(np.int64)[r], "end_ns": lambda: c["end_ns"].to_numpy(np.int64)[r]}
+    out.update({k: f() for k, f in own.items() if k in columns})
     # fresh arrays, owned by nothing else: no consolidating copy (a third of a second at 2.6M rows)
-    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS}, copy=False)
+    return pd.DataFrame({k: out[k] for k in ACCESS_COLUMNS if k in columns}, copy=False)
 
 
 def _labels(col: pd.Series, rows: np.ndarray | None = None):
