@@ -43,10 +43,10 @@ MAX_STEPS = 4000
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
-#: above this many commands the view is not computed (a warning says so): a bound on the memory
-#: of the accesses (about two per command) and of the register tables they are decoded from, far
-#: above the largest capture measured (3.3M commands; benchmarks/bench_hardware.py)
-MAX_COMMANDS = 20_000_000
+#: above this many commands the view is not computed (a warning says so): a bound on its cost,
+#: which grows with the accesses (about two per command): ~3.5 s CPU and +0.4 GB at 1.16M
+#: commands, ~13 s and +0.7 GB at 3.3M (more than the rest of the analysis; benchmarks/bench_hardware.py)
+MAX_COMMANDS = 1_200_000
 
 
 @dataclass
