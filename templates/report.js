@@ -112,7 +112,8 @@
   }
 
   async function loadPlotly() {
-    const code = new TextDecoder().decode(await gunzip(b64ToBytes(takeBlock('rg-plotly'))));
+    const n = +document.getElementById('rg-plotly').dataset.bytes;
+    const code = new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-plotly'), n)));
     timing.plotly_inflated_ms = performance.now();
     // an inline classic script runs at global scope and defines window.Plotly; unlike a blob:
     // URL it is allowed by a Content-Security-Policy that allows inline scripts only

@@ -30,7 +30,8 @@
       const lane = laneIndex.get(sheet);
       if (lane === undefined) continue;
       const out = [];
-      for (const g of gs) { const i = findItem(lane, g); if (i >= 0) out.push(i); }
+      let g = 0;       // global_idx in ascending order, sent as steps (writers/html/why.py)
+      for (const step of gs) { g += step; const i = findItem(lane, g); if (i >= 0) out.push(i); }
       out.sort((a, b) => a - b);
       pathItems.set(lane, Int32Array.from(out));
     }

@@ -68,3 +68,20 @@ def test_the_why_blocks_bulky_parts_reach_the_page_whole(browser, tmp_path):
     got = watch.page.evaluate("({path: __report.data.why.path, waits: __report.data.why.waits})")
     assert got == {"path": want["path"], "waits": want["waits"]}
     watch.check()
+
+
+def test_the_why_path_steps_sum_back_to_the_models_path_commands(tmp_path):
+    """The page's why.path holds each sheet's path commands as ascending global_idx steps (the
+    first, then differences, which why.js sums back): summed, they are the (sheet, global_idx)
+    of the model's critical path rows."""
+    profile = derived(make_profile(cores=2, per_engine=600, seed=4))
+    why = profile.diagnosis.why
+    assert len(why.path.rows) <= why_html.PATH_SHOWN
+    path = html_writer.write(profile, profile.summary, tmp_path, quiet=True)
+    steps = read_page(path.read_text(encoding="utf-8"), items=False)[0]["why"]["path"]
+    got = sorted((sheet, int(g)) for sheet, s in steps.items() for g in np.cumsum(s))
+    c = profile.commands
+    want = sorted(zip(c["sheet"].astype(str).to_numpy()[why.path.rows].tolist(),
+                      c["global_idx"].to_numpy()[why.path.rows].tolist()))
+    assert got == want and len(want) > 10
+    assert all(s[0] >= 0 and min(s[1:], default=1) > 0 for s in steps.values())   # ascending

@@ -1,5 +1,5 @@
 """Assembling result.html: the template environment, the inlined assets (report.js,
-report.css, plotly.js), the tabs and views, and :func:`render` that puts the parts together.
+report.css, the vendored plotly.js), the tabs and views, and :func:`render` that puts the parts together.
 
 Templates and assets load through ``jinja2.PackageLoader`` from the ``reportgen.templates``
 package (the top-level ``templates/`` folder, see setup.cfg), so an editable and a regular
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
-import gzip
+import importlib.resources
 import re
 from pathlib import Path
 from typing import Any
@@ -55,14 +55,20 @@ def _asset(name: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=1)
-def plotly_bundle_b64() -> str:
-    """plotly.js of the installed plotly.py (``plotly.offline.get_plotlyjs``), gzip+base64
-    (computed once per process)."""
-    from plotly.offline import get_plotlyjs
+#: plotly.js of the page: the official cartesian partial bundle, vendored gzipped (templates/vendor/README.md)
+PLOTLY_BUNDLE = "vendor/plotly-cartesian.min.js.gz"
+PLOTLY_VERSION = "4.1.1"
 
-    raw = get_plotlyjs().encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+@functools.lru_cache(maxsize=1)
+def plotly_bundle() -> bytes:
+    """The vendored plotly.js bundle, gzipped as stored (inlined as it is: no compression per run)."""
+    return importlib.resources.files("reportgen.templates").joinpath(PLOTLY_BUNDLE).read_bytes()
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_text7() -> markupsafe.Markup:
+    return markupsafe.Markup(text7.encode(plotly_bundle()))
 
 
 def meta_rows(profile: Profile, span_ns: int) -> list[tuple[str, str]]:
@@ -260,7 +266,8 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
         why_text7=markupsafe.Markup(text7.encode(why_block)) if why_block else None, why_bytes=len(why_block),
-        plotly_b64=plotly_bundle_b64(), layers=layer_part,
+        plotly_text7=_plotly_text7(), plotly_bytes=len(plotly_bundle()),
+        layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") + "\n" + _asset("hardware.js") if diag else None,
         diag_urate_b64=diag.urate_b64 if diag else None,
