@@ -103,6 +103,13 @@
     const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
     return new Uint8Array(await new Response(stream).arrayBuffer());
   }
+  /* The lazy block's values back in their places (an object merges key by key, anything else replaces). */
+  function mergeInto(target, part) {
+    for (const [k, v] of Object.entries(part)) {
+      const plain = (x) => x && typeof x === 'object' && !Array.isArray(x);
+      if (plain(v) && plain(target[k])) mergeInto(target[k], v); else target[k] = v;
+    }
+  }
   /* Take the text of an embedded script block and drop it from the DOM (frees the memory). */
   function takeBlock(id) {
     const node = document.getElementById(id);
@@ -1413,10 +1420,10 @@
       const raw = await gunzip(b7ToBytes(takeBlock('rg-items'), n));
       timing.inflate_ms = performance.now();
       IT = decodeItems(DATA.payload, raw);
-      const why = document.getElementById('rg-why');      // templates/why.js: path and waits
-      if (why) {
-        const n = +why.dataset.bytes;
-        Object.assign(DATA.why, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-why'), n)))));
+      const lazy = document.getElementById('rg-lazy');    // writers/html/lazy.py: why.path, why.waits, ...
+      if (lazy) {
+        const n = +lazy.dataset.bytes;
+        mergeInto(DATA, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-lazy'), n)))));
       }
       OVERVIEW = b64ToBytes(DATA.overview.b64);
       timing.decode_ms = performance.now();

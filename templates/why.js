@@ -59,7 +59,7 @@
     return out;
   });
 
-  // W.path and W.waits arrive with the items (report.js inflates the page's rg-why block)
+  // W.path and W.waits arrive with the items (report.js inflates the page's rg-lazy block)
   let waitOf = null;
   function waitFor(key) {
     if (!waitOf && W.waits) { waitOf = new Map(); for (const w of W.waits) waitOf.set(`${w[0]}#${w[1]}`, w); }

@@ -339,7 +339,6 @@ def test_charts_without_pmu_engines_say_so(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Framework views: the Tables tab payload, the framework overview and its charts
 # --------------------------------------------------------------------------------------------
-from pathlib import Path  # noqa: E402
 
 from reportgen.analysis.metrics import lane_summary  # noqa: E402
 

@@ -15,7 +15,6 @@ from pathlib import Path
 
 import pytest
 
-from reportgen.analysis.metrics import engine_summary
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html import page as page_writer

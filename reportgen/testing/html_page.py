@@ -107,6 +107,15 @@ def items_blob(text: str) -> bytes:
     return text7_decode(m.group(2), int(m.group(1)))
 
 
+def _merge_into(target: dict, part: dict) -> None:
+    """Python twin of ``mergeInto`` in report.js (writers/html/lazy.py's block back in place)."""
+    for k, v in part.items():
+        if isinstance(v, dict) and isinstance(target.get(k), dict):
+            _merge_into(target[k], v)
+        else:
+            target[k] = v
+
+
 def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """The page's JSON data and its items as a DataFrame, decoded the way report.js does.
 
@@ -122,9 +131,9 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
         return found
 
     data = json.loads(block("rg-data"))
-    why = re.search(r'<script id="rg-why" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
-    if why:        # the why data's bulky parts, as report.js merges them back
-        data["why"].update(json.loads(gzip.decompress(text7_decode(why.group(2), int(why.group(1))))))
+    lazy = re.search(r'<script id="rg-lazy" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    if lazy:       # the bulky parts read after the first drawing, merged back as report.js does
+        _merge_into(data, json.loads(gzip.decompress(text7_decode(lazy.group(2), int(lazy.group(1))))))
     if not items:
         return data, None
     blob = items_blob(text)

@@ -24,7 +24,7 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
-from reportgen.writers.html import overlap, text7
+from reportgen.writers.html import lazy, overlap, text7
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import clean, json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -230,9 +230,6 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     why_template, why_data = why_html.parts(profile) if pmu else (None, None)
-    why_block = b""
-    if why_data:
-        why_data, why_block = why_html.lazy_block(why_data)
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
@@ -250,6 +247,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     if layer_part is not None:
         data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
+    data, lazy_block = lazy.split(data)       # read after the first drawing: one gzip'd block
     step("page")
     m = profile.meta
     # the last two path parts name a capture better than "input" alone
@@ -265,12 +263,13 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
         data_json=json_for_script(clean(data)), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
-        why_text7=markupsafe.Markup(text7.encode(why_block)) if why_block else None, why_bytes=len(why_block),
+        lazy_text7=markupsafe.Markup(text7.encode(lazy_block)) if lazy_block else None, lazy_bytes=len(lazy_block),
         plotly_text7=_plotly_text7(), plotly_bytes=len(plotly_bundle()),
         layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") + "\n" + _asset("hardware.js") if diag else None,
-        diag_urate_b64=diag.urate_b64 if diag else None,
+        diag_urate_text7=markupsafe.Markup(text7.encode(diag.urate_blob)) if diag else None,
+        diag_urate_bytes=len(diag.urate_blob) if diag else 0,
         compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None,
         device_time={"title": device_time_chart.TITLE, "note": device_time_chart.NOTE}
         if "devicetime" in figures else None)

@@ -12,8 +12,6 @@ recomputed here):
 """
 from __future__ import annotations
 
-import gzip
-import json
 from typing import Any
 
 import numpy as np
@@ -21,7 +19,6 @@ import pandas as pd
 
 from reportgen.analysis.critical_path import CLASSES
 from reportgen.analysis.waits import describe
-from reportgen.writers.html.jsonsafe import clean
 from reportgen.writers.html.palette import ENGINE_COLORS, SYSTEM_COLOR
 from reportgen.writers.why_text import class_words
 
@@ -99,16 +96,3 @@ def _script_data(c: pd.DataFrame, why) -> dict[str, Any]:
                       sheet[other] if other >= 0 else None, int(gidx[other]) if other >= 0 else None])
     return {"path": path, "waits": waits, "classes": list(CLASSES),
             "colors": [CLASS_COLORS[k] for k in CLASSES]}
-
-
-#: The bulky parts of the page's why data (every outlined path command, every clickable wait:
-#: ~3.3 MB of JSON at 3.3M commands, ~0.7 MB gzip'd): only a click or the path toggle reads
-#: them, so they travel as a gzip'd block the page inflates with the items (``rg-why``).
-LAZY_KEYS = ("path", "waits")
-
-
-def lazy_block(data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """``data`` without the ``LAZY_KEYS`` and those keys as one gzip'd JSON object."""
-    rest = {k: v for k, v in data.items() if k not in LAZY_KEYS}
-    lazy = json.dumps(clean({k: data[k] for k in LAZY_KEYS if k in data}), separators=(",", ":"))
-    return rest, gzip.compress(lazy.encode("utf-8"), compresslevel=6, mtime=0)
