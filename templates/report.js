@@ -144,20 +144,47 @@
     return new Ctor(out.buffer);
   }
 
+  /* Where each item's value sits in a column stored grouped by op: counting sorts, stable.
+   * With ``prev`` (the op before on the lane + 1, 0 at a lane's first item), by op and then by
+   * prev: items are first put in prev order, then counted out by op. */
+  function groupPositions(op, prev, n, nOps) {
+    let order = null;
+    if (prev) {
+      const start = new Float64Array(nOps + 2);
+      for (let i = 0; i < n; i++) start[prev[i] + 1]++;
+      for (let k = 0; k <= nOps; k++) start[k + 1] += start[k];
+      order = new Int32Array(n);
+      for (let i = 0; i < n; i++) order[start[prev[i]]++] = i;
+    }
+    const next = new Float64Array(nOps + 1);
+    for (let i = 0; i < n; i++) next[op[i] + 1]++;
+    for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
+    const at = new Int32Array(n);
+    for (let j = 0; j < n; j++) { const i = order ? order[j] : j; at[i] = next[op[i]]++; }
+    return at;
+  }
   /* Columns stored grouped by op (payload.BY_OP: all items of op 0 in item order, then op 1,
-   * ...) back in item order: item i's value is the next one of its op's group. */
-  function ungroupByOp(columns, cols, n) {
+   * ...; payload.BY_PREV_OP: within an op, by the lane's previous op) back in item order. */
+  function ungroupByOp(columns, cols, n, off) {
     const grouped = columns.filter((c) => c.by_op);
     if (!grouped.length) return;
     const op = cols.op;
     let nOps = 0;
     for (let i = 0; i < n; i++) if (op[i] >= nOps) nOps = op[i] + 1;
-    const next = new Float64Array(nOps + 1);
-    for (let i = 0; i < n; i++) next[op[i] + 1]++;
-    for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
-    const at = new Int32Array(n);
-    for (let i = 0; i < n; i++) at[i] = next[op[i]]++;
+    let byOp = null, byPrev = null;
     for (const c of grouped) {
+      let at;
+      if (c.prev_op) {
+        if (!byPrev) {
+          const prev = new Int32Array(n);
+          for (let i = 1; i < n; i++) prev[i] = op[i - 1] + 1;
+          for (let l = 0; l + 1 < off.length; l++) if (off[l] < off[l + 1]) prev[off[l]] = 0;
+          byPrev = groupPositions(op, prev, n, nOps);
+        }
+        at = byPrev;
+      } else {
+        at = byOp || (byOp = groupPositions(op, null, n, nOps));
+      }
       const stored = cols[c.name], out = new stored.constructor(n);
       for (let i = 0; i < n; i++) out[i] = stored[at[i]];
       cols[c.name] = out;
@@ -169,7 +196,7 @@
     const cols = {};
     for (const c of header.columns) cols[c.name] = unshuffle(raw, c.offset, c.n, CTOR[c.dtype]);
     const n = header.n, off = header.lane_off;
-    ungroupByOp(header.columns, cols, n);
+    ungroupByOp(header.columns, cols, n, off);
     const start = new Float64Array(n), end = new Float64Array(n), endMax = new Float64Array(n);
     const gidx = new Float64Array(n), cmd = new Float64Array(n);
     for (let l = 0; l + 1 < off.length; l++) {

@@ -65,12 +65,17 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         size = spec["n"] * dt.itemsize
         cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
     # columns stored grouped by op (stable): item i's value is the next one of its op's group
-    grouped = np.argsort(cols["op"], kind="stable")
+    # (prev_op: by op, then by the op before on the lane, 0 at a lane's first item)
+    lane_off = np.asarray(header["lane_off"], np.int64)
+    op = cols["op"].astype(np.int64)
+    prev = np.concatenate([[0], op[:-1] + 1]) if len(op) else op
+    prev[lane_off[:-1][np.diff(lane_off) > 0]] = 0
+    grouped = np.argsort(op, kind="stable")
+    prev_grouped = np.lexsort((prev, op))
     for spec in header["columns"]:
         if spec.get("by_op"):
             stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
-            cols[spec["name"]][grouped] = stored
-    lane_off = np.asarray(header["lane_off"], np.int64)
+            cols[spec["name"]][prev_grouped if spec.get("prev_op") else grouped] = stored
     n = header["n"]
     lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
     gap = cols["gap"].astype(np.int64) if cols["gap"].dtype.kind != "f" else cols["gap"]
