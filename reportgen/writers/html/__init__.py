@@ -18,7 +18,8 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 ``analysis.timeline``: an occupancy heatmap while many commands are visible, real bars with
 hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
 
-Modules: palette (colours), payload (timeline codec), text7 (binary as script text), summary (engine summary table), charts,
+Modules: palette (colours), payload (timeline codec), text7 (binary as script text), lazy (data read
+after the first drawing, one gzip'd block), summary (engine summary table), charts,
 tables, jsonsafe (strict JSON in <script>), diagnosis (the Diagnosis tab and the per-core uArch
 rate charts, drawn by templates/diagnosis.js), page (templates, assembly).
 """
