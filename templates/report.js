@@ -144,18 +144,27 @@
     return new Ctor(out.buffer);
   }
 
-  /* Where each item's value sits in a column stored grouped by op: counting sorts, stable.
-   * With ``prev`` (the op before on the lane + 1, 0 at a lane's first item), by op and then by
-   * prev: items are first put in prev order, then counted out by op. */
-  function groupPositions(op, prev, n, nOps) {
-    let order = null;
-    if (prev) {
-      const start = new Float64Array(nOps + 2);
-      for (let i = 0; i < n; i++) start[prev[i] + 1]++;
-      for (let k = 0; k <= nOps; k++) start[k + 1] += start[k];
-      order = new Int32Array(n);
-      for (let i = 0; i < n; i++) order[start[prev[i]]++] = i;
+  /* Item indices in the stable order of ``key`` (non-negative integers): LSD radix sort, 16 bits
+   * a pass (one pass for a previous op, two for byte counts below 2^32). */
+  function stableOrder(key, n) {
+    let max = 0;
+    for (let i = 0; i < n; i++) if (key[i] > max) max = key[i];
+    let order = new Int32Array(n), tmp = new Int32Array(n);
+    for (let i = 0; i < n; i++) order[i] = i;
+    const count = new Float64Array(65537);
+    for (let div = 1; max >= div; div *= 65536) {
+      count.fill(0);
+      for (let j = 0; j < n; j++) count[Math.floor(key[order[j]] / div) % 65536 + 1]++;
+      for (let k = 0; k < 65536; k++) count[k + 1] += count[k];
+      for (let j = 0; j < n; j++) { const i = order[j]; tmp[count[Math.floor(key[i] / div) % 65536]++] = i; }
+      [order, tmp] = [tmp, order];
     }
+    return order;
+  }
+  /* Where each item's value sits in a column stored grouped by op, and within an op by ``then``
+   * (or in item order): counting sort by op over the items in ``then`` order, stable. */
+  function groupPositions(op, then, n, nOps) {
+    const order = then ? stableOrder(then, n) : null;
     const next = new Float64Array(nOps + 1);
     for (let i = 0; i < n; i++) next[op[i] + 1]++;
     for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
@@ -163,29 +172,31 @@
     for (let j = 0; j < n; j++) { const i = order ? order[j] : j; at[i] = next[op[i]]++; }
     return at;
   }
-  /* Columns stored grouped by op (payload.BY_OP: all items of op 0 in item order, then op 1,
-   * ...; payload.BY_PREV_OP: within an op, by the lane's previous op) back in item order. */
+  /* Columns stored grouped by op (payload.BY_OP: all items of op 0, then op 1, ...; within an
+   * op by the head's ``then``, payload.THEN_BY, else in item order) back in item order. A
+   * column that is another one's ``then`` is put back first. */
   function ungroupByOp(columns, cols, n, off) {
     const grouped = columns.filter((c) => c.by_op);
     if (!grouped.length) return;
     const op = cols.op;
     let nOps = 0;
     for (let i = 0; i < n; i++) if (op[i] >= nOps) nOps = op[i] + 1;
-    let byOp = null, byPrev = null;
-    for (const c of grouped) {
-      let at;
-      if (c.prev_op) {
-        if (!byPrev) {
-          const prev = new Int32Array(n);
-          for (let i = 1; i < n; i++) prev[i] = op[i - 1] + 1;
-          for (let l = 0; l + 1 < off.length; l++) if (off[l] < off[l + 1]) prev[off[l]] = 0;
-          byPrev = groupPositions(op, prev, n, nOps);
+    const isKey = (c) => grouped.some((g) => g.name === c.then);
+    const positions = new Map();
+    for (const c of [...grouped.filter((c) => !isKey(c)), ...grouped.filter(isKey)]) {
+      const then = c.then || '';
+      if (!positions.has(then)) {
+        let key = null;
+        if (then === 'prev_op') {
+          key = new Int32Array(n);
+          for (let i = 1; i < n; i++) key[i] = op[i - 1] + 1;
+          for (let l = 0; l + 1 < off.length; l++) if (off[l] < off[l + 1]) key[off[l]] = 0;
+        } else if (then) {
+          key = cols[then];
         }
-        at = byPrev;
-      } else {
-        at = byOp || (byOp = groupPositions(op, null, n, nOps));
+        positions.set(then, groupPositions(op, key, n, nOps));
       }
-      const stored = cols[c.name], out = new stored.constructor(n);
+      const at = positions.get(then), stored = cols[c.name], out = new stored.constructor(n);
       for (let i = 0; i < n; i++) out[i] = stored[at[i]];
       cols[c.name] = out;
     }

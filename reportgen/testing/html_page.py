@@ -65,17 +65,20 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         size = spec["n"] * dt.itemsize
         cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
     # columns stored grouped by op (stable): item i's value is the next one of its op's group
-    # (prev_op: by op, then by the op before on the lane, 0 at a lane's first item)
+    # (``then``: by op, then by a second key: prev_op, the op before on the lane + 1, 0 at a
+    # lane's first item; or another column, put back in item order first)
     lane_off = np.asarray(header["lane_off"], np.int64)
     op = cols["op"].astype(np.int64)
     prev = np.concatenate([[0], op[:-1] + 1]) if len(op) else op
     prev[lane_off[:-1][np.diff(lane_off) > 0]] = 0
-    grouped = np.argsort(op, kind="stable")
-    prev_grouped = np.lexsort((prev, op))
-    for spec in header["columns"]:
-        if spec.get("by_op"):
-            stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
-            cols[spec["name"]][prev_grouped if spec.get("prev_op") else grouped] = stored
+    grouped = [s for s in header["columns"] if s.get("by_op")]
+    names = {s["name"] for s in grouped}
+    for spec in sorted(grouped, key=lambda s: s.get("then") in names):
+        then = spec.get("then")
+        key = None if then is None else prev if then == "prev_op" else cols[then].astype(np.int64)
+        at = np.argsort(op, kind="stable") if key is None else np.lexsort((key, op))
+        stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
+        cols[spec["name"]][at] = stored
     n = header["n"]
     lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
     gap = cols["gap"].astype(np.int64) if cols["gap"].dtype.kind != "f" else cols["gap"]
