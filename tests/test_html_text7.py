@@ -129,3 +129,16 @@ def test_the_diagnosis_rows_reach_the_page_whole(browser, tmp_path):
     got = watch.page.evaluate("({calls: __report.data.diagnosis.calls, roofline: __report.data.diagnosis.roofline})")
     assert got == {"calls": page["calls"], "roofline": page["roofline"]}
     watch.check()
+
+
+def test_strict_dumps_is_json_of_the_cleaned_value():
+    """jsonsafe.strict_dumps skips the clean() walk only when it changes nothing: the text is
+    json.dumps(clean(x)) whether x is plain JSON already or holds NaN, inf and numpy scalars."""
+    from reportgen.writers.html.jsonsafe import strict_dumps
+
+    plain = {"a": [1, 2.5, "x<y", None, True], "b": {"c": (3, 4)}}
+    odd = {"a": [np.int64(7), np.float64("nan"), float("inf"), np.bool_(True)], "b": np.float32(0.5)}
+    for value, want in ((plain, '{"a":[1,2.5,"x<y",null,true],"b":{"c":[3,4]}}'),
+                        (odd, '{"a":[7,null,null,true],"b":0.5}')):
+        assert strict_dumps(value, separators=(",", ":")) == want
+        assert strict_dumps(value, separators=(",", ":")) == json.dumps(clean(value), separators=(",", ":"))

@@ -10,10 +10,9 @@ commands this is ~3.3 MB of JSON before gzip (the why data), plus ~0.25 MB of di
 from __future__ import annotations
 
 import gzip
-import json
 from typing import Any
 
-from reportgen.writers.html.jsonsafe import clean
+from reportgen.writers.html.jsonsafe import strict_dumps
 
 #: read only by a click, the critical-path toggle (templates/why.js) or the tests: the static
 #: tables of the Diagnosis tab are rendered into the page's HTML already
@@ -41,5 +40,5 @@ def split(data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
         target[path[-1]] = parent.pop(path[-1])
     if not lazy:
         return data, b""
-    text = json.dumps(clean(lazy), separators=(",", ":"))
+    text = strict_dumps(lazy, separators=(",", ":"))
     return data, gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)

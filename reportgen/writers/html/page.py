@@ -26,7 +26,7 @@ from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
 from reportgen.writers.html import lazy, overlap, text7
 from reportgen.writers.html import why as why_html
-from reportgen.writers.html.jsonsafe import clean, json_for_script
+from reportgen.writers.html.jsonsafe import json_for_script
 from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
 from reportgen.writers.html.launch_links import launch_column
@@ -262,7 +262,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_titles={k: charts.FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
-        data_json=json_for_script(clean(data)), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
+        data_json=json_for_script(data), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
         lazy_text7=markupsafe.Markup(text7.encode(lazy_block)) if lazy_block else None, lazy_bytes=len(lazy_block),
         plotly_text7=_plotly_text7(), plotly_bytes=len(plotly_bundle()),
         layers=layer_part,
