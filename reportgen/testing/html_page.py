@@ -1,5 +1,5 @@
 """Reading a written result.html back, the way the page's own script does: the Python twin of
-``decodeItems`` (the timeline payload) and of the Tables tab's reader in ``templates/report.js``.
+``decodeItems`` (the timeline payload, ``templates/codec.js``) and of the Tables tab's reader in ``templates/report.js``.
 Tests use it to check the page against the model without a browser.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _script(text: str, ident: str) -> str | None:
 
 
 def text7_decode(text: str, n: int) -> bytes:
-    """Python twin of ``b7ToBytes`` in report.js: the ``n`` bytes in a block written by
+    """Python twin of ``b7ToBytes`` in codec.js: the ``n`` bytes in a block written by
     ``reportgen.writers.html.text7.encode`` (one 7-bit chunk per character below U+0080, an
     unsafe chunk and the chunk after it per character from U+0080)."""
     from reportgen.writers.html.text7 import PAIR_BASE, UNSAFE
@@ -52,7 +52,7 @@ def _lane_undelta(deltas: np.ndarray, lane_off: np.ndarray) -> np.ndarray:
 
 
 def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
-    """Python twin of ``decodeItems`` in report.js: the arrays the page works with.
+    """Python twin of ``decodeItems`` in codec.js: the arrays the page works with.
 
     ``header`` is the page's ``payload`` header with the page's ``ops`` and ``urate_scale``.
     Returns ``lane, start, end`` (ns relative to t0), ``op, kernel`` (0 = unknown), ``gidx``,
@@ -116,7 +116,7 @@ def items_blob(text: str) -> bytes:
 
 
 def _merge_into(target: dict, part: dict) -> None:
-    """Python twin of ``mergeInto`` in report.js (writers/html/lazy.py's block back in place)."""
+    """Python twin of ``mergeInto`` in codec.js (writers/html/lazy.py's block back in place)."""
     for k, v in part.items():
         if isinstance(v, dict) and isinstance(target.get(k), dict):
             _merge_into(target[k], v)

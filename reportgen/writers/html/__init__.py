@@ -1,14 +1,15 @@
 """``PerfWeb/result.html``: one self-contained, mailable report page.
 
 The page is rendered from the Jinja2 templates of ``reportgen.templates`` (``result.html.j2``
-with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
+with ``codec.js`` (reading the embedded blocks), ``report.js`` and ``report.css`` inlined) and
+carries everything it needs:
 
 * plotly.js: the official cartesian partial bundle (scatter, bar, heatmap and the other
   cartesian traces), vendored gzipped in ``templates/vendor`` (provenance and licence in its
   README) and written 7 bits per byte (:mod:`.text7`); the browser inflates it with
   ``DecompressionStream`` (0.57 MB of page instead of 1.96 MB for the full plotly.js);
 * every command and host event as one compact binary payload (:mod:`.payload`), decoded by
-  ``decodeItems`` in ``report.js``, written 7 bits per byte of the page (:mod:`.text7`);
+  ``decodeItems`` in ``templates/codec.js``, written 7 bits per byte of the page (:mod:`.text7`);
 * small JSON for the rest: names tables, lanes, views, the engine summary table
   (:mod:`.summary`) and the overview charts (Plotly figure dicts, :mod:`.charts`);
 * every analysis table of ``profile.tables`` (framework traces) as one gzip+base64 JSON block

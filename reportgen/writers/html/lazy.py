@@ -4,7 +4,7 @@ gzip'd block (``rg-lazy``, written 7 bits per byte by :mod:`.text7`).
 Each entry of ``LAZY`` is a key path into the page's data. :func:`split` moves those values out
 of the inline ``rg-data`` JSON into one JSON object of the same shape, gzip'd; the page inflates
 it with the items, after the first drawing, and merges it back (``mergeInto`` in
-``templates/report.js``; Python twin ``reportgen.testing.html_page.read_page``). At 3.3M
+``templates/codec.js``; Python twin ``reportgen.testing.html_page.read_page``). At 3.3M
 commands this is ~3.3 MB of JSON before gzip (the why data), plus ~0.25 MB of diagnosis rows.
 """
 from __future__ import annotations

@@ -254,7 +254,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     where = "/".join(Path(m.input_path).parts[-2:]) if m.input_path else None
     title = " · ".join(x for x in [m.chip or None, where, f"{len(profile.commands):,} commands"] if x)
     return environment().get_template("result.html.j2").render(
-        title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
+        title=title, version=__version__, css=_asset("report.css"), js=_asset("codec.js") + "\n" + _asset("report.js"),
         meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
         summary=summary_table(summary, peaks_for(m)), tabs=tabs, findings=findings_list(profile),
         findings_shown=FINDINGS_SHOWN, has_compare=any(t["id"] == "compare" for t in tabs), input_name=m.input_path or "memory",

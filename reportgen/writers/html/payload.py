@@ -1,7 +1,7 @@
 """The timeline payload: every device command and host event as byte-shuffled, lane-delta
 encoded columns in one gzip stream (see :func:`encode_items`).
 
-``decodeItems`` in ``templates/report.js`` reads it in the browser;
+``decodeItems`` in ``templates/codec.js`` reads it in the browser;
 ``reportgen.testing.html_page.decode_items`` is its Python twin, used by the tests.
 """
 from __future__ import annotations
