@@ -102,6 +102,7 @@ def test_lazy_split_moves_the_named_values_and_keeps_the_rest():
             "types": [0]}
     want = copy.deepcopy(data)
     rest, block = lazy.split(data)
+    assert data == want                              # the input is left as it was
     assert rest == {"why": {"classes": ["a"]}, "diagnosis": {"kernels": [1], "roofline": {"chart": {"data": []}}},
                     "types": [0]}
     assert json.loads(gz.decompress(block)) == {

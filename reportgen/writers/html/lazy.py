@@ -25,20 +25,24 @@ LAZY: tuple[tuple[str, ...], ...] = (
 
 
 def split(data: dict[str, Any]) -> tuple[dict[str, Any], bytes]:
-    """``data`` without the ``LAZY`` values (changed in place) and those values as one gzip'd
-    JSON object of the same shape; ``b""`` when the page has none of them."""
-    lazy: dict[str, Any] = {}
+    """``data`` without the ``LAZY`` values and those values as one gzip'd JSON object of the
+    same shape (``b""`` when the page has none of them). ``data`` is left as it is: the dicts on
+    the paths are copied (the templates may share them), everything else is shared."""
+    rest, lazy = dict(data), {}
     for path in LAZY:
-        parent = data
+        parent = rest
         for key in path[:-1]:
-            parent = parent.get(key) if isinstance(parent, dict) else None
-        if not isinstance(parent, dict) or path[-1] not in parent:
-            continue
-        target = lazy
-        for key in path[:-1]:
-            target = target.setdefault(key, {})
-        target[path[-1]] = parent.pop(path[-1])
+            if not isinstance(parent.get(key), dict):
+                break
+            parent[key] = dict(parent[key])
+            parent = parent[key]
+        else:
+            if path[-1] in parent:
+                target = lazy
+                for key in path[:-1]:
+                    target = target.setdefault(key, {})
+                target[path[-1]] = parent.pop(path[-1])
     if not lazy:
-        return data, b""
+        return rest, b""
     text = strict_dumps(lazy, separators=(",", ":"))
-    return data, gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
+    return rest, gzip.compress(text.encode("utf-8"), compresslevel=6, mtime=0)
