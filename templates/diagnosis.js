@@ -75,7 +75,7 @@
   async function loadSeries() {
     if (series) return series;
     const node = document.getElementById('rg-diag-urate');
-    const raw = await R.decode.gunzip(R.decode.b64ToBytes(node.textContent));
+    const raw = await R.decode.gunzip(R.decode.b7ToBytes(node.textContent, +node.dataset.bytes));
     node.textContent = '';
     const col = (c) => R.decode.unshuffle(raw, c.offset, c.n, R.decode.CTOR[c.dtype]);
     const pairs = D.urate.pairs, TA = pairs && col(pairs.alg), TU = pairs && col(pairs.uarch);

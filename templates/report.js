@@ -8,8 +8,8 @@
  * The Tables tab (framework traces) draws every analysis table from its own gzip'd JSON block,
  * 500 rows at a time, sortable over all embedded rows.
  *
- * decodeItems() mirrors reportgen.writers.html.decode_items(); occupancy() mirrors
- * reportgen.analysis.timeline.occupancy(). Keep them in step.
+ * The embedded blocks are read by templates/codec.js (decodeItems() and the block readers);
+ * occupancy() mirrors reportgen.analysis.timeline.occupancy(). Keep them in step.
  */
 (function () {
   'use strict';
@@ -23,8 +23,7 @@
   const LANES = DATA.lanes;
   const SPAN = DATA.span_ns;
   const PMU = DATA.pmu;
-  const CTOR = {i1: Int8Array, u1: Uint8Array, i2: Int16Array, u2: Uint16Array,
-                i4: Int32Array, u4: Uint32Array, f4: Float32Array, f8: Float64Array};
+  const {CTOR, b64ToBytes, b7ToBytes, gunzip, mergeInto, takeBlock, unshuffle, decodeItems} = window.__rgCodec;
 
   // ---------------------------------------------------------------------------------- helpers
   // Input text inside Plotly's label/hover markup: '<' escaped means no tag (and so no attribute)
@@ -71,48 +70,9 @@
     return {tickmode: 'array', tickvals, ticktext};
   }
 
-  function b64ToBytes(text) {
-    text = text.trim();
-    if (Uint8Array.fromBase64) return Uint8Array.fromBase64(text);
-    const bin = atob(text);
-    const out = new Uint8Array(bin.length);
-    for (let i = 0; i < bin.length; i++) out[i] = bin.charCodeAt(i);
-    return out;
-  }
-  /* The n bytes of a block written by reportgen.writers.html.text7 (7 bits per character;
-   * from U+0080 on, one of the unsafe chunks NUL, CR, '<' and the chunk after it). */
-  const TEXT7_UNSAFE = [0x00, 0x0D, 0x3C];
-  function b7ToBytes(text, n) {
-    const out = new Uint8Array(n);
-    let acc = 0, bits = 0, o = 0;
-    for (let i = 0; i < text.length && o < n; i++) {
-      const c = text.charCodeAt(i);
-      const pair = c >= 0x80;
-      acc = (acc << 7) | (pair ? TEXT7_UNSAFE[(c - 0x80) >> 7] : c);
-      bits += 7;
-      if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
-      if (pair && o < n) {
-        acc = (acc << 7) | ((c - 0x80) & 0x7F);
-        bits += 7;
-        if (bits >= 8) { bits -= 8; out[o++] = acc >> bits; acc &= (1 << bits) - 1; }
-      }
-    }
-    return out;
-  }
-  async function gunzip(bytes) {
-    const stream = new Blob([bytes]).stream().pipeThrough(new DecompressionStream('gzip'));
-    return new Uint8Array(await new Response(stream).arrayBuffer());
-  }
-  /* Take the text of an embedded script block and drop it from the DOM (frees the memory). */
-  function takeBlock(id) {
-    const node = document.getElementById(id);
-    const text = node.textContent;
-    node.textContent = '';
-    return text;
-  }
-
   async function loadPlotly() {
-    const code = new TextDecoder().decode(await gunzip(b64ToBytes(takeBlock('rg-plotly'))));
+    const n = +document.getElementById('rg-plotly').dataset.bytes;
+    const code = new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-plotly'), n)));
     timing.plotly_inflated_ms = performance.now();
     // an inline classic script runs at global scope and defines window.Plotly; unlike a blob:
     // URL it is allowed by a Content-Security-Policy that allows inline scripts only
@@ -122,68 +82,6 @@
     if (typeof window.Plotly === 'undefined') {
       throw new Error('plotly.js did not run (a Content-Security-Policy that blocks inline scripts?)');
     }
-  }
-
-  // ---------------------------------------------------------------------------------- payload
-  function unshuffle(raw, offset, n, Ctor) {
-    const k = Ctor.BYTES_PER_ELEMENT;
-    if (k === 1) return new Ctor(raw.buffer.slice(raw.byteOffset + offset, raw.byteOffset + offset + n));
-    const out = new Uint8Array(n * k);
-    for (let j = 0; j < k; j++) {
-      const base = offset + j * n;
-      for (let i = 0; i < n; i++) out[i * k + j] = raw[base + i];
-    }
-    return new Ctor(out.buffer);
-  }
-
-  /* Columns stored grouped by op (payload.BY_OP: all items of op 0 in item order, then op 1,
-   * ...) back in item order: item i's value is the next one of its op's group. */
-  function ungroupByOp(columns, cols, n) {
-    const grouped = columns.filter((c) => c.by_op);
-    if (!grouped.length) return;
-    const op = cols.op;
-    let nOps = 0;
-    for (let i = 0; i < n; i++) if (op[i] >= nOps) nOps = op[i] + 1;
-    const next = new Float64Array(nOps + 1);
-    for (let i = 0; i < n; i++) next[op[i] + 1]++;
-    for (let k = 0; k < nOps; k++) next[k + 1] += next[k];
-    const at = new Int32Array(n);
-    for (let i = 0; i < n; i++) at[i] = next[op[i]]++;
-    for (const c of grouped) {
-      const stored = cols[c.name], out = new stored.constructor(n);
-      for (let i = 0; i < n; i++) out[i] = stored[at[i]];
-      cols[c.name] = out;
-    }
-  }
-
-  /* Items sorted by lane then start: start/end ns relative to t0, names by index. */
-  function decodeItems(header, raw) {
-    const cols = {};
-    for (const c of header.columns) cols[c.name] = unshuffle(raw, c.offset, c.n, CTOR[c.dtype]);
-    const n = header.n, off = header.lane_off;
-    ungroupByOp(header.columns, cols, n);
-    const start = new Float64Array(n), end = new Float64Array(n), endMax = new Float64Array(n);
-    const gidx = new Float64Array(n), cmd = new Float64Array(n);
-    for (let l = 0; l + 1 < off.length; l++) {
-      let t = 0, g = 0, c = 0, m = -Infinity;
-      for (let i = off[l]; i < off[l + 1]; i++) {
-        const s = t + cols.gap[i], e = s + cols.dur[i];
-        start[i] = s; end[i] = e; t = e;
-        if (e > m) m = e;
-        endMax[i] = m;               // running max: binary search for the first item ending after x
-        g += cols.gidx[i]; gidx[i] = g;
-        c += cols.cmd[i]; cmd[i] = c;
-      }
-    }
-    const bwExplicit = new Map();
-    let p = 0;
-    for (let j = 0; j < cols.bwx_pos.length; j++) {
-      p += cols.bwx_pos[j];
-      bwExplicit.set(p, cols.bwx_val[j]);
-    }
-    return {n, off, start, end, endMax, gidx, cmd, op: cols.op, kernel: cols.kernel,
-            bytesPlus1: cols.bytes, urateQ: cols.urate, bwExplicit, layer: cols.layer || null,
-            launch: cols.launch || null};
   }
 
   /* A long lane name (framework thread names) shortened for the axis, start and end kept. */
@@ -1412,10 +1310,10 @@
       const raw = await gunzip(b7ToBytes(takeBlock('rg-items'), n));
       timing.inflate_ms = performance.now();
       IT = decodeItems(DATA.payload, raw);
-      const why = document.getElementById('rg-why');      // templates/why.js: path and waits
-      if (why) {
-        const n = +why.dataset.bytes;
-        Object.assign(DATA.why, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-why'), n)))));
+      const lazy = document.getElementById('rg-lazy');    // writers/html/lazy.py: why.path, why.waits, ...
+      if (lazy) {
+        const n = +lazy.dataset.bytes;
+        mergeInto(DATA, JSON.parse(new TextDecoder().decode(await gunzip(b7ToBytes(takeBlock('rg-lazy'), n)))));
       }
       OVERVIEW = b64ToBytes(DATA.overview.b64);
       timing.decode_ms = performance.now();

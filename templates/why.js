@@ -30,7 +30,8 @@
       const lane = laneIndex.get(sheet);
       if (lane === undefined) continue;
       const out = [];
-      for (const g of gs) { const i = findItem(lane, g); if (i >= 0) out.push(i); }
+      let g = 0;       // global_idx in ascending order, sent as steps (writers/html/why.py)
+      for (const step of gs) { g += step; const i = findItem(lane, g); if (i >= 0) out.push(i); }
       out.sort((a, b) => a - b);
       pathItems.set(lane, Int32Array.from(out));
     }
@@ -58,7 +59,7 @@
     return out;
   });
 
-  // W.path and W.waits arrive with the items (report.js inflates the page's rg-why block)
+  // W.path and W.waits arrive with the items (report.js inflates the page's rg-lazy block)
   let waitOf = null;
   function waitFor(key) {
     if (!waitOf && W.waits) { waitOf = new Map(); for (const w of W.waits) waitOf.set(`${w[0]}#${w[1]}`, w); }

@@ -7,7 +7,9 @@ The browser side (rendering, zoom, hover) is in test_html_browser.py.
 """
 from __future__ import annotations
 
+import gzip
 import re
+from pathlib import Path
 
 import numpy as np
 import pandas as pd
@@ -224,22 +226,26 @@ class TestStaticPage:
         assert list((tmp_path / "PerfWeb").iterdir()) == [tmp_path / "PerfWeb" / "result.html"]
         assert not re.search(r"""(src|href)\s*=\s*["']?(https?:)?//""", text)
         assert "cdn." not in text.lower()
-        assert len(text.encode()) < 2.5e6          # plotly.js (2 MB gzip+base64) + a little data
+        assert len(text.encode()) < 1.0e6          # plotly.js (0.57 MB gzip+text7) + a little data
 
-    def test_plotly_bundle_is_the_installed_one(self, tmp_path):
-        """The plotly.js inlined in a written page is the one the installed plotly.py ships: its
-        banner names the version plotly.py reports."""
-        import base64
-        import gzip
+    def test_plotly_bundle_is_the_vendored_one(self, tmp_path):
+        """The plotly.js inlined in a written page is, byte for byte, the file whose sha256
+        templates/vendor/README.md records (the npm cartesian bundle), and its banner names the
+        bundle and the version the README gives."""
+        import hashlib
 
-        from plotly.offline import get_plotlyjs_version
+        from reportgen.testing.html_page import text7_decode
 
+        readme = (Path(__file__).resolve().parents[1] / "templates" / "vendor" / "README.md").read_text()
+        sha = re.search(r"plotly-cartesian\.min\.js` of that tarball \([\d,]+ bytes, sha256\s+`([0-9a-f]{64})`", readme)
+        version = re.search(r"plotly\.js \*\*(\S+)\*\*, the official \*cartesian\*", readme)
         text, _, _ = write_page(hand_profile(), tmp_path)
-        block = re.search(r'<script id="rg-plotly" type="[^"]+">(.*?)</script>', text, re.DOTALL)
-        js = gzip.decompress(base64.b64decode(block.group(1))).decode("utf-8")
-        banner = re.match(r"/\*\*\s*\* plotly\.js v(\S+)\n", js)
+        block = re.search(r'<script id="rg-plotly" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+        js = gzip.decompress(text7_decode(block.group(2), int(block.group(1))))
+        assert hashlib.sha256(js).hexdigest() == sha.group(1)
+        banner = re.match(r"/\*\*\s*\* plotly\.js \(cartesian - minified\) v(\S+)\n", js.decode("utf-8"))
         assert banner, js[:200]
-        assert banner.group(1) == get_plotlyjs_version()
+        assert banner.group(1) == version.group(1)
 
     def test_unwritable_target_is_an_output_error(self, tmp_path):
         blocker = tmp_path / "out"
@@ -333,7 +339,6 @@ def test_charts_without_pmu_engines_say_so(tmp_path):
 # --------------------------------------------------------------------------------------------
 # Framework views: the Tables tab payload, the framework overview and its charts
 # --------------------------------------------------------------------------------------------
-from pathlib import Path  # noqa: E402
 
 from reportgen.analysis.metrics import lane_summary  # noqa: E402
 

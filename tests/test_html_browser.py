@@ -149,11 +149,11 @@ def test_ready_offline_without_errors(page, report):
     page.check()
 
 
-def test_plotly_is_the_installed_one(page):
-    """The page runs the plotly.js of the installed plotly.py."""
-    from plotly.offline import get_plotlyjs_version
+def test_plotly_is_the_vendored_one(page):
+    """The page runs the vendored plotly.js bundle (templates/vendor/README.md)."""
+    from reportgen.writers.html.page import PLOTLY_VERSION
 
-    assert page.page.evaluate("Plotly.version") == get_plotlyjs_version()
+    assert page.page.evaluate("Plotly.version") == PLOTLY_VERSION
 
 
 def test_overview_renders(page, report):

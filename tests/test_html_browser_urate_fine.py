@@ -4,15 +4,15 @@ block stays within its size bound, and its sums for a window stay within the bou
 states of the Python rule (``uarch_timeline.rate_bins``), in real headless Chromium."""
 from __future__ import annotations
 
-import base64
 import gzip
+import re
 
 import numpy as np
 import pytest
 
 from reportgen.analysis.derive import derive
 from reportgen.analysis.uarch_timeline import modelled_tiu, rate_bins
-from reportgen.testing.html_page import _script, _unshuffle, read_page
+from reportgen.testing.html_page import _unshuffle, read_page, text7_decode
 from reportgen.testing.profiles import make_profile
 from reportgen.writers import html as html_writer
 from reportgen.writers.html.diagnosis import FINE_BINS_TOTAL, PAIRS_EXACT_MAX
@@ -35,7 +35,8 @@ def report(tmp_path_factory):
     path = html_writer.write(profile, profile.summary, tmp_path_factory.mktemp("html-urate"), quiet=True)
     text = path.read_text(encoding="utf-8")
     data, _ = read_page(text, items=False)
-    raw = gzip.decompress(base64.b64decode(_script(text, "rg-diag-urate")))
+    block = re.search(r'<script id="rg-diag-urate" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    raw = gzip.decompress(text7_decode(block.group(2), int(block.group(1))))
     return {"profile": profile, "path": path, "data": data, "t0": int(data["t0_ns"]), "raw": raw}
 
 

@@ -22,7 +22,7 @@ def _items() -> Items:
     z = np.zeros(5, np.int64)
     return Items(lane=np.array([0, 0, 0, 1, 1]), start=start, end=start + dur,
                  op=np.array([1, 0, 1, 0, 1]), kernel=z, gidx=np.arange(5), cmd=np.arange(5),
-                 nbytes=np.array([101, 0, 201, 231, 251]), bw=np.full(5, np.nan),
+                 nbytes=np.array([181, 0, 101, 131, 151]), bw=np.full(5, np.nan),
                  urate=np.array([11, 12, 13, 14, 15]))
 
 
@@ -39,14 +39,19 @@ def test_grouped_columns_are_stored_op_by_op_and_decode_back():
 
     # item order (lane, start): durations 7 3 9 | 4 6 with ops 1 0 1 | 0 1
     assert stored("op") == [1, 0, 1, 0, 1]
-    assert stored("dur") == [3, 4, 7, 9, 6]            # op 0: items 1, 3; op 1: items 0, 2, 4
-    assert stored("gap") == [3, 5, 0, 17, 11]          # gaps 0 3 17 | 5 11 (start - previous end)
-    assert stored("bytes") == [0, 231, 101, 201, 251]
+    # by op, then by bytes (+1): op 0: items 1 (0), 3 (131); op 1: items 2 (101), 4 (151), 0 (181)
+    assert stored("dur") == [3, 4, 9, 6, 7]
+    # gaps 0 3 17 | 5 11 (start - previous end), by op then by the lane's previous op (+1, 0 at
+    # a lane's first item): op 0: item 3 (after none), item 1 (after op 1); op 1: item 0 (after
+    # none), items 2 and 4 (after op 0)
+    assert stored("gap") == [5, 3, 0, 17, 11]
+    assert {name: c["then"] for name, c in spec.items() if c.get("then")} == {"gap": "prev_op", "dur": "bytes"}
+    assert stored("bytes") == [0, 131, 181, 101, 151]
     assert stored("urate") == [12, 14, 11, 13, 15]
     assert stored("gidx") == [0, 1, 1, 3, 1]           # not grouped: lane deltas in item order
     out = decode_items(dict(header, ops=[[0, None, None, ""]] * 2, urate_scale=10), blob)
     assert out["start"].tolist() == [0, 10, 30, 5, 20] and out["end"].tolist() == [7, 13, 39, 9, 26]
-    assert out["bytes"][[0, 2, 3, 4]].tolist() == [100, 200, 230, 250] and np.isnan(out["bytes"][1])
+    assert out["bytes"][[0, 2, 3, 4]].tolist() == [180, 100, 130, 150] and np.isnan(out["bytes"][1])
     assert out["urate"].tolist() == [1.0, 1.1, 1.2, 1.3, 1.4]
 
 
@@ -78,3 +83,23 @@ def test_the_page_decodes_every_command_to_its_model_values(browser, tmp_path):
         np.testing.assert_array_equal(have[col].to_numpy(np.int64), want[col].to_numpy(np.int64))
     np.testing.assert_allclose(have["uarch_rate"].to_numpy(float), want["uarch_rate"].to_numpy(float), atol=5e-5)
     assert len(set(frame["func_name"])) > 3          # several ops: the grouping really reorders
+
+
+@pytest.mark.parametrize("n_ops", [3, 300, 70_000])
+def test_grouping_is_the_stable_sort_by_op_then_previous_op(n_ops):
+    """op_grouping (one stable sort of a combined key, radix for narrow keys) against numpy's
+    lexsort of (op, previous op), and the unsorted-input path of the item order against lexsort."""
+    from reportgen.writers.html.payload import _item_order, op_grouping, prev_ops
+
+    rng = np.random.default_rng(n_ops)
+    op = rng.integers(0, n_ops, 5000)
+    first = np.array([0, 1200, 1201, 4000])
+    prev = prev_ops(op, first)
+    assert prev[first].tolist() == [0, 0, 0, 0] and prev[5] == op[4] + 1
+    np.testing.assert_array_equal(op_grouping(op, prev), np.lexsort((prev, op)))
+    np.testing.assert_array_equal(op_grouping(op), np.lexsort((op,)))
+    lane, start = rng.integers(0, 4, 5000), rng.integers(0, 50, 5000)
+    end = start + rng.integers(0, 3, 5000)
+    np.testing.assert_array_equal(_item_order(lane, start, end), np.lexsort((end, start, lane)))
+    o = np.lexsort((end, start, lane))
+    assert _item_order(lane[o], start[o], end[o]) is None          # in order already: no sort

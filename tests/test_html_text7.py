@@ -55,7 +55,7 @@ def test_the_page_decoder_reads_what_python_wrote(browser, report):
 @pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)")
 @pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)")
 def test_the_why_blocks_bulky_parts_reach_the_page_whole(browser, tmp_path):
-    """why.path and why.waits travel in the gzip'd rg-why block; the page merges them back."""
+    """why.path and why.waits travel in the gzip'd rg-lazy block; the page merges them back."""
     profile = derived(make_profile(cores=2, per_engine=600, seed=4))
     want = json.loads(json.dumps(clean(why_html.parts(profile)[1])))
     assert want["waits"] and want["path"]
@@ -68,3 +68,78 @@ def test_the_why_blocks_bulky_parts_reach_the_page_whole(browser, tmp_path):
     got = watch.page.evaluate("({path: __report.data.why.path, waits: __report.data.why.waits})")
     assert got == {"path": want["path"], "waits": want["waits"]}
     watch.check()
+
+
+def test_the_why_path_steps_sum_back_to_the_models_path_commands(tmp_path):
+    """The page's why.path holds each sheet's path commands as ascending global_idx steps (the
+    first, then differences, which why.js sums back): summed, they are the (sheet, global_idx)
+    of the model's critical path rows."""
+    profile = derived(make_profile(cores=2, per_engine=600, seed=4))
+    why = profile.diagnosis.why
+    assert len(why.path.rows) <= why_html.PATH_SHOWN
+    path = html_writer.write(profile, profile.summary, tmp_path, quiet=True)
+    steps = read_page(path.read_text(encoding="utf-8"), items=False)[0]["why"]["path"]
+    got = sorted((sheet, int(g)) for sheet, s in steps.items() for g in np.cumsum(s))
+    c = profile.commands
+    want = sorted(zip(c["sheet"].astype(str).to_numpy()[why.path.rows].tolist(),
+                      c["global_idx"].to_numpy()[why.path.rows].tolist()))
+    assert got == want and len(want) > 10
+    assert all(s[0] >= 0 and min(s[1:], default=1) > 0 for s in steps.values())   # ascending
+
+
+def test_lazy_split_moves_the_named_values_and_keeps_the_rest():
+    """writers/html/lazy.split on a hand-made page data: the LAZY values leave the inline data
+    (a sibling such as roofline.chart stays), the block holds them in the same shape, and the
+    Python twin of the page's merge puts them back as they were."""
+    import copy
+    import gzip as gz
+
+    from reportgen.testing.html_page import _merge_into
+    from reportgen.writers.html import lazy
+
+    data = {"why": {"classes": ["a"], "path": {"TIU_0": [3, 1]}, "waits": [["TIU_0", 4, "w", None, None]]},
+            "diagnosis": {"kernels": [1], "calls": [{"name": "k"}], "roofline": {"chart": {"data": []}, "rows": [{"x": 1}]}},
+            "types": [0]}
+    want = copy.deepcopy(data)
+    rest, block = lazy.split(data)
+    assert data == want                              # the input is left as it was
+    assert rest == {"why": {"classes": ["a"]}, "diagnosis": {"kernels": [1], "roofline": {"chart": {"data": []}}},
+                    "types": [0]}
+    assert json.loads(gz.decompress(block)) == {
+        "why": {"path": {"TIU_0": [3, 1]}, "waits": [["TIU_0", 4, "w", None, None]]},
+        "diagnosis": {"calls": [{"name": "k"}], "roofline": {"rows": [{"x": 1}]}}}
+    _merge_into(rest, json.loads(gz.decompress(block)))
+    assert rest == want
+    assert lazy.split({"types": [0], "diagnosis": {"roofline": {"chart": {}}}}) == \
+        ({"types": [0], "diagnosis": {"roofline": {"chart": {}}}}, b"")
+
+
+@pytest.mark.skipif(CHROMIUM is None, reason="Debian chromium not installed (apt-get install chromium)")
+@pytest.mark.skipif(sync_playwright is None, reason="playwright not installed (pip install playwright)")
+def test_the_diagnosis_rows_reach_the_page_whole(browser, tmp_path):
+    """The Diagnosis tab's call and roofline rows travel in rg-lazy too: after loading, the
+    page's data holds them next to the inline roofline chart, as the writer made them."""
+    profile = derived(make_profile(cores=2, per_engine=600, seed=4))
+    path = html_writer.write(profile, profile.summary, tmp_path, quiet=True)
+    text = path.read_text(encoding="utf-8")
+    inline = json.loads(re.search(r'<script id="rg-data"[^>]*>(.*?)</script>', text, re.S).group(1))
+    assert "calls" not in inline["diagnosis"] and "rows" not in inline["diagnosis"]["roofline"]
+    page = read_page(text, items=False)[0]["diagnosis"]
+    assert page["calls"] and page["roofline"]["rows"] and page["roofline"]["chart"]
+    watch = PageWatch.ready(browser, path.as_uri())
+    got = watch.page.evaluate("({calls: __report.data.diagnosis.calls, roofline: __report.data.diagnosis.roofline})")
+    assert got == {"calls": page["calls"], "roofline": page["roofline"]}
+    watch.check()
+
+
+def test_strict_dumps_is_json_of_the_cleaned_value():
+    """jsonsafe.strict_dumps skips the clean() walk only when it changes nothing: the text is
+    json.dumps(clean(x)) whether x is plain JSON already or holds NaN, inf and numpy scalars."""
+    from reportgen.writers.html.jsonsafe import strict_dumps
+
+    plain = {"a": [1, 2.5, "x<y", None, True], "b": {"c": (3, 4)}}
+    odd = {"a": [np.int64(7), np.float64("nan"), float("inf"), np.bool_(True)], "b": np.float32(0.5)}
+    for value, want in ((plain, '{"a":[1,2.5,"x<y",null,true],"b":{"c":[3,4]}}'),
+                        (odd, '{"a":[7,null,null,true],"b":0.5}')):
+        assert strict_dumps(value, separators=(",", ":")) == want
+        assert strict_dumps(value, separators=(",", ":")) == json.dumps(clean(value), separators=(",", ":"))

@@ -1,5 +1,5 @@
 """Reading a written result.html back, the way the page's own script does: the Python twin of
-``decodeItems`` (the timeline payload) and of the Tables tab's reader in ``templates/report.js``.
+``decodeItems`` (the timeline payload, ``templates/codec.js``) and of the Tables tab's reader in ``templates/report.js``.
 Tests use it to check the page against the model without a browser.
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ def _script(text: str, ident: str) -> str | None:
 
 
 def text7_decode(text: str, n: int) -> bytes:
-    """Python twin of ``b7ToBytes`` in report.js: the ``n`` bytes in a block written by
+    """Python twin of ``b7ToBytes`` in codec.js: the ``n`` bytes in a block written by
     ``reportgen.writers.html.text7.encode`` (one 7-bit chunk per character below U+0080, an
     unsafe chunk and the chunk after it per character from U+0080)."""
     from reportgen.writers.html.text7 import PAIR_BASE, UNSAFE
@@ -52,7 +52,7 @@ def _lane_undelta(deltas: np.ndarray, lane_off: np.ndarray) -> np.ndarray:
 
 
 def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
-    """Python twin of ``decodeItems`` in report.js: the arrays the page works with.
+    """Python twin of ``decodeItems`` in codec.js: the arrays the page works with.
 
     ``header`` is the page's ``payload`` header with the page's ``ops`` and ``urate_scale``.
     Returns ``lane, start, end`` (ns relative to t0), ``op, kernel`` (0 = unknown), ``gidx``,
@@ -65,12 +65,20 @@ def decode_items(header: dict[str, Any], blob: bytes) -> dict[str, np.ndarray]:
         size = spec["n"] * dt.itemsize
         cols[spec["name"]] = _unshuffle(raw[spec["offset"]:spec["offset"] + size], dt, spec["n"])
     # columns stored grouped by op (stable): item i's value is the next one of its op's group
-    grouped = np.argsort(cols["op"], kind="stable")
-    for spec in header["columns"]:
-        if spec.get("by_op"):
-            stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
-            cols[spec["name"]][grouped] = stored
+    # (``then``: by op, then by a second key: prev_op, the op before on the lane + 1, 0 at a
+    # lane's first item; or another column, put back in item order first)
     lane_off = np.asarray(header["lane_off"], np.int64)
+    op = cols["op"].astype(np.int64)
+    prev = np.concatenate([[0], op[:-1] + 1]) if len(op) else op
+    prev[lane_off[:-1][np.diff(lane_off) > 0]] = 0
+    grouped = [s for s in header["columns"] if s.get("by_op")]
+    names = {s["name"] for s in grouped}
+    for spec in sorted(grouped, key=lambda s: s.get("then") in names):
+        then = spec.get("then")
+        key = None if then is None else prev if then == "prev_op" else cols[then].astype(np.int64)
+        at = np.argsort(op, kind="stable") if key is None else np.lexsort((key, op))
+        stored, cols[spec["name"]] = cols[spec["name"]], np.empty_like(cols[spec["name"]])
+        cols[spec["name"]][at] = stored
     n = header["n"]
     lane = np.repeat(np.arange(len(lane_off) - 1), np.diff(lane_off))
     gap = cols["gap"].astype(np.int64) if cols["gap"].dtype.kind != "f" else cols["gap"]
@@ -107,6 +115,15 @@ def items_blob(text: str) -> bytes:
     return text7_decode(m.group(2), int(m.group(1)))
 
 
+def _merge_into(target: dict, part: dict) -> None:
+    """Python twin of ``mergeInto`` in codec.js (writers/html/lazy.py's block back in place)."""
+    for k, v in part.items():
+        if isinstance(v, dict) and isinstance(target.get(k), dict):
+            _merge_into(target[k], v)
+        else:
+            target[k] = v
+
+
 def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFrame | None]:
     """The page's JSON data and its items as a DataFrame, decoded the way report.js does.
 
@@ -122,9 +139,9 @@ def read_page(text: str, items: bool = True) -> tuple[dict[str, Any], pd.DataFra
         return found
 
     data = json.loads(block("rg-data"))
-    why = re.search(r'<script id="rg-why" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
-    if why:        # the why data's bulky parts, as report.js merges them back
-        data["why"].update(json.loads(gzip.decompress(text7_decode(why.group(2), int(why.group(1))))))
+    lazy = re.search(r'<script id="rg-lazy" type="[^"]+" data-bytes="(\d+)">(.*?)</script>', text, re.DOTALL)
+    if lazy:       # the bulky parts read after the first drawing, merged back as report.js does
+        _merge_into(data, json.loads(gzip.decompress(text7_decode(lazy.group(2), int(lazy.group(1))))))
     if not items:
         return data, None
     blob = items_blob(text)

@@ -1,12 +1,15 @@
 """``PerfWeb/result.html``: one self-contained, mailable report page.
 
 The page is rendered from the Jinja2 templates of ``reportgen.templates`` (``result.html.j2``
-with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
+with ``codec.js`` (reading the embedded blocks), ``report.js`` and ``report.css`` inlined) and
+carries everything it needs:
 
-* plotly.js, inlined once from the installed ``plotly`` package, gzip+base64 (the browser
-  inflates it with ``DecompressionStream``; 2 MB instead of 4.8 MB);
+* plotly.js: the official cartesian partial bundle (scatter, bar, heatmap and the other
+  cartesian traces), vendored gzipped in ``templates/vendor`` (provenance and licence in its
+  README) and written 7 bits per byte (:mod:`.text7`); the browser inflates it with
+  ``DecompressionStream`` (0.57 MB of page instead of 1.96 MB for the full plotly.js);
 * every command and host event as one compact binary payload (:mod:`.payload`), decoded by
-  ``decodeItems`` in ``report.js``, written 7 bits per byte of the page (:mod:`.text7`);
+  ``decodeItems`` in ``templates/codec.js``, written 7 bits per byte of the page (:mod:`.text7`);
 * small JSON for the rest: names tables, lanes, views, the engine summary table
   (:mod:`.summary`) and the overview charts (Plotly figure dicts, :mod:`.charts`);
 * every analysis table of ``profile.tables`` (framework traces) as one gzip+base64 JSON block
@@ -16,7 +19,8 @@ with ``report.js`` and ``report.css`` inlined) and carries everything it needs:
 ``analysis.timeline``: an occupancy heatmap while many commands are visible, real bars with
 hover when few are. ``reportgen.testing.html_page`` reads a written page back (tests).
 
-Modules: palette (colours), payload (timeline codec), text7 (binary as script text), summary (engine summary table), charts,
+Modules: palette (colours), payload (timeline codec), text7 (binary as script text), lazy (data read
+after the first drawing, one gzip'd block), summary (engine summary table), charts,
 tables, jsonsafe (strict JSON in <script>), diagnosis (the Diagnosis tab and the per-core uArch
 rate charts, drawn by templates/diagnosis.js), page (templates, assembly).
 """

@@ -19,7 +19,6 @@ Everything shown comes from ``profile.diagnosis`` (analysis/diagnosis.py) and
 """
 from __future__ import annotations
 
-import base64
 from dataclasses import dataclass
 from typing import Any
 
@@ -50,7 +49,7 @@ class DiagnosisParts:
     charts: dict[str, Any]
     template: dict[str, Any]
     data: dict[str, Any]
-    urate_b64: str
+    urate_blob: bytes     # gzip'd, written into the page by text7 (rg-diag-urate)
 
 
 def breakdown_chart(breakdown: pd.DataFrame, types: list[dict[str, Any]]) -> dict[str, Any]:
@@ -223,4 +222,4 @@ def parts(profile: Profile, t0: int, types: list[dict[str, Any]], lanes: timelin
         charts={"breakdown": breakdown_chart(d.breakdown, types)},
         template={"kernels": names, "calls": calls, "calls_total": int(len(d.kernel_calls)),
                   "calls_shown": CALLS_SHOWN},
-        data=data, urate_b64=base64.b64encode(blob).decode("ascii"))
+        data=data, urate_blob=blob)

@@ -1,5 +1,5 @@
 """Assembling result.html: the template environment, the inlined assets (report.js,
-report.css, plotly.js), the tabs and views, and :func:`render` that puts the parts together.
+report.css, the vendored plotly.js), the tabs and views, and :func:`render` that puts the parts together.
 
 Templates and assets load through ``jinja2.PackageLoader`` from the ``reportgen.templates``
 package (the top-level ``templates/`` folder, see setup.cfg), so an editable and a regular
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import base64
 import functools
-import gzip
+import importlib.resources
 import re
 from pathlib import Path
 from typing import Any
@@ -24,9 +24,9 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
-from reportgen.writers.html import overlap, text7
+from reportgen.writers.html import lazy, overlap, text7
 from reportgen.writers.html import why as why_html
-from reportgen.writers.html.jsonsafe import clean, json_for_script
+from reportgen.writers.html.jsonsafe import json_for_script
 from reportgen.writers.html.layers import layer_lanes
 from reportgen.writers.html.palette import engine_color
 from reportgen.writers.html.launch_links import launch_column
@@ -55,14 +55,20 @@ def _asset(name: str) -> str:
     return text
 
 
-@functools.lru_cache(maxsize=1)
-def plotly_bundle_b64() -> str:
-    """plotly.js of the installed plotly.py (``plotly.offline.get_plotlyjs``), gzip+base64
-    (computed once per process)."""
-    from plotly.offline import get_plotlyjs
+#: plotly.js of the page: the official cartesian partial bundle, vendored gzipped (templates/vendor/README.md)
+PLOTLY_BUNDLE = "vendor/plotly-cartesian.min.js.gz"
+PLOTLY_VERSION = "4.1.1"
 
-    raw = get_plotlyjs().encode("utf-8")
-    return base64.b64encode(gzip.compress(raw, compresslevel=9, mtime=0)).decode("ascii")
+
+@functools.lru_cache(maxsize=1)
+def plotly_bundle() -> bytes:
+    """The vendored plotly.js bundle, gzipped as stored (inlined as it is: no compression per run)."""
+    return importlib.resources.files("reportgen.templates").joinpath(PLOTLY_BUNDLE).read_bytes()
+
+
+@functools.lru_cache(maxsize=1)
+def _plotly_text7() -> markupsafe.Markup:
+    return markupsafe.Markup(text7.encode(plotly_bundle()))
 
 
 def meta_rows(profile: Profile, span_ns: int) -> list[tuple[str, str]]:
@@ -224,9 +230,6 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         compare_html = compare_panel(profile.comparison)
     table_heads, table_blob = tables.table_payload(profile) if profile.tables else ([], b"")
     why_template, why_data = why_html.parts(profile) if pmu else (None, None)
-    why_block = b""
-    if why_data:
-        why_data, why_block = why_html.lazy_block(why_data)
     data = {
         "version": __version__, "pmu": pmu, "t0_ns": str(t0), "span_ns": span, "bar_limit": BAR_LIMIT,
         "urate_scale": URATE_SCALE, "types": types, "ops": ops, "kernels": kernels,
@@ -244,13 +247,14 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     if layer_part is not None:
         data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
+    data, lazy_block = lazy.split(data)       # read after the first drawing: one gzip'd block
     step("page")
     m = profile.meta
     # the last two path parts name a capture better than "input" alone
     where = "/".join(Path(m.input_path).parts[-2:]) if m.input_path else None
     title = " · ".join(x for x in [m.chip or None, where, f"{len(profile.commands):,} commands"] if x)
     return environment().get_template("result.html.j2").render(
-        title=title, version=__version__, css=_asset("report.css"), js=_asset("report.js"),
+        title=title, version=__version__, css=_asset("report.css"), js=_asset("codec.js") + "\n" + _asset("report.js"),
         meta_rows=meta_rows(profile, span), warnings=m.warnings, accounting=accounting_table(profile),
         summary=summary_table(summary, peaks_for(m)), tabs=tabs, findings=findings_list(profile),
         findings_shown=FINDINGS_SHOWN, has_compare=any(t["id"] == "compare" for t in tabs), input_name=m.input_path or "memory",
@@ -258,12 +262,14 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         chart_titles={k: charts.FRAMEWORK_CHARTS.get(k, k) for k in overview_charts},
         chart_notes=charts.chart_notes(figures), tables=table_heads, rows_shown=tables.TABLE_ROWS_SHOWN,
         tables_b64=base64.b64encode(table_blob).decode("ascii") if table_heads else None,
-        data_json=json_for_script(clean(data)), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
-        why_text7=markupsafe.Markup(text7.encode(why_block)) if why_block else None, why_bytes=len(why_block),
-        plotly_b64=plotly_bundle_b64(), layers=layer_part,
+        data_json=json_for_script(data), items_text7=markupsafe.Markup(text7.encode(blob)), items_bytes=len(blob),
+        lazy_text7=markupsafe.Markup(text7.encode(lazy_block)) if lazy_block else None, lazy_bytes=len(lazy_block),
+        plotly_text7=_plotly_text7(), plotly_bytes=len(plotly_bundle()),
+        layers=layer_part,
         diagnosis=diag.template if diag else None,
         diagnosis_js=_asset("diagnosis.js") + "\n" + _asset("hardware.js") if diag else None,
-        diag_urate_b64=diag.urate_b64 if diag else None,
+        diag_urate_text7=markupsafe.Markup(text7.encode(diag.urate_blob)) if diag else None,
+        diag_urate_bytes=len(diag.urate_blob) if diag else 0,
         compare_html=compare_html, why=why_template, why_js=_asset("why.js") if why_template else None,
         device_time={"title": device_time_chart.TITLE, "note": device_time_chart.NOTE}
         if "devicetime" in figures else None)

@@ -9,7 +9,7 @@ character, U+0080 + 128 * (its index in ``UNSAFE``) + (next chunk), so every byt
 still carries 7 bits. A lone unsafe last chunk pairs with a zero chunk; the decoder stops after
 the block's ``data-bytes`` bytes.
 
-``b7ToBytes`` in ``templates/report.js`` decodes it in the browser;
+``b7ToBytes`` in ``templates/codec.js`` decodes it in the browser;
 ``reportgen.testing.html_page.text7_decode`` is its Python twin, used by the tests.
 """
 from __future__ import annotations
