@@ -1,7 +1,9 @@
 """perfetto.pftrace's compact encoding (incremental clocks, counter values riding on slice
 events ...) changes bytes, never content: the decoded content of a synthetic mode-2 capture
 equals the one the plain encoding (absolute timestamps, a packet per counter point) produced,
-stored once in tests/data/perfetto/ (made by the writer of commit 36c55036, before this encoding)."""
+stored once in tests/data/perfetto/ (made by the writer of commit 36c55036, before this encoding;
+its 7 core-1 "Func Scope Id" values since renumbered across cores, as the reference numbers
+FUNC scopes: spec pmu-dump-format Q21, issue 25)."""
 from __future__ import annotations
 
 import gzip
