@@ -21,7 +21,7 @@ import pandas as pd
 
 from reportgen import outdir, parallel, progress
 from reportgen.errors import OutputError
-from reportgen.model import Profile
+from reportgen.model import LazyTables, Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
 from reportgen.textsafe import clean_profile
 
@@ -92,7 +92,7 @@ def attach_comparison(profile: Profile, options: Options) -> None:
 
 # -- the outputs -----------------------------------------------------------------------------
 
-def _want_reginfo(options: Options, profile: Profile) -> bool:
+def _want_reginfo(options: Options, profile: Profile, warn: bool = True) -> bool:
     if options.reginfo == "off" or not profile.meta.is_pmu:
         return False
     if options.reginfo == "on":
@@ -100,11 +100,25 @@ def _want_reginfo(options: Options, profile: Profile) -> bool:
     if not options.workbook:
         return False
     if len(profile.commands) > REGINFO_AUTO_LIMIT:
-        profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: {len(profile.commands)} "
-                          f"commands would make about {len(profile.commands) * 1.2e-3:.0f} MB of text "
-                          "(--reginfo on writes them; the workbook and perfetto trace hold the same data)")
+        if warn:
+            profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: "
+                              f"{len(profile.commands)} commands would make about "
+                              f"{len(profile.commands) * 1.2e-3:.0f} MB of text (--reginfo on writes "
+                              "them; the workbook and perfetto trace hold the same data)")
         return False
     return True
+
+
+def registers_read(options: Options, profile: Profile) -> bool:
+    """Whether this run reads the register tables: the RegInfo files, the workbook's register
+    columns, the local-memory view (each within its own size limit). A large capture reads
+    none, and their decoded fields (~100 B per mode-2 command) need not reach the analysis and
+    every forked writer."""
+    from reportgen.analysis.lmem import MAX_COMMANDS
+    from reportgen.writers.xlsx import register_columns_wanted
+
+    return (_want_reginfo(options, profile, warn=False) or len(profile.commands) <= MAX_COMMANDS
+            or (options.workbook and register_columns_wanted(profile, options.registers_wanted)))
 
 
 def _workbook(profile, summary, out, options):
@@ -219,6 +233,8 @@ def report(options: Options) -> Report:
     t1 = time.perf_counter()
     progress.line(f"input read ({profile.meta.source}): {len(profile.commands):,} commands in "
                   f"{progress.seconds(t1 - t0)}", options.quiet)
+    if isinstance(profile.registers, LazyTables) and not registers_read(options, profile):
+        profile.registers.release()
     parallel.release_free_memory()          # the decode's freed buffers: not for the writers
     early = any(o.early and o.wanted(options, profile) for o in OUTPUTS)
     # the stage opens before the analysis only when a writer can start during it
