@@ -13,7 +13,6 @@ own bars forward their progress through the result pipe instead of drawing).
 from __future__ import annotations
 
 import ctypes
-import gc
 import multiprocessing as mp
 import os
 import signal
@@ -78,9 +77,6 @@ def _exit_text(code: int | None) -> str:
 
 def _child(label, fn, conn, parent_pid) -> None:
     die_with_parent(parent_pid)
-    # the inherited objects are never garbage here: a collection that walked them would write
-    # their GC headers and so copy every page they lie on (freeze only splices two lists)
-    gc.freeze()
     progress.forward_to(lambda desc, done: conn.send(("progress", (desc, done))))
     t0 = time.perf_counter()
     try:
