@@ -50,6 +50,8 @@ def _guarded(label: str, fn: Callable):
 
 
 _PR_SET_PDEATHSIG = 1
+#: what stops a run (cli.STOP_SIGNALS)
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -75,7 +77,9 @@ def _exit_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _child(label, fn, conn, parent_pid) -> None:
+def _child(label, fn, conn, parent_pid, sigmask=None) -> None:
+    if sigmask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, sigmask)     # the parent's, before the fork
     die_with_parent(parent_pid)
     progress.forward_to(lambda desc, done: conn.send(("progress", (desc, done))))
     t0 = time.perf_counter()
@@ -174,10 +178,17 @@ class Writers:
         while self.pending and len(self.running) < limit:
             label, fn = self.pending.pop(0)
             parent, child = ctx.Pipe(duplex=False)
-            proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid()), daemon=True)
-            proc.start()
+            # a stop signal between the fork and the bookkeeping would leave a writer that
+            # __exit__ does not know of, writing into a stage being removed: held until listed
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            try:
+                proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid(), held),
+                                   daemon=True)
+                proc.start()
+                self.running.append((label, proc, parent, time.perf_counter()))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
             child.close()
-            self.running.append((label, proc, parent, time.perf_counter()))
 
     def finish(self, jobs: list[tuple[str, Callable]]) -> list[Path]:
         """Run ``jobs`` and wait for every job started; the files written, or the first
