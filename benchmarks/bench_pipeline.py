@@ -161,7 +161,7 @@ def ours_all(dump: Path, out: Path, root: Path = ROOT, extra: tuple = ()) -> dic
     m = re.search(r"input read \(.*?\): ([\d,]+) commands", r.stderr)
     commands = int(m[1].replace(",", "")) if m else 0
     return {"wall": r.wall_s, "cpu": r.cpu_s, "pss": r.peak_pss_mb, "procs": r.peak_processes,
-            "stages": times, "commands": commands, "bytes": dir_size(out),
+            "parts": r.peak_parts_mb, "stages": times, "commands": commands, "bytes": dir_size(out),
             "sizes": output_sizes(out, commands, times) if not extra else {}}
 
 
@@ -169,7 +169,9 @@ def print_all(label: str, row: dict) -> None:
     stages = "  ".join(f"{k} {v:.1f}" for k, v in row["stages"].items())
     sizes = "  ".join(f"{k} {v:,.1f}" for k, v in row["sizes"].items())
     print(f"  {label}: {row['commands']:,} commands: wall {row['wall']:.1f} s, CPU {row['cpu']:.1f} s, "
-          f"tree peak PSS {row['pss']:,.0f} MB ({row['procs']} processes)\n    stages (s): {stages}"
+          f"tree peak PSS {row['pss']:,.0f} MB ({row['procs']} processes: "
+          f"{' + '.join(f'{mb:,.0f}' for mb in row['parts'])} MB, the CLI first)"
+          f"\n    stages (s): {stages}"
           f"\n    outputs: {sizes}", flush=True)
 
 

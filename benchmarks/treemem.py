@@ -64,6 +64,8 @@ class Measured:
     cpu_s: float
     peak_pss_mb: float
     peak_processes: int                   # processes in the tree at the peak
+    #: each process's PSS (MB) at the peak, the command's first
+    peak_parts_mb: list[float] = field(default_factory=list)
     stderr: str = ""
     stamps: list[tuple[float, str]] = field(default_factory=list)   # (seconds, stderr line)
 
@@ -72,16 +74,17 @@ def run(cmd: list[str], env: dict | None = None, cwd=None) -> Measured:
     """Run ``cmd`` (stdout dropped, stderr kept line by line with the time each line came)."""
     t0 = time.perf_counter()
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env, cwd=cwd)
-    peak = [0, 0]
+    peak = [0, 0, []]
     stamps: list[tuple[float, str]] = []
     done = threading.Event()
 
     def sample():
         while not done.is_set():
             pids = tree(proc.pid)
-            total = sum(pss_kb(p) for p in pids)
+            parts = [pss_kb(p) for p in pids]
+            total = sum(parts)
             if total > peak[0]:
-                peak[:] = [total, len(pids)]
+                peak[:] = [total, len(pids), [kb / 1024 for kb in parts]]
             done.wait(PERIOD_S)
 
     def read():
@@ -99,4 +102,4 @@ def run(cmd: list[str], env: dict | None = None, cwd=None) -> Measured:
     for t in threads:
         t.join(timeout=5)       # a leftover grandchild may hold stderr open: not waited for
     return Measured(proc.returncode, wall, usage.ru_utime + usage.ru_stime, peak[0] / 1024, peak[1],
-                    "\n".join(line for _, line in stamps), stamps)
+                    peak[2], "\n".join(line for _, line in stamps), stamps)

@@ -196,6 +196,12 @@ class LazyTables(MutableMapping):
     def built(self) -> bool:
         return self._build is None
 
+    def release(self) -> None:
+        """Free what ``build`` would read (the decoded fields) for a run that will not read
+        the tables; their names stay. Reading a table afterwards is a bug and raises."""
+        if self._build is not None:
+            self._build = _released
+
     def _ready(self) -> dict[str, pd.DataFrame]:
         if self._build is not None:
             self._tables, self._build = self._build(), None
@@ -215,6 +221,11 @@ class LazyTables(MutableMapping):
 
     def __len__(self) -> int:
         return len(self._tables if self.built else self._names)
+
+
+def _released() -> dict[str, pd.DataFrame]:
+    raise RuntimeError("the register tables were released before the writers started "
+                       "(pipeline.registers_read said this run does not read them)")
 
 
 @dataclass

@@ -50,6 +50,8 @@ def _guarded(label: str, fn: Callable):
 
 
 _PR_SET_PDEATHSIG = 1
+#: what stops a run (cli.STOP_SIGNALS)
+_STOP_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
 
 
 def die_with_parent(parent_pid: int) -> None:
@@ -75,17 +77,44 @@ def _exit_text(code: int | None) -> str:
     return f"exit code {code}"
 
 
-def _child(label, fn, conn, parent_pid) -> None:
+def _child(label, fn, conn, parent_pid, sigmask=None) -> None:
+    if sigmask is not None:
+        signal.pthread_sigmask(signal.SIG_SETMASK, sigmask)     # the parent's, before the fork
     die_with_parent(parent_pid)
     progress.forward_to(lambda desc, done: conn.send(("progress", (desc, done))))
+    t0 = time.perf_counter()
     try:
-        conn.send(("ok", [str(p) for p in _guarded(label, fn)]))
+        files = [str(p) for p in _guarded(label, fn)]
+        conn.send(("ok", (files, time.perf_counter() - t0)))
     except ReportgenError as exc:
         conn.send(("err", (type(exc).__name__, str(exc), exc.exit_code)))
     except BaseException as exc:  # noqa: BLE001 - report anything, the parent decides
         conn.send(("err", ("OutputError", f"{label} failed: {exc}", 3)))
     finally:
         conn.close()
+
+
+def release_free_memory() -> None:
+    """Give the heap's free pages back to the system (glibc ``malloc_trim``).
+
+    The decode and the analysis free most of what they allocate, but glibc keeps freed heap
+    pages mapped (its threshold for mapping large blocks on their own grows with every large
+    block freed): at 3.3M commands several hundred MB that every forked writer would inherit
+    and the tree would count. Called between the stages, before anything forks; a no-op
+    without glibc."""
+    if _LIBC is not None:
+        _LIBC.malloc_trim(0)
+
+
+def _glibc():
+    try:
+        libc = ctypes.CDLL(None)
+        return libc if hasattr(libc, "malloc_trim") else None
+    except OSError:                        # pragma: no cover - no C library to load
+        return None
+
+
+_LIBC = _glibc()
 
 
 def workers(requested: int | None = None) -> int:
@@ -106,39 +135,90 @@ def run_jobs(jobs: list[tuple[str, Callable]], max_workers: int | None = None,
              quiet: bool = True) -> list[Path]:
     """Run ``(label, fn)`` jobs, up to ``workers(max_workers)`` at a time; returns the files
     written. Unless ``quiet``: a line per finished job, and on a terminal a bar."""
-    n = workers(max_workers)
-    if n == 1 or len(jobs) < 2 or "fork" not in mp.get_all_start_methods():
-        written = []
-        for label, fn in jobs:
-            t0 = time.perf_counter()
-            written += _guarded(label, fn)
-            _written(label, time.perf_counter() - t0, quiet)
-        return written
-    ctx = mp.get_context("fork")
-    pending = list(jobs)
-    running: list[tuple[str, mp.Process, object, float]] = []
-    written: list[Path] = []
-    error: tuple | None = None
-    shown: dict[str, str] = {}               # running writer -> how far its own bar got
-    with progress.bar(len(jobs), "writing", "output", quiet) as bar:
-        try:
-            while pending or running:
-                while pending and len(running) < n and error is None:
-                    label, fn = pending.pop(0)
-                    parent, child = ctx.Pipe(duplex=False)
-                    proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid()),
-                                       daemon=True)
-                    proc.start()
-                    child.close()
-                    running.append((label, proc, parent, time.perf_counter()))
-                    shown[label] = label
-                if not running:
+    with Writers(max_workers, quiet) as pool:
+        return pool.finish(jobs)
+
+
+class Writers:
+    """Writer processes that may start before the rest of their jobs are known.
+
+    ``start(jobs)`` forks jobs that need only what the parent holds now while the parent goes
+    on working (the analysis) on one CPU: they use the other CPUs, at most ``workers() - 1``
+    at a time, and are not waited for until ``finish(jobs)``, which runs the remaining jobs
+    beside them and returns every file written. Leaving the ``with`` block early (an error, a
+    signal) kills whatever still runs. With one worker, or without ``fork``, every job runs in
+    this process inside ``finish``.
+    """
+
+    def __init__(self, max_workers: int | None = None, quiet: bool = True):
+        self.n = workers(max_workers)
+        self.quiet = quiet
+        self.forking = self.n > 1 and "fork" in mp.get_all_start_methods()
+        self.pending: list[tuple[str, Callable]] = []
+        self.running: list[tuple[str, mp.Process, object, float]] = []
+
+    def __enter__(self) -> "Writers":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        # an error or a signal here: no writer may go on writing into a stage being removed
+        for _, proc, _, _ in self.running:
+            proc.kill()
+            proc.join()
+        self.running = []
+
+    def start(self, jobs: list[tuple[str, Callable]]) -> None:
+        """Start ``jobs`` now (as many as the CPUs left beside this process allow)."""
+        self.pending += jobs
+        if self.forking:
+            self._fill(self.n - 1)
+
+    def _fill(self, limit: int) -> None:
+        ctx = mp.get_context("fork")
+        while self.pending and len(self.running) < limit:
+            label, fn = self.pending.pop(0)
+            parent, child = ctx.Pipe(duplex=False)
+            # a stop signal between the fork and the bookkeeping would leave a writer that
+            # __exit__ does not know of, writing into a stage being removed: held until listed
+            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+            try:
+                proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid(), held),
+                                   daemon=True)
+                proc.start()
+                self.running.append((label, proc, parent, time.perf_counter()))
+            finally:
+                signal.pthread_sigmask(signal.SIG_SETMASK, held)
+            child.close()
+
+    def finish(self, jobs: list[tuple[str, Callable]]) -> list[Path]:
+        """Run ``jobs`` and wait for every job started; the files written, or the first
+        writer's error as an OutputError (the others are stopped)."""
+        self.pending += jobs
+        if not self.forking or (not self.running and len(self.pending) < 2):
+            written = []
+            for label, fn in self.pending:
+                t0 = time.perf_counter()
+                written += _guarded(label, fn)
+                _written(label, time.perf_counter() - t0, self.quiet)
+            self.pending = []
+            return written
+        written: list[Path] = []
+        error: tuple | None = None
+        shown = {label: label for label, *_ in self.running}  # writer -> how far its bar got
+        total = len(self.pending) + len(self.running)
+        with progress.bar(total, "writing", "output", self.quiet) as bar:
+            while self.pending or self.running:
+                if error is None:
+                    before = {label for label, *_ in self.running}
+                    self._fill(self.n)
+                    shown.update((label, label) for label, *_ in self.running if label not in before)
+                if not self.running:
                     break
                 # whichever writer finishes first frees its worker for the next job (waiting
                 # for the oldest would leave a CPU idle behind a long workbook)
-                ready = wait([conn for _, _, conn, _ in running])
-                i = next(i for i, r in enumerate(running) if r[2] in ready)
-                label, proc, conn, t0 = running[i]
+                ready = wait([conn for _, _, conn, _ in self.running])
+                i = next(i for i, r in enumerate(self.running) if r[2] in ready)
+                label, proc, conn, t0 = self.running[i]
                 try:
                     status, payload = conn.recv()
                 except EOFError:
@@ -150,24 +230,21 @@ def run_jobs(jobs: list[tuple[str, Callable]], max_workers: int | None = None,
                     shown[label] = f"{desc} {done:.0%}"
                     bar.describe(", ".join(shown.values()))
                     continue
-                running.pop(i)
+                self.running.pop(i)
                 proc.join()
                 del shown[label]
                 bar.describe(", ".join(shown.values()))
                 if status == "ok":
-                    written += [Path(p) for p in payload]
-                    _written(label, time.perf_counter() - t0, quiet)
+                    files, seconds = payload
+                    written += [Path(p) for p in files]
+                    _written(label, seconds, self.quiet)
                     bar.update()
                 elif error is None:
                     error = payload
-        finally:
-            # an error or a signal here: no writer may go on writing into a stage being removed
-            for _, proc, _, _ in running:
-                proc.kill()
-                proc.join()
-    if error is not None:
-        _, message, code = error
-        exc = OutputError(message)
-        exc.exit_code = code
-        raise exc
-    return written
+                    self.pending = []
+        if error is not None:
+            _, message, code = error
+            exc = OutputError(message)
+            exc.exit_code = code
+            raise exc
+        return written

@@ -11,6 +11,7 @@ replaced or removed, recovery of a killed run).
 """
 from __future__ import annotations
 
+import contextlib
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -20,7 +21,7 @@ import pandas as pd
 
 from reportgen import outdir, parallel, progress
 from reportgen.errors import OutputError
-from reportgen.model import Profile
+from reportgen.model import LazyTables, Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
 from reportgen.textsafe import clean_profile
 
@@ -91,7 +92,7 @@ def attach_comparison(profile: Profile, options: Options) -> None:
 
 # -- the outputs -----------------------------------------------------------------------------
 
-def _want_reginfo(options: Options, profile: Profile) -> bool:
+def _want_reginfo(options: Options, profile: Profile, warn: bool = True) -> bool:
     if options.reginfo == "off" or not profile.meta.is_pmu:
         return False
     if options.reginfo == "on":
@@ -99,11 +100,25 @@ def _want_reginfo(options: Options, profile: Profile) -> bool:
     if not options.workbook:
         return False
     if len(profile.commands) > REGINFO_AUTO_LIMIT:
-        profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: {len(profile.commands)} "
-                          f"commands would make about {len(profile.commands) * 1.2e-3:.0f} MB of text "
-                          "(--reginfo on writes them; the workbook and perfetto trace hold the same data)")
+        if warn:
+            profile.meta.warn("reginfo-skipped", f"RegInfo text files not written: "
+                              f"{len(profile.commands)} commands would make about "
+                              f"{len(profile.commands) * 1.2e-3:.0f} MB of text (--reginfo on writes "
+                              "them; the workbook and perfetto trace hold the same data)")
         return False
     return True
+
+
+def registers_read(options: Options, profile: Profile) -> bool:
+    """Whether this run reads the register tables: the RegInfo files, the workbook's register
+    columns, the local-memory view (each within its own size limit). A large capture reads
+    none, and their decoded fields (~100 B per mode-2 command) need not reach the analysis and
+    every forked writer."""
+    from reportgen.analysis.lmem import MAX_COMMANDS
+    from reportgen.writers.xlsx import register_columns_wanted
+
+    return (_want_reginfo(options, profile, warn=False) or len(profile.commands) <= MAX_COMMANDS
+            or (options.workbook and register_columns_wanted(profile, options.registers_wanted)))
 
 
 def _workbook(profile, summary, out, options):
@@ -162,6 +177,9 @@ class Output:
     #: what is decided before the writers fork (so its warnings reach the summary): keyword
     #: arguments of ``write``
     prepare: Callable[[Profile, Options], dict] | None = None
+    #: writes from the parsed profile alone (no analysis result, no warning decided by
+    #: ``wanted``): may start while the analysis runs, on the CPUs it leaves free
+    early: bool = False
 
 
 #: every output, longest to write first (the writer processes then finish close together)
@@ -170,7 +188,8 @@ OUTPUTS = (
     Output("RegInfo files", _want_reginfo, _reginfo),
     Output("perfetto trace", lambda o, p: o.perfetto, _perfetto),
     # the vendor writes its Instr World beside the workbook (PerfDoc) whenever it writes one
-    Output("Instr World", lambda o, p: o.workbook and p.meta.is_pmu and len(p.commands) > 0, _instr_world),
+    Output("Instr World", lambda o, p: o.workbook and p.meta.is_pmu and len(p.commands) > 0, _instr_world,
+           early=True),
     Output("web report", lambda o, p: o.web, _web),
     Output("summary", lambda o, p: o.summary, _summary),
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
@@ -180,10 +199,11 @@ OUTPUTS = (
 )
 
 
-def writer_jobs(options: Options, profile: Profile, summary: pd.DataFrame, out: Path
-                ) -> list[tuple[str, Callable[[], object]]]:
-    """The (label, writer) jobs this run asks for, writing into ``out``."""
-    wanted = [o for o in OUTPUTS if o.wanted(options, profile)]
+def writer_jobs(options: Options, profile: Profile, summary: pd.DataFrame | None, out: Path,
+                early: bool | None = None) -> list[tuple[str, Callable[[], object]]]:
+    """The (label, writer) jobs this run asks for, writing into ``out``: all of them, or
+    only those that can (``early=True``, before the analysis) or cannot start early."""
+    wanted = [o for o in OUTPUTS if (early is None or o.early == early) and o.wanted(options, profile)]
     if any(o.write is _reginfo for o in wanted):
         # RegInfo reads every register table: assemble them before the writers fork, so a
         # workbook that shows them too shares these tables instead of building its own
@@ -213,14 +233,26 @@ def report(options: Options) -> Report:
     t1 = time.perf_counter()
     progress.line(f"input read ({profile.meta.source}): {len(profile.commands):,} commands in "
                   f"{progress.seconds(t1 - t0)}", options.quiet)
-    summary = analyse(profile, options)
-    progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
-    if options.baseline:
-        attach_comparison(profile, options)
-    with outdir.staged(final) as out:
+    if isinstance(profile.registers, LazyTables) and not registers_read(options, profile):
+        profile.registers.release()
+    parallel.release_free_memory()          # the decode's freed buffers: not for the writers
+    early = any(o.early and o.wanted(options, profile) for o in OUTPUTS)
+    # the stage opens before the analysis only when a writer can start during it
+    with contextlib.ExitStack() as stack:
+        if early:
+            out = stack.enter_context(outdir.staged(final))
+            pool = stack.enter_context(parallel.Writers(options.jobs, options.quiet))
+            pool.start(writer_jobs(options, profile, None, out, early=True))
+        summary = analyse(profile, options)
+        progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
+        if options.baseline:
+            attach_comparison(profile, options)
+        parallel.release_free_memory()      # the analysis' freed intermediates, likewise
+        if not early:
+            out = stack.enter_context(outdir.staged(final))
+            pool = stack.enter_context(parallel.Writers(options.jobs, options.quiet))
         try:
-            written = parallel.run_jobs(writer_jobs(options, profile, summary, out), options.jobs,
-                                        options.quiet)
+            written = pool.finish(writer_jobs(options, profile, summary, out, early=False))
         except OutputError as exc:
             # writers name files in the private stage; the user knows them under OUT
             named = OutputError(str(exc).replace(str(out), str(final)))

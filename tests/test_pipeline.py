@@ -2,12 +2,15 @@
 from __future__ import annotations
 
 import ast
+import zipfile
 from pathlib import Path
 
+import pandas as pd
 import pytest
 
 from reportgen import pipeline
 from reportgen.analysis.metrics import engine_summary
+from reportgen.model import LazyTables
 from reportgen.options import OptionError, Options
 from reportgen.testing.profiles import make_profile
 
@@ -81,3 +84,78 @@ def test_every_package_is_installed():
     listed = set(cfg["options"]["packages"].split())
     on_disk = {".".join(p.parent.relative_to(PACKAGE.parent).parts) for p in PACKAGE.rglob("__init__.py")}
     assert on_disk | {"reportgen.templates"} == listed
+
+
+# -- what a run keeps before its writers fork (issue 28) ----------------------------------------
+
+def _with_lazy_registers(profile):
+    built = []
+    table = pd.DataFrame({"des_opd0_addr": [7]}, index=[0])
+    profile.registers = LazyTables(lambda: built.append(1) or {"TIU": table}, ["TIU"])
+    return profile, built
+
+
+def test_released_register_tables_keep_their_names_and_refuse_reads():
+    profile, built = _with_lazy_registers(make_profile(cores=1, per_engine=5))
+    profile.registers.release()
+    assert list(profile.registers) == ["TIU"] and len(profile.registers) == 1
+    assert profile.has_registers()            # the workbook's note still says they exist
+    with pytest.raises(RuntimeError, match="released"):
+        profile.registers["TIU"]
+    assert built == []
+
+
+@pytest.mark.parametrize("flags, limits, read", [
+    ({}, False, True),                              # a small capture: every reader wants them
+    ({}, True, False),                              # above every limit: nothing reads them
+    ({"reginfo": "on"}, True, True),
+    ({"registers": "on"}, True, True),
+    ({"registers": "on", "workbook": False}, True, False),
+])
+def test_registers_are_read_only_where_a_reader_wants_them(flags, limits, read, monkeypatch):
+    from reportgen.analysis import lmem
+    from reportgen.writers import xlsx
+
+    profile, _ = _with_lazy_registers(make_profile(cores=1, per_engine=20))
+    warnings = list(profile.meta.warnings)
+    if limits:
+        below = len(profile.commands) - 1
+        monkeypatch.setattr(pipeline, "REGINFO_AUTO_LIMIT", below)
+        monkeypatch.setattr(lmem, "MAX_COMMANDS", below)
+        monkeypatch.setattr(xlsx, "REGISTER_AUTO_LIMIT", below)
+    assert pipeline.registers_read(Options("in", **flags), profile) is read
+    assert profile.meta.warnings == warnings  # deciding warns nothing (the writers do)
+
+
+def _contents(folder: Path) -> dict[str, bytes]:
+    """Every file of a report, a workbook per zip member without its creation time."""
+    found = {}
+    for path in sorted(folder.rglob("*")):
+        name = path.relative_to(folder).as_posix()
+        if path.suffix == ".xlsx":
+            with zipfile.ZipFile(path) as z:
+                found.update({f"{name}:{m}": z.read(m) for m in z.namelist() if m != "docProps/core.xml"})
+        elif path.is_file():
+            found[name] = path.read_bytes()
+    return found
+
+
+def test_a_large_run_releases_the_register_fields_and_writes_the_same_reports(tmp_path, monkeypatch):
+    """Above every limit the register tables are released after the load; the reports are
+    byte for byte those of a run that keeps them (no writer and no analysis reads them)."""
+    from reportgen.analysis import lmem
+    from reportgen.writers import xlsx
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "cdm_profile_data_dev0-0"
+    for module, name in ((pipeline, "REGINFO_AUTO_LIMIT"), (lmem, "MAX_COMMANDS"),
+                         (xlsx, "REGISTER_AUTO_LIMIT")):
+        monkeypatch.setattr(module, name, 10)
+    released = pipeline.report(Options(str(sample), output=str(tmp_path / "released"), quiet=True))
+    with pytest.raises(RuntimeError, match="released"):
+        released.profile.registers["TIU"]
+    monkeypatch.setattr(pipeline, "registers_read", lambda options, profile: True)
+    kept = pipeline.report(Options(str(sample), output=str(tmp_path / "kept"), quiet=True))
+    assert len(kept.profile.registers["TIU"]) > 0
+    a, b = _contents(tmp_path / "released"), _contents(tmp_path / "kept")
+    assert sorted(a) == sorted(b) and "PerfDoc/instr_world.csv" in a
+    assert [n for n in a if a[n] != b[n]] == []

@@ -108,6 +108,11 @@ def write(profile: Profile, summary: pd.DataFrame, out_dir, *,
     return final
 
 
+def register_columns_wanted(profile: Profile, registers) -> bool:
+    """Whether the command sheets get register columns (``registers`` as for :func:`write`)."""
+    return _registers_decision(profile, registers)[0]
+
+
 def _registers_decision(profile: Profile, registers) -> tuple[bool, str]:
     """Whether register columns go in, and why: "absent", "off", "on", "over-limit" or "auto"."""
     if registers not in ("auto", True, False):
