@@ -309,7 +309,7 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
         if list(profile.registers):                   # descriptors exist (names only: not assembled)
             profile.meta.warn("lmem", f"local-memory view not computed: {n:,} commands, above its "
                               f"{MAX_COMMANDS:,}-command limit (analysis/lmem.py MAX_COMMANDS; a bound "
-                              "on its memory, docs/metrics.md \"Local memory: the interval sweep\")")
+                              "on its cost, docs/metrics.md \"Local memory: the interval sweep\")")
         return None
     acc = accesses(profile, ACCESS_COLUMNS if detail else VIEW_COLUMNS)
     if acc.empty or not acc["decoded"].any():
