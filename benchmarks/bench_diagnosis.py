@@ -12,9 +12,7 @@ each part, so a loaded machine can be told from a slow path. Figures are printed
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
-import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
@@ -23,16 +21,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from reportgen.analysis import breakdown, diagnosis, kernel_calls, overlap  # noqa: E402
 from reportgen.analysis.metrics import engine_summary  # noqa: E402
 from reportgen.testing.profiles import make_profile  # noqa: E402
-
-
-def measure(fn, repeat: int) -> tuple[float, float, float]:
-    walls, cpus = [], []
-    for _ in range(repeat):
-        w, c = time.perf_counter(), time.process_time()
-        fn()
-        walls.append(time.perf_counter() - w)
-        cpus.append(time.process_time() - c)
-    return min(walls), statistics.median(walls), min(cpus)
+from timing import measure  # noqa: E402
 
 
 def main() -> None:
@@ -62,7 +51,7 @@ def main() -> None:
     print(f"{len(p.commands):,} commands, {ncores} cores, {args.repeat} repeats")
     print(f"{'part':30s} {'best s':>8s} {'median s':>9s} {'cpu s':>7s}")
     for name, fn in parts.items():
-        best, median, cpu = measure(fn, args.repeat)
+        best, median, cpu, _ = measure(fn, args.repeat)
         print(f"{name:30s} {best:8.3f} {median:9.3f} {cpu:7.3f}")
 
 

@@ -16,25 +16,16 @@ a core; the CPU time does not), never asserted.
 from __future__ import annotations
 
 import argparse
-import statistics
 import sys
 import time
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "benchmarks"))
 WORK = ROOT / "benchmarks" / "_work"
 
-
-def _timed(fn, repeat: int):
-    """(result, fastest wall s, median wall s, fastest CPU s)."""
-    times, cpu, out = [], [], None
-    for _ in range(repeat):
-        t, c = time.perf_counter(), time.process_time()
-        out = fn()
-        times.append(time.perf_counter() - t)
-        cpu.append(time.process_time() - c)
-    return out, min(times), statistics.median(times), min(cpu)
+from timing import measure  # noqa: E402
 
 
 def main(argv=None) -> int:
@@ -66,13 +57,13 @@ def main(argv=None) -> int:
     print(f"tensor_location.json {sizes['tensor_location.json'] / 1e6:.1f} MB, final.mlir "
           f"{sizes['final.mlir'] / 1e6:.2f} MB")
 
-    profile, t_load, _, _ = _timed(lambda: load_dump(dump), 1)
+    t_load, _, _, profile = measure(lambda: load_dump(dump), 1)
     print(f"commands: {len(profile.commands):,}   decode (load_dump): {t_load:.2f} s")
     derive(profile)                      # the rest of the analysis; layer_view None: no files
-    files, t_read, m_read, c_read = _timed(
+    t_read, m_read, c_read, files = measure(
         lambda: read_layer_files(dump, Meta(source="pmu"), MAX_INPUT_MB), a.repeat)
     profile.layers = files
-    view, t_map, m_map, c_map = _timed(lambda: build_layer_view(profile), a.repeat)
+    t_map, m_map, c_map, view = measure(lambda: build_layer_view(profile), a.repeat)
     print(f"records: {len(files.records):,}   layers: {len(view.layers):,}   unattributed "
           f"commands: {int((view.command_record < 0).sum()):,} (SDMA included)")
     print(f"read layer files:  fastest {t_read:.3f} s   median {m_read:.3f} s   CPU {c_read:.3f} s")

@@ -404,9 +404,6 @@ class Profile:
         c = self.commands
         return c[c["sheet"] == name].sort_values("global_idx")
 
-    def engine_frame(self, engine: str) -> pd.DataFrame:
-        return self.commands[self.commands["engine"] == engine]
-
 
 def finalize_commands(df: "pd.DataFrame | dict[str, Any]") -> pd.DataFrame:
     """Give a parser's columns (a frame, or a dict of equally long arrays) the canonical

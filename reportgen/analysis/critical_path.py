@@ -41,13 +41,6 @@ class CriticalPath:
     top_commands: pd.DataFrame  # the longest compute/transfer stretches: row, sheet, ...
     rows: np.ndarray            # commands on the path (any stretch), unique
 
-    def share_of(self, cls: str) -> float:
-        return float(self.by_class.set_index("class").loc[cls, "share"])
-
-
-def _engine_name(i) -> str | None:
-    return ENGINES[i] if 0 <= i < len(ENGINES) else None
-
 
 def critical_path(g: DepGraph, c: pd.DataFrame) -> CriticalPath:
     n = g.n

@@ -108,9 +108,3 @@ def covered(points: np.ndarray, piece_start: np.ndarray, piece_end: np.ndarray) 
     out = np.zeros(len(points), bool)
     out[ok] = piece_end[k[ok]] > points[ok]
     return out
-
-
-def sorted_unique(values: np.ndarray) -> np.ndarray:
-    """Distinct values in order (a sort and a mask: numpy's hash-based unique is slower here)."""
-    v = np.sort(values, kind="stable")
-    return v[np.concatenate([[True], v[1:] != v[:-1]])] if len(v) else v
