@@ -1,5 +1,3 @@
-import sys
+from reportgen.cli import console
 
-from reportgen.cli import main
-
-sys.exit(main())
+console()
