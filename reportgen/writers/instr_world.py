@@ -33,7 +33,7 @@ import pandas as pd
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
-from reportgen.writers.byte_cells import Cells, digits as _digits, fixed as _fixed, matrix, pick
+from reportgen.writers.byte_cells import Cells, const, digits as _digits, fixed as _fixed, lines, pick
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
@@ -285,25 +285,17 @@ class _Source:
         return _number_cells(values, present, kind)
 
 
-_COMMA, _NEWLINE = ord(","), ord("\n")
-
-
 def rows_bytes(source: _Source, rows: np.ndarray) -> bytes:
     """The CSV lines of ``rows``: every column's NUL-padded cells side by side in one byte
     matrix with the separators; its non-NUL bytes, read row by row, are the lines in order
     (one selection, no loop per row)."""
-    columns = [source.cells(name, kind, rows) for _, name, kind in COLUMNS]
-    width = sum(mat.shape[1] for parts in columns for mat in parts) + len(columns)
-    out, buf = matrix(len(rows), width)
-    at = 0
-    for parts in columns:
-        for mat in parts:
-            out[:, at:at + mat.shape[1]] = mat
-            at += mat.shape[1]
-        out[:, at] = _COMMA
-        at += 1
-    out[:, -1] = _NEWLINE
-    return buf.translate(None, b"\0")     # faster than a boolean mask of the matrix
+    n = len(rows)
+    comma, newline = const(b",", n), const(b"\n", n)
+    parts = []
+    for i, (_, name, kind) in enumerate(COLUMNS):
+        parts += source.cells(name, kind, rows)
+        parts.append(comma if i < len(COLUMNS) - 1 else newline)
+    return lines(parts, n)
 
 
 def write(profile: Profile, out_dir) -> Path:

@@ -12,7 +12,9 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.writers.byte_cells import digits, fixed, matrix, pick
+import functools
+
+from reportgen.writers.byte_cells import const as _const, digits, fixed, lines, pick
 from reportgen.writers.xlsx import sheet_xml
 from reportgen.writers.xlsx.columns import Column
 
@@ -24,10 +26,6 @@ _ROW_OPEN, _ROW_MID, _ROW_CLOSE = b'<row r="', b'">', b"</row>"
 
 def _table(cells: list[str]) -> np.ndarray:
     return fixed(np.array([c.encode("utf-8") for c in cells], dtype=bytes))
-
-
-def _const(text: bytes, n: int) -> np.ndarray:
-    return np.broadcast_to(np.frombuffer(text, np.uint8), (n, len(text)))
 
 
 def _text_table(col: Column, style: int) -> np.ndarray | None:
@@ -79,6 +77,12 @@ def _float_table_reprs(chunk: np.ndarray) -> np.ndarray:
     return pick(fixed(np.array(sheet_xml.float_texts(uniques) + [""], dtype="S")), codes)
 
 
+@functools.lru_cache(maxsize=None)
+def _number_tags(s_attr: str) -> tuple[np.ndarray, np.ndarray]:
+    """A number cell's opening and closing tags, then the empty cell's (built once a style)."""
+    return _table([f"<c{s_attr}><v>", sheet_xml.EMPTY_CELL]), _table(["</v></c>", ""])
+
+
 def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
     chunk = col.data[lo:hi]
     n = len(chunk)
@@ -90,7 +94,7 @@ def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
         values = _float_reprs(chunk, empty)
     if values is None:
         values = [_float_table_reprs(chunk)] if n else [np.zeros((0, 1), np.uint8)]
-    opening, closing = _table([f"<c{s_attr}><v>", sheet_xml.EMPTY_CELL]), _table(["</v></c>", ""])
+    opening, closing = _number_tags(s_attr)
     if empty is None or not empty.any():
         return [_const(opening[0].tobytes(), n), *values, _const(closing[0].tobytes(), n)]
     blank = empty.astype(np.int8)
@@ -127,12 +131,7 @@ def chunk_bytes(columns: list[Column], start: int, stop: int, r0: int, styles: l
             return None
         parts += cells
     parts.append(_const(_ROW_CLOSE, n))
-    out, buf = matrix(n, sum(p.shape[1] for p in parts))
-    at = 0
-    for p in parts:
-        out[:, at:at + p.shape[1]] = p
-        at += p.shape[1]
-    return buf.translate(None, b"\0")
+    return lines(parts, n)
 
 
 def row_chunks(columns: list[Column], lo: int, hi: int, first_row: int, styles: list[int]):
