@@ -9,10 +9,10 @@ is built the string way, so the bytes are the same whichever way a chunk goes.
 """
 from __future__ import annotations
 
+import functools
+
 import numpy as np
 import pandas as pd
-
-import functools
 
 from reportgen.writers.byte_cells import const as _const, digits, fixed, lines, pick
 from reportgen.writers.xlsx import sheet_xml
