@@ -96,3 +96,24 @@ def test_category_texts_follow_each_columns_own_order():
     for s in (a, b, a):
         col = column_from_series("t", s)
         assert [col.categories[k] for k in col.data] == ["SYS", "sPorD", "SYS"]
+
+
+def test_columns_of_one_value_as_bytes_equal_the_string_path(monkeypatch):
+    """A chunk whose integers are all one value (a command sheet's Engine Id and Core Id) is one
+    constant cell: negative, huge, zero, styled or not, with an empty cell (then cell by cell),
+    and a column constant in some chunks only."""
+    monkeypatch.setattr(sheet_xml, "CHUNK_CELLS", 600)      # 100 rows a chunk at 6 columns
+    n = 350
+    steps = pd.Series(np.repeat([7, -3, 10**15, 0], [100, 100, 100, 50]))
+    holed = pd.Series(np.full(n, 42), dtype="Int64")
+    holed[120] = pd.NA
+    columns = [column_from_series("neg", pd.Series(np.full(n, -12345))),
+               column_from_series("zero", pd.Series(np.zeros(n, np.int64))),
+               column_from_series("huge", pd.Series(np.full(n, 2**52 + 1))),
+               column_from_series("holed", holed), column_from_series("steps", steps),
+               column_from_series("u8", pd.Series(np.full(n, 200, np.uint8)))]
+    assert all(c.kind == "number" for c in columns)
+    text, data = _both(columns, styles=[0, 1, 2, 3, 4, 0])
+    assert data == text
+    assert data.count(b"<v>-12345</v>") == n and data.count(b"<v>4503599627370497</v>") == n
+    assert data.count(b"<v>42</v>") == n - 1 and data.count(b"<v>-3</v>") == 100

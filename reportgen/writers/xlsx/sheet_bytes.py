@@ -87,14 +87,19 @@ def _number(col: Column, lo: int, hi: int, s_attr: str) -> list[np.ndarray]:
     chunk = col.data[lo:hi]
     n = len(chunk)
     empty = col.missing[lo:hi] if col.missing is not None else None
+    opening, closing = _number_tags(s_attr)
     if chunk.dtype.kind in "iu":
         v = chunk.astype(np.int64)
+        if n and v[0] == v.min() == v.max() and (empty is None or not empty.any()):
+            # one value in every row (a command sheet's Engine Id and Core Id): one constant
+            # cell, which byte_cells.lines writes once
+            return [_const(b"".join((opening[0].tobytes().rstrip(b"\0"), b"%d" % v[0],
+                                     closing[0].tobytes().rstrip(b"\0"))), n)]
         values = digits(np.abs(v), v < 0)
     else:
         values = _float_reprs(chunk, empty)
     if values is None:
         values = [_float_table_reprs(chunk)] if n else [np.zeros((0, 1), np.uint8)]
-    opening, closing = _number_tags(s_attr)
     if empty is None or not empty.any():
         return [_const(opening[0].tobytes(), n), *values, _const(closing[0].tobytes(), n)]
     blank = empty.astype(np.int8)
