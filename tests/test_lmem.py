@@ -279,3 +279,32 @@ def test_report_view_equals_the_detailed_one_and_lists_the_top_conflicts(name, m
     want = (c.sort_values(["core", "w", "dma_row", "tiu_row"], ascending=[True, False, True, True])
             .groupby("core").head(3).drop(columns="w").reset_index(drop=True))
     pd.testing.assert_frame_equal(short.conflicts.reset_index(drop=True), want)
+
+
+def test_step_functions_exact_up_to_the_cap_then_maxima_per_bucket(monkeypatch):
+    """core_steps: hand-made +/- events; below MAX_STEPS every distinct time keeps its level
+    (after all events at that time); above it each bucket keeps the maximum of its levels,
+    computed here independently with pandas."""
+    from reportgen.analysis import lmem
+    # bank 0: +100 at 0, +50 at 10, -100 at 20, -50 at 30; bank 1: +7 at 10, -7 at 25
+    t = np.array([0, 10, 20, 30, 10, 25])
+    d = np.array([100, 50, -100, -50, 7, -7])
+    bank = np.array([0, 0, 0, 0, 1, 1])
+    steps, peaks = lmem.core_steps(t, d, bank)
+    assert steps["t"].tolist() == [0, 10, 20, 25, 30]
+    assert steps["total"].tolist() == [100, 157, 57, 50, 0]
+    assert steps["banks"][0].tolist() == [100, 150, 50, 50, 0] and steps["banks"][1].tolist() == [0, 7, 7, 0, 0]
+    assert (peaks["total"][0], peaks["total"][1]) == (157, 10)
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.integers(0, 10_000, 3000))
+    d = rng.integers(1, 100, 3000) * np.where(np.arange(3000) % 2, -1, 1)
+    bank = rng.integers(0, 16, 3000)
+    exact, _ = lmem.core_steps(t, d, bank)
+    monkeypatch.setattr(lmem, "MAX_STEPS", 50)
+    cut, peaks = lmem.core_steps(t, d, bank)
+    assert len(exact["t"]) > 50 and len(cut["t"]) <= 50
+    edges = np.linspace(exact["t"][0], exact["t"][-1], 51)
+    bucket = np.minimum(np.searchsorted(edges, exact["t"], side="right") - 1, 49)
+    want = pd.DataFrame({"b": bucket, "t": exact["t"], "v": exact["total"]}).groupby("b").agg(t=("t", "min"), v=("v", "max"))
+    assert cut["t"].tolist() == want["t"].tolist() and cut["total"].tolist() == want["v"].tolist()
+    assert cut["total"].max() == exact["total"].max() == peaks["total"][0]

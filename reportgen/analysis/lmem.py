@@ -38,8 +38,10 @@ from reportgen.analysis.rules import RULES
 from reportgen.model import Profile
 
 #: the step functions drawn per core keep at most this many points; longer ones are reduced to
-#: the maximum per time bucket (a peak is never lost)
-MAX_STEPS = 4000
+#: the maximum per time bucket (a peak is never lost). The page re-buckets the points inside the
+#: window shown, so zooming in shows every step up to this many per core: exact at 678k commands
+#: (~38k distinct times per core), about 1 MB of page per 300k points (docs/metrics.md)
+MAX_STEPS = 65_536
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
