@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.analysis.findings import _finding, _pct, _us
 from reportgen.analysis.lmem_access import ACCESS_COLUMNS, BANK_BYTES, BANKS, LANE_BYTES, VIEW_COLUMNS, accesses
@@ -228,16 +229,10 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
     dcore = a["core"][dma_i] << 44
     lo = np.searchsorted(run_e, dcore + a["start_ns"][dma_i], side="right")
     hi = np.searchsorted(tkey_s, dcore + a["end_ns"][dma_i], side="left")
-    n = np.maximum(hi - lo, 0)
-    di = np.repeat(dma_i, n)
-    ti = tiu_i[np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))]
-    ostart = np.maximum(a["start_ns"][di], a["start_ns"][ti])
-    olen = np.minimum(a["end_ns"][di], a["end_ns"][ti]) - ostart
-    both = a["bank"][di] & a["bank"][ti]
-    hit = (olen > 0) & (both != 0) & ((a["lane_mask"][di] & a["lane_mask"][ti]) != 0)
-    if not hit.any():
+    di, ti, ostart, olen, both = _hits(dma_i, tiu_i, lo, hi, a["start_ns"], a["end_ns"], a["bank"],
+                                       a["lane_mask"].view(np.int64))
+    if len(di) == 0:
         return pd.DataFrame(columns=cols), np.zeros(0, np.int64)
-    di, ti, ostart, olen, both = di[hit], ti[hit], ostart[hit], olen[hit], both[hit]
     # one row per command pair: banks and operands OR-ed as bit masks (few distinct values,
     # each turned into text once)
     key = a["row"][di] * (int(a["row"][tiu_i].max()) + 1) + a["row"][ti]
@@ -273,6 +268,30 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
         out[side] = command_labels(commands, rows)
         out[f"{side}_cmd_id"] = commands["cmd_id"].to_numpy(np.int64)[rows]
     return out[cols], total
+
+
+@njit(cache=True)
+def _hits(dma_i, tiu_i, lo, hi, start, end, bank, lanes):
+    """Of the (DMA access, TIU access) pairs ``dma_i[k]`` x ``tiu_i[lo[k]:hi[k]]``, those
+    overlapping in time (> 0 ns) with a common bank and lane: both indices, overlap start and
+    length, common banks (one pass, no array per candidate pair)."""
+    m = 0
+    for k in range(len(dma_i)):
+        m += max(hi[k] - lo[k], 0)
+    di, ti = np.empty(m, np.int64), np.empty(m, np.int64)
+    ostart, olen, both = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    n = 0
+    for k in range(len(dma_i)):
+        d = dma_i[k]
+        for x in range(lo[k], hi[k]):
+            t = tiu_i[x]
+            s = max(start[d], start[t])
+            length = min(end[d], end[t]) - s
+            b = bank[d] & bank[t]
+            if length > 0 and b != 0 and (lanes[d] & lanes[t]) != 0:
+                di[n], ti[n], ostart[n], olen[n], both[n] = d, t, s, length, b
+                n += 1
+    return di[:n], ti[:n], ostart[:n], olen[:n], both[:n]
 
 
 def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
