@@ -250,13 +250,11 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
     overlap = per_pair(olen)
     # ranked per core by stall x overlap (ties: DMA row, then TIU row); the first ``listed`` kept
     by_pair = np.lexsort((tiu_row, dma_row, core))
-    rank = by_pair[np.lexsort((-(np.nan_to_num(stall[by_pair]) * overlap[by_pair]), core[by_pair]))]
+    sel = by_pair[np.lexsort((-(np.nan_to_num(stall[by_pair]) * overlap[by_pair]), core[by_pair]))]
     total = np.bincount(core, minlength=int(core.max()) + 1)
     if listed is not None:
-        cs = core[rank]
-        nth = np.arange(len(rank)) - np.searchsorted(cs, cs)          # place inside its core
-        rank = rank[nth < listed]
-    sel = rank
+        cs = core[sel]
+        sel = sel[np.arange(len(sel)) - np.searchsorted(cs, cs) < listed]   # place inside its core
     out = pd.DataFrame({"core": core[sel], "dma_row": dma_row[sel], "tiu_row": tiu_row[sel],
                         "overlap_start_ns": per_pair(ostart)[sel], "overlap_ns": overlap[sel]})
     out["banks"] = _mask_texts(per_pair(both, np.bitwise_or)[sel], lambda m: [b for b in range(BANKS) if m >> b & 1])
