@@ -53,7 +53,8 @@ LOCAL_MEMORY = [
 ]
 CONFLICTS = [
     ("Core", "core", "0", f"Per core the {LISTED_CONFLICTS} candidates with the largest DMA Stall Cycle x "
-     "overlap, ranked (ties: DMA, then TIU command order); the Local Memory sheet counts all of them."), ("DMA", "dma", None, "ENGINE/global index."), ("DMA Cmd Id", "dma_cmd_id", "0", ""),
+     "overlap, ranked (ties: DMA, then TIU command order); the Local Memory sheet counts all of them."),
+    ("DMA", "dma", None, "ENGINE/global index."), ("DMA Cmd Id", "dma_cmd_id", "0", ""),
     ("TIU", "tiu", None, ""), ("TIU Cmd Id", "tiu_cmd_id", "0", ""),
     ("Overlap start (ns)", "overlap_start_ns", NS, ""), ("Overlap (ns)", "overlap_ns", NS, ""),
     ("Banks", "banks", None, "Banks both commands touch in a common lane."),
