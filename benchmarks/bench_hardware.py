@@ -78,7 +78,8 @@ def main() -> None:
         if lm is None:
             print("  not computed: above analysis/lmem.py MAX_COMMANDS (the warning says so)")
         else:
-            print(f"  {int(lm.cores['accesses'].sum()):,} accesses, {len(lm.conflicts):,} conflict candidates")
+            print(f"  {int(lm.cores['accesses'].sum()):,} accesses, "
+                  f"{int(lm.cores['conflict_candidates'].sum()):,} conflict candidates ({len(lm.conflicts):,} listed)")
     from reportgen.writers import html
     from reportgen.writers.hardware_text import hardware_document
     from reportgen.writers.html import hardware

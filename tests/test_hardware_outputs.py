@@ -11,6 +11,7 @@ import pytest
 from bs4 import BeautifulSoup
 
 from reportgen.analysis.derive import derive
+from reportgen.analysis.lmem import LISTED_CONFLICTS
 from reportgen.parsers.pmu.dump import load_dump
 from reportgen.testing.html_page import read_page
 from reportgen.testing.profiles import make_profile
@@ -97,6 +98,9 @@ def test_lmem_the_same_everywhere(outputs):
     sheet = list(outputs["book"]["Local Memory"].iter_rows(values_only=True))
     col = {h: i for i, h in enumerate(sheet[0])}
     page = {c["core"]: c for c in outputs["data"]["diagnosis"]["lmem"]["cores"]}
+    conf = list(outputs["book"]["LMEM Conflicts"].iter_rows(values_only=True))
+    ccol = {h: i for i, h in enumerate(conf[0])}
+    assert sum(1 for r in conf[1:] if r[ccol["Core"]] is not None) == len(lm.conflicts)
     for c in lm.cores.to_dict("records"):
         core = int(c["core"])
         j = js[str(core)]
@@ -110,6 +114,13 @@ def test_lmem_the_same_everywhere(outputs):
         in_sheet = [r[col["Peak (B per lane)"]] for r in sheet[1:] if r[col["Core"]] == core and r[col["Bank"]] is not None]
         assert in_sheet == banks["peak_bytes"].tolist()
         assert f"core {core}: peak {c['peak_bytes']:,} B" in outputs["txt"]
+        # the same ranked conflict candidates in summary.json and the LMEM Conflicts sheet
+        listed = [(r["dma"], r["tiu"], r["overlap_ns"], r["dma_stall_cycles"]) for r in j["conflict_candidates_listed"]]
+        assert listed == [(r[ccol["DMA"]], r[ccol["TIU"]], r[ccol["Overlap (ns)"]], r[ccol["DMA Stall Cycle"]])
+                          for r in conf[1:] if r[ccol["Core"]] == core]
+        assert len(listed) == min(c["conflict_candidates"], LISTED_CONFLICTS) and j["conflict_candidates"] == c["conflict_candidates"]
+        weight = [(s or 0) * o for _, _, o, s in listed]
+        assert weight == sorted(weight, reverse=True)
 
 
 def _soffice():

@@ -108,7 +108,8 @@ def test_peaks_conflicts_and_same_bank_operands(case):
         assert banks["peak_bytes"].tolist() == [b["peak_bytes"] for b in g["banks"]]
         assert np.nan_to_num(banks["peak_at_ns"].to_numpy(float), nan=-1).tolist() == \
             [-1 if b["peak_at_ns"] is None else b["peak_at_ns"] for b in g["banks"]]
-        conf = lm.conflicts[lm.conflicts["core"] == int(core)]
+        # (detail: every candidate, ranked by stall x overlap) in the golden's order
+        conf = lm.conflicts[lm.conflicts["core"] == int(core)].sort_values(["dma_row", "tiu_row"])
         assert [(r.dma, r.tiu, r.overlap_start_ns, r.overlap_ns, list(r.banks), r.dma_operands,
                  r.tiu_operands, r.dma_stall_cycles) for r in conf.itertuples()] == \
             [(c["dma"], c["tiu"], c["overlap_start_ns"], c["overlap_ns"], c["banks"], c["dma_operands"],
@@ -237,7 +238,73 @@ def test_same_bank_texts_of_masks_beyond_bank_15_are_one_category():
     path = DATA / "pmu" / "cv84x6-bmodel-c4" / "input"
     if not path.exists():
         pytest.skip(f"shared data not present at {path}")
-    lm = local_memory(load_dump(path))
+    lm = local_memory(load_dump(path), detail=True)
     banks = lm.same_bank["banks"]
     assert len(lm.same_bank) > 0 and banks.cat.categories.is_unique
     assert lm.cores["tiu_same_bank"].sum() == lm.same_bank["row"].nunique()
+
+
+@pytest.mark.parametrize("name", [CASES[1], "synthetic"])
+def test_report_view_equals_the_detailed_one_and_lists_the_top_conflicts(name, monkeypatch, tmp_path):
+    """Without ``detail`` (the report) the per-core sums come from the sweep's parts, not the
+    pieces, and only the first LISTED_CONFLICTS candidates per core are kept: the same counts
+    and sums as the detailed view, and the listed rows are the detailed list's best ones by DMA
+    Stall Cycle x overlap (ties: DMA row, then TIU row), re-ranked here with pandas."""
+    from reportgen.analysis import lmem
+    if name == "synthetic":
+        from reportgen.testing.synth import write_dump
+        write_dump(tmp_path, arch="AKS", cores=2, cmds_per_core=3000, mode=2, seed=3, write_truth=False)
+        path = tmp_path / "cdm_profile_data_dev0-0"
+    else:
+        path = LMEM / name / "input"
+        if not path.exists():
+            pytest.skip(f"shared data not present at {path}")
+    profile = load_dump(path)
+    full = lmem.local_memory(profile, detail=True)
+    p = full.pieces
+    size = p["hi"] - p["lo"]
+    for c in full.cores.itertuples(index=False):
+        mine = p["core"] == c.core
+        assert c.never_read_bytes == size[mine & (p["status"] == "never read")].sum()
+        assert c.before_capture_bytes == size[mine & (p["status"] == "written before capture")].sum()
+        assert c.races == (mine & (p["overlap_ns"] > 0)).sum()
+        assert c.conflict_candidates == (full.conflicts["core"] == c.core).sum()
+    assert full.cores["conflict_candidates"].max() > 3              # the cut below bites
+    monkeypatch.setattr(lmem, "LISTED_CONFLICTS", 3)
+    short = lmem.local_memory(profile)
+    assert short.accesses is None and short.pieces is None and short.same_bank is None
+    pd.testing.assert_frame_equal(short.cores, full.cores)
+    pd.testing.assert_frame_equal(short.banks, full.banks)
+    c = full.conflicts.assign(w=full.conflicts["dma_stall_cycles"].fillna(0) * full.conflicts["overlap_ns"])
+    want = (c.sort_values(["core", "w", "dma_row", "tiu_row"], ascending=[True, False, True, True])
+            .groupby("core").head(3).drop(columns="w").reset_index(drop=True))
+    pd.testing.assert_frame_equal(short.conflicts.reset_index(drop=True), want)
+
+
+def test_step_functions_exact_up_to_the_cap_then_maxima_per_bucket(monkeypatch):
+    """core_steps: hand-made +/- events; below MAX_STEPS every distinct time keeps its level
+    (after all events at that time); above it each bucket keeps the maximum of its levels,
+    computed here independently with pandas."""
+    from reportgen.analysis import lmem
+    # bank 0: +100 at 0, +50 at 10, -100 at 20, -50 at 30; bank 1: +7 at 10, -7 at 25
+    t = np.array([0, 10, 20, 30, 10, 25])
+    d = np.array([100, 50, -100, -50, 7, -7])
+    bank = np.array([0, 0, 0, 0, 1, 1])
+    steps, peaks = lmem.core_steps(t, d, bank)
+    assert steps["t"].tolist() == [0, 10, 20, 25, 30]
+    assert steps["total"].tolist() == [100, 157, 57, 50, 0]
+    assert steps["banks"][0].tolist() == [100, 150, 50, 50, 0] and steps["banks"][1].tolist() == [0, 7, 7, 0, 0]
+    assert (peaks["total"][0], peaks["total"][1]) == (157, 10)
+    rng = np.random.default_rng(4)
+    t = np.sort(rng.integers(0, 10_000, 3000))
+    d = rng.integers(1, 100, 3000) * np.where(np.arange(3000) % 2, -1, 1)
+    bank = rng.integers(0, 16, 3000)
+    exact, _ = lmem.core_steps(t, d, bank)
+    monkeypatch.setattr(lmem, "MAX_STEPS", 50)
+    cut, peaks = lmem.core_steps(t, d, bank)
+    assert len(exact["t"]) > 50 and len(cut["t"]) <= 50
+    edges = np.linspace(exact["t"][0], exact["t"][-1], 51)
+    bucket = np.minimum(np.searchsorted(edges, exact["t"], side="right") - 1, 49)
+    want = pd.DataFrame({"b": bucket, "t": exact["t"], "v": exact["total"]}).groupby("b").agg(t=("t", "min"), v=("v", "max"))
+    assert cut["t"].tolist() == want["t"].tolist() and cut["total"].tolist() == want["v"].tolist()
+    assert cut["total"].max() == exact["total"].max() == peaks["total"][0]

@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.analysis.findings import _finding, _pct, _us
 from reportgen.analysis.lmem_access import ACCESS_COLUMNS, BANK_BYTES, BANKS, LANE_BYTES, VIEW_COLUMNS, accesses
@@ -38,15 +39,21 @@ from reportgen.analysis.rules import RULES
 from reportgen.model import Profile
 
 #: the step functions drawn per core keep at most this many points; longer ones are reduced to
-#: the maximum per time bucket (a peak is never lost)
-MAX_STEPS = 4000
+#: the maximum per time bucket (a peak is never lost). The page re-buckets the points inside the
+#: window shown, so zooming in shows every step up to this many per core: exact at 678k commands
+#: (~38k distinct times per core), about 1 MB of page per 300k points (docs/metrics.md)
+MAX_STEPS = 65_536
 STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so): a bound on its cost,
-#: which grows with the accesses (about two per command): ~3.5 s CPU and +0.4 GB at 1.16M
-#: commands, ~13 s and +0.7 GB at 3.3M (more than the rest of the analysis; benchmarks/bench_hardware.py)
+#: which grows with the accesses (about two per command): ~2.1 s CPU at 1.1M commands with the
+#: register tables it assembles (docs/metrics.md "Local memory: listed bank-conflict candidates,
+#: chart detail, cost"), ~13 s and +0.7 GB at 3.3M before that (benchmarks/bench_hardware.py)
 MAX_COMMANDS = 1_200_000
+#: bank-conflict candidates listed per core (workbook sheet "LMEM Conflicts", summary.json): those
+#: with the largest DMA Stall Cycle x overlap; the per-core counts cover every candidate
+LISTED_CONFLICTS = 50
 
 
 @dataclass
@@ -64,10 +71,13 @@ class LocalMemory:
     cores: pd.DataFrame
     #: one row per core and bank: core, bank, peak_bytes, peak_at_ns
     banks: pd.DataFrame
-    #: TIU/DMA pairs overlapping in time on a common bank and lane
+    #: TIU/DMA pairs overlapping in time on a common bank and lane, ranked per core by DMA Stall
+    #: Cycle x overlap: the first :data:`LISTED_CONFLICTS` per core (all with ``detail``); their
+    #: number per core is ``cores.conflict_candidates``
     conflicts: pd.DataFrame
     #: pairs of operands of one TIU command in one bank and a common lane: row, a, b, banks
-    same_bank: pd.DataFrame
+    #: (None unless computed with ``detail``; their commands per core: ``cores.tiu_same_bank``)
+    same_bank: pd.DataFrame | None
     #: per core: {"t": ns, "total": bytes, "banks": 16 x len(t)} step functions (reduced)
     steps: dict = field(default_factory=dict)
 
@@ -97,29 +107,42 @@ def _time_order(acc: dict) -> np.ndarray:
 def core_pieces(sub: dict) -> tuple[pd.DataFrame, tuple[np.ndarray, ...]]:
     """One core's live pieces (:data:`PIECE_COLUMNS`) and occupancy as +/- events (core, bank,
     t, delta), from :func:`sweep_columns` of its decoded accesses (analysis/lmem_sweep.py)."""
+    pieces, _, events = core_sweep(sub, detail=True)
+    return pieces, events
+
+
+def core_sweep(sub: dict, detail: bool = False):
+    """:func:`core_pieces` (pieces None unless ``detail``), with the core's piece sums: bytes
+    never read, bytes written before the capture, overwrite races (pieces with an overlap)."""
     o = _time_order(sub)
     core = int(sub["core"][0]) if len(o) else 0
     lo = sub["lane_offset"][o]
     hi = np.minimum(lo + sub["extent_bytes"][o], LANE_BYTES)
     start, end, row, write = sub["start_ns"][o], sub["end_ns"][o], sub["row"][o], sub["write"][o]
     (val, plo, phi, ow, pend, readers, overlap), (qlo, qhi, t0, t1) = sweep(lo, hi, start, end, row, write)
-    # one piece per run of adjacent parts of one value overwritten by one command (their end,
-    # readers and overlap are equal: a command's writes follow each other, no read between)
-    order = np.lexsort((plo, val))
-    val, plo, phi, ow = val[order], plo[order], phi[order], ow[order]
-    same = (plo[1:] == phi[:-1]) & (val[1:] == val[:-1]) & (ow[1:] == ow[:-1])
-    first = np.flatnonzero(np.r_[True, ~same]) if len(val) else np.zeros(0, np.int64)
-    last = np.r_[first[1:] - 1, len(val) - 1] if len(val) else first
-    v, at = val[first], order[first]
-    made = write[v]
-    pieces = pd.DataFrame({
-        "core": np.full(len(v), core, np.int64), "lo": plo[first], "hi": phi[last],
-        "first_bank": plo[first] // BANK_BYTES, "last_bank": (phi[last] - 1) // BANK_BYTES,
-        "writer": np.where(made, row[v], -1), "start_ns": np.where(made, start[v], start[0] if len(o) else 0),
-        "end_ns": pend[at], "readers": readers[at],
-        "status": np.array(STATUS, object)[np.where(~made, 2, np.where(readers[at] > 0, 0, 1))],
-        "overwritten_by": ow[first], "overlap_ns": overlap[at]})
-    pieces = pieces.iloc[np.lexsort((pieces["lo"].to_numpy(), pieces["start_ns"].to_numpy()))]
+    made = write[val]
+    size = phi - plo
+    # a piece = a run of adjacent parts of one value overwritten by one command (their end,
+    # readers and overlap are equal: a command's writes follow each other, no read between), so
+    # the byte sums are those of the parts; races count the pieces among the parts with overlap
+    race = np.flatnonzero(overlap > 0)
+    _, race_first, _ = _runs_of_parts(val[race], plo[race], phi[race], ow[race])
+    sums = (int(size[made & (readers == 0)].sum()), int(size[~made].sum()), len(race_first))
+    pieces = None
+    if detail:
+        order, first, last = _runs_of_parts(val, plo, phi, ow)
+        v, at = val[order[first]], order[first]
+        made = write[v]
+        plo, phi = plo[order], phi[order]
+        pieces = pd.DataFrame({
+            "core": np.full(len(v), core, np.int64), "lo": plo[first], "hi": phi[last],
+            "first_bank": plo[first] // BANK_BYTES, "last_bank": (phi[last] - 1) // BANK_BYTES,
+            "writer": np.where(made, row[v], -1), "start_ns": np.where(made, start[v], start[0] if len(o) else 0),
+            "end_ns": pend[at], "readers": readers[at],
+            "status": np.array(STATUS, object)[np.where(~made, 2, np.where(readers[at] > 0, 0, 1))],
+            "overwritten_by": ow[at], "overlap_ns": overlap[at]})
+        pieces = pieces.iloc[np.lexsort((pieces["lo"].to_numpy(), pieces["start_ns"].to_numpy()))]
+        pieces = pieces.reset_index(drop=True)
     # occupancy rectangles cut at bank boundaries: +bytes at the run's start, -bytes at its end
     b0, b1 = qlo // BANK_BYTES, (qhi - 1) // BANK_BYTES
     k = b1 - b0 + 1
@@ -127,7 +150,18 @@ def core_pieces(sub: dict) -> tuple[pd.DataFrame, tuple[np.ndarray, ...]]:
     bank = np.repeat(b0, k) + np.arange(len(q)) - np.repeat(np.cumsum(k) - k, k)
     size = np.minimum(qhi[q], (bank + 1) * BANK_BYTES) - np.maximum(qlo[q], bank * BANK_BYTES)
     events = (np.full(2 * len(q), core, np.int64), np.r_[bank, bank], np.r_[t0[q], t1[q]], np.r_[size, -size])
-    return pieces.reset_index(drop=True), events
+    return pieces, sums, events
+
+
+def _runs_of_parts(val, plo, phi, ow):
+    """Parts in (value, offset) order, and the first and last position of each run of touching
+    parts of one value overwritten by one command."""
+    order = np.lexsort((plo, val))
+    val, plo, phi, ow = val[order], plo[order], phi[order], ow[order]
+    same = (plo[1:] == phi[:-1]) & (val[1:] == val[:-1]) & (ow[1:] == ow[:-1])
+    first = np.flatnonzero(np.r_[True, ~same]) if len(val) else np.zeros(0, np.int64)
+    last = np.r_[first[1:] - 1, len(val) - 1] if len(val) else first
+    return order, first, last
 
 
 def core_steps(t: np.ndarray, d: np.ndarray, bank: np.ndarray, nbanks: int = BANKS):
@@ -172,16 +206,19 @@ def command_labels(commands: pd.DataFrame, rows: np.ndarray) -> np.ndarray:
     return (names[engine.cat.codes.to_numpy()[rows]] + "/" + idx.astype(str).astype(object))[inverse]
 
 
-def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
+def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
+              listed: int | None = LISTED_CONFLICTS) -> tuple[pd.DataFrame, np.ndarray]:
     """TIU/DMA command pairs of one core overlapping in time whose accesses share a bank and a
-    lane (spec §6.3), with the DMA's measured Stall Cycle."""
+    lane (spec §6.3), with the DMA's measured Stall Cycle: the ``listed`` first per core (None:
+    all) ranked by Stall Cycle x overlap (:data:`LISTED_CONFLICTS`), and the number of
+    candidates per core index (all of them)."""
     cols = ["core", "dma_row", "dma", "dma_cmd_id", "tiu_row", "tiu", "tiu_cmd_id", "overlap_start_ns",
             "overlap_ns", "banks", "dma_operands", "tiu_operands", "dma_stall_cycles"]
     engine = _engine_codes(acc, commands)
     dec = acc["decoded"].to_numpy(bool)
     tiu_i, dma_i = np.flatnonzero(dec & (engine == 0)), np.flatnonzero(dec & (engine == 1))
     if len(tiu_i) == 0 or len(dma_i) == 0:
-        return pd.DataFrame(columns=cols)
+        return pd.DataFrame(columns=cols), np.zeros(0, np.int64)
     a = {k: acc[k].to_numpy(np.int64) for k in ("core", "start_ns", "end_ns", "row", "first_bank", "last_bank")}
     a["lane_mask"] = acc["lane_mask"].to_numpy().astype(np.uint64)
     a["bank"] = _bank_mask(a["first_bank"], a["last_bank"])
@@ -193,16 +230,10 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     dcore = a["core"][dma_i] << 44
     lo = np.searchsorted(run_e, dcore + a["start_ns"][dma_i], side="right")
     hi = np.searchsorted(tkey_s, dcore + a["end_ns"][dma_i], side="left")
-    n = np.maximum(hi - lo, 0)
-    di = np.repeat(dma_i, n)
-    ti = tiu_i[np.repeat(lo, n) + (np.arange(len(di)) - np.repeat(np.cumsum(n) - n, n))]
-    ostart = np.maximum(a["start_ns"][di], a["start_ns"][ti])
-    olen = np.minimum(a["end_ns"][di], a["end_ns"][ti]) - ostart
-    both = a["bank"][di] & a["bank"][ti]
-    hit = (olen > 0) & (both != 0) & ((a["lane_mask"][di] & a["lane_mask"][ti]) != 0)
-    if not hit.any():
-        return pd.DataFrame(columns=cols)
-    di, ti, ostart, olen, both = di[hit], ti[hit], ostart[hit], olen[hit], both[hit]
+    di, ti, ostart, olen, both = _hits(dma_i, tiu_i, lo, hi, a["start_ns"], a["end_ns"], a["bank"],
+                                       a["lane_mask"].view(np.int64))
+    if len(di) == 0:
+        return pd.DataFrame(columns=cols), np.zeros(0, np.int64)
     # one row per command pair: banks and operands OR-ed as bit masks (few distinct values,
     # each turned into text once)
     key = a["row"][di] * (int(a["row"][tiu_i].max()) + 1) + a["row"][ti]
@@ -214,21 +245,52 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
         x = values[order]
         return ufunc.reduceat(x, first) if ufunc is not None else x[first]
 
-    out = pd.DataFrame({"core": per_pair(a["core"][di]), "dma_row": per_pair(a["row"][di]),
-                        "tiu_row": per_pair(a["row"][ti]), "overlap_start_ns": per_pair(ostart),
-                        "overlap_ns": per_pair(olen)})
-    out["banks"] = _mask_texts(per_pair(both, np.bitwise_or), lambda m: [b for b in range(BANKS) if m >> b & 1])
+    core, dma_row, tiu_row = per_pair(a["core"][di]), per_pair(a["row"][di]), per_pair(a["row"][ti])
+    stall = commands["stall_cycles"].to_numpy("float64", na_value=np.nan)[dma_row]
+    overlap = per_pair(olen)
+    # ranked per core by stall x overlap (ties: DMA row, then TIU row); the first ``listed`` kept
+    by_pair = np.lexsort((tiu_row, dma_row, core))
+    sel = by_pair[np.lexsort((-(np.nan_to_num(stall[by_pair]) * overlap[by_pair]), core[by_pair]))]
+    total = np.bincount(core, minlength=int(core.max()) + 1)
+    if listed is not None:
+        cs = core[sel]
+        sel = sel[np.arange(len(sel)) - np.searchsorted(cs, cs) < listed]   # place inside its core
+    out = pd.DataFrame({"core": core[sel], "dma_row": dma_row[sel], "tiu_row": tiu_row[sel],
+                        "overlap_start_ns": per_pair(ostart)[sel], "overlap_ns": overlap[sel]})
+    out["banks"] = _mask_texts(per_pair(both, np.bitwise_or)[sel], lambda m: [b for b in range(BANKS) if m >> b & 1])
     for side, idx in (("dma", di), ("tiu", ti)):
-        out[f"{side}_operands"] = _mask_texts(per_pair(np.int64(1) << a["op"][idx], np.bitwise_or),
+        out[f"{side}_operands"] = _mask_texts(per_pair(np.int64(1) << a["op"][idx], np.bitwise_or)[sel],
                                               lambda m: " ".join(n for k, n in enumerate(names) if m >> k & 1))
-    out = out.sort_values(["core", "dma_row", "tiu_row"], kind="stable").reset_index(drop=True)
-    rows = out["dma_row"].to_numpy(np.int64)
-    out["dma_stall_cycles"] = commands["stall_cycles"].to_numpy("float64", na_value=np.nan)[rows]
+    out["dma_stall_cycles"] = stall[sel]
     for side in ("dma", "tiu"):
         rows = out[f"{side}_row"].to_numpy(np.int64)
         out[side] = command_labels(commands, rows)
         out[f"{side}_cmd_id"] = commands["cmd_id"].to_numpy(np.int64)[rows]
-    return out[cols]
+    return out[cols], total
+
+
+@njit(cache=True)
+def _hits(dma_i, tiu_i, lo, hi, start, end, bank, lanes):
+    """Of the (DMA access, TIU access) pairs ``dma_i[k]`` x ``tiu_i[lo[k]:hi[k]]``, those
+    overlapping in time (> 0 ns) with a common bank and lane: both indices, overlap start and
+    length, common banks (one pass, no array per candidate pair)."""
+    m = 0
+    for k in range(len(dma_i)):
+        m += max(hi[k] - lo[k], 0)
+    di, ti = np.empty(m, np.int64), np.empty(m, np.int64)
+    ostart, olen, both = np.empty(m, np.int64), np.empty(m, np.int64), np.empty(m, np.int64)
+    n = 0
+    for k in range(len(dma_i)):
+        d = dma_i[k]
+        for x in range(lo[k], hi[k]):
+            t = tiu_i[x]
+            s = max(start[d], start[t])
+            length = min(end[d], end[t]) - s
+            b = bank[d] & bank[t]
+            if length > 0 and b != 0 and (lanes[d] & lanes[t]) != 0:
+                di[n], ti[n], ostart[n], olen[n], both[n] = d, t, s, length, b
+                n += 1
+    return di[:n], ti[:n], ostart[:n], olen[:n], both[:n]
 
 
 def _engine_codes(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
@@ -265,32 +327,10 @@ def _bank_mask(first, last):
 def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFrame:
     """Pairs of accesses of one TIU command (result included) in one bank and a common lane:
     row, the two operands, their common banks ("0,1")."""
-    keep = np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))
-    t = pd.DataFrame({k: acc[k].to_numpy()[keep] for k in ("row", "first_bank", "last_bank", "lane_mask")})
-    operand = pd.Categorical(acc["operand"])
-    t["operand"] = operand.codes[keep]
-    if t.empty:
+    row, op, names, i, j, both = _same_bank_pairs(acc, commands)
+    if len(i) == 0:
         return pd.DataFrame(columns=["row", "a", "b", "banks"])
-    row = t["row"].to_numpy(np.int64)
-    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
-    size = np.diff(np.r_[first, len(row)])
-    # all pairs i < j inside one command (a command has at most a handful of accesses)
-    i_all, j_all = [], []
-    for k in range(2, int(size.max()) + 1):                  # by command size, not by command
-        cmds = first[size == k]
-        ii, jj = np.triu_indices(k, 1)
-        i_all.append((cmds[:, None] + ii).ravel())
-        j_all.append((cmds[:, None] + jj).ravel())
-    if not i_all:
-        return pd.DataFrame(columns=["row", "a", "b", "banks"])
-    i, j = np.concatenate(i_all), np.concatenate(j_all)
-    bm = _bank_mask(t["first_bank"], t["last_bank"])
-    lm = t["lane_mask"].to_numpy().astype(np.uint64)
-    both = bm[i] & bm[j]
-    hit = (both != 0) & ((lm[i] & lm[j]) != 0)
-    i, j, both = i[hit], j[hit], both[hit]
     # texts as categories: a million-command capture has millions of pairs of a few texts
-    op, names = t["operand"].to_numpy(), [str(x) for x in operand.categories]
     distinct, inverse = np.unique(both, return_inverse=True)
     # masks differing only above bank 15 read the same: one category per text
     text, names_b = pd.factorize(np.array([",".join(str(b) for b in range(BANKS) if int(m) >> b & 1)
@@ -298,6 +338,33 @@ def same_bank_operands(acc: pd.DataFrame, commands: pd.DataFrame) -> pd.DataFram
     banks = pd.Categorical.from_codes(text[inverse], categories=names_b)
     return pd.DataFrame({"row": row[i], "a": pd.Categorical.from_codes(op[i], categories=names),
                          "b": pd.Categorical.from_codes(op[j], categories=names), "banks": banks})
+
+
+def _same_bank_pairs(acc: pd.DataFrame, commands: pd.DataFrame):
+    """The TIU accesses' rows and operand codes (and operand names), and the pairs (i, j) among
+    them in one bank and a common lane with their common bank mask."""
+    keep = np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))
+    row = acc["row"].to_numpy(np.int64)[keep]
+    operand = pd.Categorical(acc["operand"])
+    op, names = operand.codes[keep], [str(x) for x in operand.categories]
+    none = np.zeros(0, np.int64)
+    if len(row) == 0:
+        return row, op, names, none, none, none
+    first = np.flatnonzero(np.r_[True, row[1:] != row[:-1]])
+    size = np.diff(np.r_[first, len(row)])
+    # all pairs i < j inside one command (a command has at most a handful of accesses)
+    i_all, j_all = [none], [none]
+    for k in range(2, int(size.max()) + 1):                  # by command size, not by command
+        cmds = first[size == k]
+        ii, jj = np.triu_indices(k, 1)
+        i_all.append((cmds[:, None] + ii).ravel())
+        j_all.append((cmds[:, None] + jj).ravel())
+    i, j = np.concatenate(i_all), np.concatenate(j_all)
+    bm = _bank_mask(acc["first_bank"].to_numpy(np.int64)[keep], acc["last_bank"].to_numpy(np.int64)[keep])
+    lm = acc["lane_mask"].to_numpy()[keep].astype(np.uint64)
+    both = bm[i] & bm[j]
+    hit = (both != 0) & ((lm[i] & lm[j]) != 0)
+    return row, op, names, i[hit], j[hit], both[hit]
 
 
 def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
@@ -314,8 +381,13 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
     acc = accesses(profile, ACCESS_COLUMNS if detail else VIEW_COLUMNS)
     if acc.empty or not acc["decoded"].any():
         return None
-    conf = conflicts(acc, profile.commands)
-    same = same_bank_operands(acc, profile.commands)
+    conf, conf_count = conflicts(acc, profile.commands, None if detail else LISTED_CONFLICTS)
+    if detail:
+        same = same_bank_operands(acc, profile.commands)
+        same_rows = same["row"].to_numpy(np.int64)
+    else:
+        row, _, _, i, _, _ = _same_bank_pairs(acc, profile.commands)
+        same, same_rows = None, row[i]
     cols = sweep_columns(acc)
     decoded = acc["decoded"].to_numpy(bool)
     if not detail:
@@ -337,14 +409,10 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
     for k, (c, b0, b1) in enumerate(zip(cores, bounds[:-1], bounds[1:])):
         if b0 == b1:                                       # no decoded access on this core
             continue
-        pieces_c, (_, bank_, t_, d_) = core_pieces({key: v[by_core[b0:b1]] for key, v in cols.items()})
-        size = (pieces_c["hi"] - pieces_c["lo"]).to_numpy(np.int64)
-        status = pieces_c["status"].to_numpy()
-        piece_sums[:, k] = (size[status == "never read"].sum(), size[status == "written before capture"].sum(),
-                            np.count_nonzero(pieces_c["overlap_ns"].to_numpy() > 0))
+        pieces_c, piece_sums[:, k], (_, bank_, t_, d_) = core_sweep(
+            {key: v[by_core[b0:b1]] for key, v in cols.items()}, detail)
         if detail:
             piece_parts.append(pieces_c)
-        del pieces_c
         steps[int(c)], pk = core_steps(t_, d_, bank_)
         total_peak.append(pk["total"])
         bank_peak.append(pk["banks"])
@@ -362,15 +430,17 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
     if detail:
         pieces = pd.concat(piece_parts, ignore_index=True) if piece_parts else \
             pd.DataFrame({k: pd.Series(dtype=object if k == "status" else "int64") for k in PIECE_COLUMNS})
-    same_rows = np.unique(same["row"].to_numpy(np.int64))
+    # TIU commands with a same-bank pair, per core
+    ccore = profile.commands["core"].to_numpy(np.int64)
+    has_pair = np.zeros(n, bool)
+    has_pair[same_rows] = True
     table = pd.DataFrame({
         "core": cores, "peak_bytes": peak_bytes, "peak_at_ns": peak_at, "peak_share": peak_bytes / LANE_BYTES,
         "accesses": per_core(np.ones(len(decoded), np.int64), cols["core"]),
         "undecoded": per_core(~decoded, cols["core"]),
         "never_read_bytes": piece_sums[0], "before_capture_bytes": piece_sums[1], "races": piece_sums[2],
-        "conflict_candidates": per_core(np.ones(len(conf), np.int64), conf["core"].to_numpy(np.int64)),
-        "tiu_same_bank": per_core(np.ones(len(same_rows), np.int64),
-                                  profile.commands["core"].to_numpy(np.int64)[same_rows])})
+        "conflict_candidates": np.append(conf_count, np.zeros(int(cores[-1]) + 1, np.int64))[cores],
+        "tiu_same_bank": per_core(np.ones(int(has_pair.sum()), np.int64), ccore[has_pair])})
     return LocalMemory(accesses=acc, pieces=pieces, cores=table, banks=banks, conflicts=conf,
                        same_bank=same, steps=steps)
 

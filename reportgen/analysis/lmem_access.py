@@ -50,21 +50,25 @@ class Fields:
 
     def __init__(self, table: pd.DataFrame, prefix: str, sel: np.ndarray | None = None,
                  cache: dict | None = None):
-        self.t, self.p, self.sel = table, prefix, sel
-        self.n = len(table) if sel is None else int(np.count_nonzero(sel))
+        self.t, self.p = table, prefix
+        self.sel = None if sel is None else np.flatnonzero(sel)
+        self.n = len(table) if sel is None else len(self.sel)
         self.cache = {} if cache is None else cache
+        self.mine: dict = {}                    # the rows asked, as int64: operands share fields
 
     def __call__(self, name: str, default: int = 0) -> np.ndarray:
         col = self.p + name
         if col not in self.t:
             return np.full(self.n, default, np.int64)
-        if (col, default) not in self.cache:
-            column = self.t[col]
-            width = getattr(column.dtype, "numpy_dtype", None)        # nullable UInt8 .. UInt64
-            keep = width if width is not None and width.kind in "iu" and 0 <= default <= 1 else np.int64
-            self.cache[(col, default)] = column.to_numpy(keep, na_value=default)
-        full = self.cache[(col, default)]
-        return (full if self.sel is None else full[self.sel]).astype(np.int64)
+        if (col, default) not in self.mine:
+            if (col, default) not in self.cache:
+                column = self.t[col]
+                width = getattr(column.dtype, "numpy_dtype", None)        # nullable UInt8 .. UInt64
+                keep = width if width is not None and width.kind in "iu" and 0 <= default <= 1 else np.int64
+                self.cache[(col, default)] = column.to_numpy(keep, na_value=default)
+            full = self.cache[(col, default)]
+            self.mine[(col, default)] = (full if self.sel is None else full[self.sel]).astype(np.int64)
+        return self.mine[(col, default)]
 
 @dataclass(frozen=True)
 class Operand:
@@ -409,7 +413,7 @@ def accesses(profile: Profile, columns=ACCESS_COLUMNS) -> pd.DataFrame:
     r = col["row"].astype(np.int64)
     # command order with reads before writes; text columns as categories (few distinct values)
     codes, names = text["access"]
-    order = np.lexsort((np.array([x == "W" for x in names])[codes], r))
+    order = np.argsort(2 * r + np.array([x == "W" for x in names])[codes], kind="stable")
     r = r[order]
     out = {k: col.pop(k)[order] for k in list(col)}
     out["row"] = r

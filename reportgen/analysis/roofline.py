@@ -16,19 +16,19 @@ the chip's peaks at the capture's clocks (analysis/chip.py):
 * ``under_roof_ns`` = ns × (1 − efficiency), at least 0: the time the scope loses against what
   the chip could do at its intensity. The table is ranked by it.
 
-Whole-array work: one group code per command and scope kind, ``bincount`` sums and one grouped
-union per kind; no loop over commands.
+Whole-array work: one group code per command and scope kind, then one compiled pass per kind
+(:func:`_scope_sums`: its sums, first start, last end and union); no Python loop over commands.
 """
 from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.analysis.chip import ChipPeaks
 from reportgen.analysis.findings import _finding, _pct, _us
 from reportgen.analysis.kernel_calls import _call_keys
 from reportgen.analysis.rules import RULES
-from reportgen.analysis.unions import grouped_union
 from reportgen.model import ENGINES, Profile
 
 #: below this utilisation of every resource a scope is "latency"-bound: neither compute nor a
@@ -77,9 +77,10 @@ def _per_command(profile: Profile, a: dict, peaks: ChipPeaks) -> dict[str, np.nd
     dt, names = input_dtype(profile.commands["dtype"])
     ops = np.where(tiu, a["alg0"], 0.0)
     peak = np.append(peak_ops_per_ns(peaks, names), peaks.tops_per_core("int8") * 1e3)
-    return {"ops": ops, "compute_ns": ops / peak[dt], "dtype": dt, "dtype_names": names,
-            "ddr_bytes": np.where(dma, a["ddr_bytes0"], 0.0),
-            "l2m_bytes": np.where(dma, a["l2m_bytes0"], 0.0)}
+    # the quantities added per scope, one row each: ops, compute ns, DDR bytes, L2M bytes
+    sums = np.vstack([ops, ops / peak[dt], np.where(dma, a["ddr_bytes0"], 0.0),
+                      np.where(dma, a["l2m_bytes0"], 0.0)]).astype(np.float64)
+    return {"sums": sums, "dtype": dt.astype(np.int64), "dtype_names": names}
 
 
 def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
@@ -125,45 +126,69 @@ def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.nd
 
 
 def _scope_table(kind: str, code: np.ndarray, names: np.ndarray, gcore: np.ndarray,
-                 a: dict, q: dict, by_start: dict) -> pd.DataFrame:
-    sel = np.flatnonzero(code >= 0)
-    g, n = code[sel], len(names)
+                 a: dict, q: dict, order: np.ndarray) -> pd.DataFrame:
+    n, nd = len(names), len(q["dtype_names"])
     ncores = int(a["core"].max()) + 1 if len(a["core"]) else 1
-    # wall time: union per (group, core), summed over cores; taken in start order, where a stable
-    # sort by group leaves each group in time order (the union's fast path)
-    code_s = code[by_start["order"]]
-    sel_s = np.flatnonzero(code_s >= 0)
-    union = _grouped_union_sum(code_s[sel_s] * ncores + by_start["core"][sel_s], by_start["start"][sel_s],
-                               by_start["end"][sel_s], n, ncores)
-
-    def total(w):
-        return np.bincount(g, weights=w[sel], minlength=n)
-
-    ops, compute_ns = total(q["ops"]), total(q["compute_ns"])
+    count, sums, by_type, start, end, union = _scope_sums(
+        code.astype(np.int64), a["core"], a["start"], a["end"], q["sums"], q["dtype"], order,
+        n, nd, ncores)
+    ops, compute_ns, ddr, l2m = sums
     # the data type carrying the most ops names the scope's compute roof
-    nd = len(q["dtype_names"])
-    by_type = np.bincount(g * (nd + 1) + np.where(q["dtype"][sel] < 0, nd, q["dtype"][sel]),
-                          weights=q["ops"][sel], minlength=n * (nd + 1)).reshape(n, nd + 1)[:, :nd]
+    by_type = by_type[:, :nd]
     main = np.argmax(by_type, axis=1) if nd else np.zeros(n, np.int64)
     has = by_type.max(axis=1) > 0 if nd else np.zeros(n, bool)
     dtype = np.where(has, np.append(q["dtype_names"], "")[main], None)
     nt = (by_type > 0).sum(axis=1) if nd else np.zeros(n)
     dtype = np.where(nt > 1, "mixed", dtype)
-    start = np.full(n, np.iinfo(np.int64).max)
-    end = np.full(n, np.iinfo(np.int64).min)
-    np.minimum.at(start, g, a["start"][sel])
-    np.maximum.at(end, g, a["end"][sel])
-    count = np.bincount(g, minlength=n)
     keep = count > 0
     return pd.DataFrame({
         "scope": kind, "name": names, "core": gcore, "commands": count, "start_ns": start,
         "end_ns": end, "dtype": dtype, "ops": ops, "compute_ns": compute_ns,
-        "ddr_bytes": total(q["ddr_bytes"]), "l2m_bytes": total(q["l2m_bytes"]),
-        "ns": union.astype(float)})[keep]
+        "ddr_bytes": ddr, "l2m_bytes": l2m, "ns": union.astype(float)})[keep]
 
 
-def _grouped_union_sum(group, start, end, n, ncores) -> np.ndarray:
-    return grouped_union(group, start, end, n * ncores).reshape(n, ncores).sum(axis=1)
+@njit(cache=True)
+def _scope_sums(code, core, start, end, sums, dtype, order, n, nd, ncores):
+    """Per group of ``code`` (-1: none): commands, the rows of ``sums`` added in command order
+    (the order ``np.bincount`` adds in: the same floating-point results), ops by data type
+    (``nd``: unknown), first start, last end, and the wall time: the union of the group's
+    intervals per core, summed over cores, taken in start ``order``."""
+    count = np.zeros(n, np.int64)
+    total = np.zeros((len(sums), n))
+    by_type = np.zeros((n, nd + 1))
+    first = np.full(n, np.iinfo(np.int64).max)
+    last = np.full(n, np.iinfo(np.int64).min)
+    for i in range(len(code)):
+        g = code[i]
+        if g < 0:
+            continue
+        count[g] += 1
+        for k in range(len(sums)):
+            total[k, g] += sums[k, i]
+        d = dtype[i] if dtype[i] >= 0 else nd
+        by_type[g, d] += sums[0, i]
+        first[g] = min(first[g], start[i])
+        last[g] = max(last[g], end[i])
+    union = np.zeros(n, np.int64)
+    run_s = np.zeros(n * ncores, np.int64)
+    run_e = np.zeros(n * ncores, np.int64)
+    open_ = np.zeros(n * ncores, np.bool_)
+    for i in order:
+        g = code[i]
+        if g < 0:
+            continue
+        k = g * ncores + core[i]
+        if not open_[k]:
+            open_[k], run_s[k], run_e[k] = True, start[i], end[i]
+        elif start[i] > run_e[k]:
+            union[g] += run_e[k] - run_s[k]
+            run_s[k], run_e[k] = start[i], end[i]
+        elif end[i] > run_e[k]:
+            run_e[k] = end[i]
+    for k in range(n * ncores):
+        if open_[k]:
+            union[k // ncores] += run_e[k] - run_s[k]
+    return count, total, by_type, first, last, union
 
 
 def finish(t: pd.DataFrame, peaks: ChipPeaks) -> pd.DataFrame:
@@ -200,10 +225,9 @@ def roofline(profile: Profile, a: dict[str, np.ndarray], peaks: ChipPeaks | None
         return pd.DataFrame(columns=list(COLUMNS))
     q = _per_command(profile, a, peaks)
     order = np.argsort(a["start"], kind="stable")         # a few sorted runs (one per queue)
-    by_start = {"order": order, **{k: a[k][order] for k in ("core", "start", "end")}}
     parts = []
     for kind, code, names, gcore in _scope_codes(profile, a):
-        t = finish(_scope_table(kind, code, names, gcore, a, q, by_start), peaks)
+        t = finish(_scope_table(kind, code, names, gcore, a, q, order), peaks)
         if kind == "call":
             t = t.sort_values("under_roof_ns", ascending=False, kind="stable").head(MAX_CALLS)
         parts.append(t)

@@ -14,8 +14,6 @@ from reportgen.model import Diagnosis
 from reportgen.writers.fixed_width import fixed_width, fmt
 
 TOP_SCOPES = 5
-#: conflict candidates listed per core in summary.json (the workbook lists them all)
-MAX_CONFLICTS = 50
 NAME_WIDTH = 32
 MAX_WIDTH = 120         # summary.txt lines fit a terminal
 #: (column, header, kind) of the summary.txt roofline table
@@ -77,7 +75,8 @@ def roofline_records(table: pd.DataFrame) -> list[dict]:
 
 def lmem_document(lm) -> dict:
     """``lmem``: per core (key = core index as text) peak_bytes, peak_at_ns, banks, counts, and the
-    conflict candidates with the largest stall × overlap."""
+    conflict candidates listed by the analysis (those with the largest stall × overlap, ranked;
+    analysis/lmem.py LISTED_CONFLICTS per core, as in the workbook)."""
     if lm is None:
         return {}
     out = {}
@@ -85,9 +84,6 @@ def lmem_document(lm) -> dict:
         core = int(c["core"])
         banks = lm.banks[lm.banks["core"] == core]
         conf = lm.conflicts[lm.conflicts["core"] == core]
-        if len(conf):
-            weight = conf["dma_stall_cycles"].fillna(0).to_numpy(float) * conf["overlap_ns"].to_numpy(float)
-            conf = conf.iloc[np.argsort(-weight, kind="stable")[:MAX_CONFLICTS]]
         out[str(core)] = {
             **{k: _value(v) for k, v in c.items() if k != "core"},
             "banks": [{"bank": int(b.bank), "peak_bytes": int(b.peak_bytes), "peak_at_ns": _value(b.peak_at_ns)}

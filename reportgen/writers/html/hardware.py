@@ -6,9 +6,10 @@
   and memory level (min(peak of the type, intensity × peak of the level)); one point per kernel,
   call, layer, Function Type and core with DDR bytes and ops, sized by time; a click opens the
   timeline at the scope's window. Under it the table ranked by time under the roof.
-* Local memory: per core the occupancy step functions of the analysis (already reduced to at
-  most ``lmem.MAX_STEPS`` points by the maximum per bucket), as one gzip'd binary block: times
-  (ns since the page's t0), total bytes, 16 banks' bytes.
+* Local memory: per core the occupancy step functions of the analysis (exact up to
+  ``lmem.MAX_STEPS`` points, else reduced to that many by the maximum per bucket), as one gzip'd
+  binary block: times (ns since the page's t0), total bytes, 16 banks' bytes. The page draws
+  the window shown at one bucket per pixel (maximum), so the detail follows the zoom.
 """
 from __future__ import annotations
 

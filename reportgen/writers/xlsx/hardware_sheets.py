@@ -6,6 +6,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
+from reportgen.analysis.lmem import LISTED_CONFLICTS
 from reportgen.model import Diagnosis
 
 NS, PCT, INT, GBPS, RATE = "#,##0", "0.0%", "#,##0", "0.00", "0.000E+00"
@@ -45,11 +46,15 @@ LOCAL_MEMORY = [
     ("Never read (B)", "never_read_bytes", INT, "Bytes of live pieces written and never read."),
     ("Before capture (B)", "before_capture_bytes", INT, "Bytes read before any write in the capture."),
     ("Overwrite races", "races", INT, "Pieces overwritten while another command still used them."),
-    ("Conflict candidates", "conflict_candidates", INT, "TIU/DMA pairs in time on a common bank and lane."),
+    ("Conflict candidates", "conflict_candidates", INT, "TIU/DMA pairs in time on a common bank and lane "
+     f"(all of them; the LMEM Conflicts sheet lists the {LISTED_CONFLICTS} per core with the largest "
+     "Stall Cycle x overlap)."),
     ("TIU same-bank commands", "tiu_same_bank", INT, "TIU commands with two operands in one bank."),
 ]
 CONFLICTS = [
-    ("Core", "core", "0", ""), ("DMA", "dma", None, "ENGINE/global index."), ("DMA Cmd Id", "dma_cmd_id", "0", ""),
+    ("Core", "core", "0", f"Per core the {LISTED_CONFLICTS} candidates with the largest DMA Stall Cycle x "
+     "overlap, ranked (ties: DMA, then TIU command order); the Local Memory sheet counts all of them."),
+    ("DMA", "dma", None, "ENGINE/global index."), ("DMA Cmd Id", "dma_cmd_id", "0", ""),
     ("TIU", "tiu", None, ""), ("TIU Cmd Id", "tiu_cmd_id", "0", ""),
     ("Overlap start (ns)", "overlap_start_ns", NS, ""), ("Overlap (ns)", "overlap_ns", NS, ""),
     ("Banks", "banks", None, "Banks both commands touch in a common lane."),
