@@ -14,7 +14,7 @@ from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.riding import Riding, ride_values
 from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
 from reportgen.writers.perfetto.wire import (FLOW_IDS, TERMINATING_FLOW_IDS, SLICE_BEGIN, SLICE_END, Rows,
-                                             annotations, packet, varint_repeated)
+                                             annotations, packet)
 
 
 #: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
@@ -247,7 +247,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
             args.append((a, "string", iid, iid > 0))
         annotations(te, t.arg_iid, args)
         i, j = np.searchsorted(src_pos, [lo, hi])
-        te.dense(*varint_repeated(src_pos[i:j] - lo, src_flow[i:j], FLOW_IDS, n))
+        te.repeated(FLOW_IDS, src_pos[i:j] - lo, src_flow[i:j])
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]
