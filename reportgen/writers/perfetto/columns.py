@@ -16,6 +16,11 @@ def column_values(c: pd.DataFrame, name: str, kind: str):
     return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
 
 
+def float_values(c: pd.DataFrame, name: str, rows: np.ndarray) -> np.ndarray:
+    """Column ``name`` at ``rows`` as float64, NaN where missing (no copy of the whole column)."""
+    return np.asarray(c[name].array[rows].to_numpy(np.float64, na_value=np.nan))
+
+
 def category_codes(column: pd.Series) -> tuple[np.ndarray, pd.Index]:
     """Integer codes and their labels; a categorical column's own codes (no copy of strings)."""
     if isinstance(column.dtype, pd.CategoricalDtype):

@@ -13,7 +13,7 @@ from reportgen.model import Profile
 from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
-from reportgen.writers.perfetto.counters import counter_series, counters_plan
+from reportgen.writers.perfetto.counters import counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
 from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
@@ -43,11 +43,10 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     c = profile.commands
     plans: list[Plan | None] = []
     if len(c):
-        series = counter_series(c)
-        ride = riding(c, series)
+        ride = riding(c)
         plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None), ride))
         plans.append(kernels_plan(device, kernel_calls(profile)))
-        plans.extend(counters_plan(device, series, ride.rides))
+        plans.extend(counters_plan(device, ride.counters))
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
     plans.append(overlap_plan(device, profile))
