@@ -7,7 +7,7 @@ import pandas as pd
 
 from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
-from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
+from reportgen.writers.perfetto.columns import category_codes, column_reader, engine_is
 from reportgen.writers.perfetto.counters import sort_order
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
@@ -115,6 +115,53 @@ def position_of(order: np.ndarray) -> np.ndarray:
     return position
 
 
+def _command_tracks(c: pd.DataFrame, is_cdma: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """Each command's track: (track code per row, track keys = lane group code * 1024 + lane,
+    lane group keys = (engine code * 4 + CDMA channel) << 32 | core or port + 1, engine names)."""
+    eng_code, eng_names = category_codes(c["engine"])
+    cdma = np.flatnonzero(is_cdma)
+    owner = c["core"].to_numpy(np.int64) + 1                 # >= 0
+    owner[cdma] = c["port"].iloc[cdma].astype("Float64").fillna(-1).astype("int64").to_numpy() + 1
+    # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
+    # port track itself); a transfer's two sides overlap, so they never share a track
+    names, name_table = category_codes(c["func_name"])
+    channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
+    group = eng_code.astype(np.int64) * 4
+    group[cdma] += channel_of[names[cdma]]
+    group *= 1 << 32
+    group += owner
+    del owner
+    base_code, base_keys = pd.factorize(group)
+    del group
+    lane = command_lanes(base_code, start, end)
+    base_code *= 1024
+    base_code += lane
+    del lane
+    track_code, track_keys = pd.factorize(pd.Series(base_code))
+    return track_code, track_keys, base_keys, eng_names
+
+
+#: the int and double args of a command slice: arg name -> command column
+INT_ARGS = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles", "DMA data size(B)": "bytes",
+            "Stall Cycles": "stall_cycles", "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
+DOUBLE_ARGS = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
+
+
+def _flow_lists(c: pd.DataFrame, why, order: np.ndarray, start: np.ndarray):
+    """The flows by output position (``order``): (source positions, sorted, and their flow ids;
+    dependent positions, sorted, and their flow ids), narrow integers."""
+    src, dst = _flows(c, why)
+    fid = reused_flow_ids(start[src], start[dst])
+    fid = fid.astype(np.int32) if not len(fid) or fid.max() < 1 << 31 else fid
+    position = position_of(order)
+    lists = []
+    for rows in (src, dst):
+        pos = position[rows]
+        o = np.argsort(pos, kind="stable")
+        lists += [pos[o].astype(order.dtype), fid[o]]
+    return lists
+
+
 def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None = None) -> Plan:
     """Every command as a slice on its engine lane, with args, dependency and barrier flows (and
     the flows from the host rows that launched them: :mod:`.launch_flows`); ``why``
@@ -122,22 +169,10 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     framework trace with a ``level`` column are grouped under their level's track; ``ride``: the
     counter points the slices' begin / end events carry (:mod:`.riding`)."""
     t = device.t
-    eng_code, eng_names = category_codes(c["engine"])
-    core = c["core"].to_numpy(np.int64)
-    port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
     is_cdma = engine_is(c, "CDMA")
-    owner = np.where(is_cdma, port, core) + 1                # >= 0
-    # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
-    # port track itself); a transfer's two sides overlap, so they never share a track
-    names, name_table = category_codes(c["func_name"])
-    channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
-    channel = np.where(is_cdma, channel_of[names], 0)
-    group = (eng_code.astype(np.int64) * 4 + channel) * (1 << 32) + owner
-    base_code, base_keys = pd.factorize(group)
     start = c["start_ns"].to_numpy(np.int64)
     end = c["end_ns"].to_numpy(np.int64)
-    lane = command_lanes(base_code, start, end)
-    track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+    track_code, track_keys, base_keys, eng_names = _command_tracks(c, is_cdma, start, end)
     str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
                 "Kernel Function": "kernel", "Mode": "mode"}
     strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
@@ -177,6 +212,7 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
                                  description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
     order = sort_order(end - start, start, track_code)       # = lexsort((end, start, track_code))
+    order = order.astype(np.int32) if len(order) < 1 << 31 else order
     track_code = track_code.astype(np.int32)
     seq = seq_ids[track_code]                                # transient: for the iids used
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
@@ -192,55 +228,45 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
         return tab[codes[rows]] * on_slices[a][track_code[rows]]
 
     every = slice(None)
-    int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
-                "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
-                "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
-    dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
     used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
             "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, string_iids(a, every))
                                                               for a in strings]))}
+    del seq
     critical = np.zeros(len(c), bool)
     if why is not None:
         critical[why.path.rows] = True
-    arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
-                   **{a: string_iids(a, every) > 0 for a in strings}, "Core": is_cdma,
-                   "critical": critical}
+    # typed columns read per chunk (no copy of the whole column)
+    int_args = {a: column_reader(c, col, "int") for a, col in INT_ARGS.items()}
+    dbl_args = {a: column_reader(c, col, "double") for a, col in DOUBLE_ARGS.items()}
+    core = column_reader(c, "core", "int")
     # an arg name is interned by the sequences (tracks) that have it on some slice
-    has_arg = [np.flatnonzero(np.bincount(track_code[ok], minlength=len(track_keys))) for ok in arg_present.values()]
+    present = {**{a: (lambda col=col: c[col].notna().to_numpy(bool)) for a, col in {**INT_ARGS, **DOUBLE_ARGS}.items()},
+               **{a: (lambda a=a: string_iids(a, every) > 0) for a in strings}, "Core": lambda: is_cdma,
+               "critical": lambda: critical}
+    has_arg = [np.flatnonzero(np.bincount(track_code[ok()], minlength=len(track_keys))) for ok in present.values()]
     used["args"] = (np.concatenate([seq_ids[x] for x in has_arg]),
-                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(arg_present, has_arg)]))
+                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(present, has_arg)]))
     first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, start + device.base)
-    del seq, arg_present
-    # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
-    src, dst = _flows(c, why)
-    position = position_of(order)
-    src_pos, dst_pos = position[src], position[dst]
+    src_pos, src_flow, dst_pos, dst_flow = _flow_lists(c, why, order, start)
     launched, _ = launches(c)                                # framework: host launch -> slice
-    launch_pos, launch_flow = position[launched], flow_id(launched)
-    del position
-    so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
-    fid = reused_flow_ids(start[src], start[dst])
-    src_pos, src_flow = src_pos[so], fid[so]
-    dst_pos, dst_flow = dst_pos[do], fid[do]
+    launch_pos, launch_flow = position_of(order)[launched], flow_id(launched)
     base = device.base
-    taken = ["core", *int_cols.values(), *dbl_cols.values()]
 
     def encode(lo: int, hi: int) -> bytes:
         rows = order[lo:hi]
         n = len(rows)
-        part = {col: c[col].take(rows) for col in taken}       # only the columns written
         seq_rows = seq_ids[track_code[rows]]
         te = Rows(n).const(9, SLICE_BEGIN)
         iid = names[1][names[0][rows]]
         te.varint(10, iid, iid > 0)
         iid = cats[1][cats[0][rows]]
         te.varint(3, iid, iid > 0)
-        args = [(a, "int", *column_values(part, col, "int")) for a, col in int_cols.items()]
-        args.append(("Core", "int", part["core"].to_numpy(np.int64), is_cdma[rows]))
+        args = [(a, "int", *read(rows)) for a, read in int_args.items()]
+        args.append(("Core", "int", core(rows)[0], is_cdma[rows]))
         args.append(("critical", "bool", np.ones(n, np.int64), critical[rows]))
-        for a, col in dbl_cols.items():
-            v, ok = column_values(part, col, "double")
+        for a, read in dbl_args.items():
+            v, ok = read(rows)
             args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
         for a in strings:
             iid = string_iids(a, rows)
