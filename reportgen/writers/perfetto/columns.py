@@ -17,7 +17,7 @@ def array_values(s, kind: str):
         return s.to_numpy(np.float64, na_value=0.0), present
     if s.dtype.kind in "iub":                        # numpy or nullable (Int64) integers
         return s.to_numpy(np.int64, na_value=0), present
-    return s.astype("Float64").fillna(0).astype("int64").to_numpy(np.int64), present
+    return np.asarray(pd.array(s).astype("Float64").fillna(0).astype("int64"), np.int64), present
 
 
 def column_reader(c: pd.DataFrame, name: str, kind: str):
