@@ -93,7 +93,9 @@ def _script_data(c: pd.DataFrame, why) -> dict[str, Any]:
     shown = np.concatenate([t["row"].to_numpy(np.int64), t["waited_for_row"].to_numpy(np.int64)])
     sheet = dict(zip(shown.tolist(), column.iloc[np.maximum(shown, 0)].astype(str).tolist()))
     waits = []
-    for r in t.to_dict("records"):
+    columns = list(t.columns)
+    # the records as to_dict("records") makes them (native values), ~20x faster at 20,000 rows
+    for r in (dict(zip(columns, values)) for values in zip(*(t[k].tolist() for k in columns))):
         other = r["waited_for_row"]
         waits.append([sheet[r["row"]], int(gidx[r["row"]]), describe(r),
                       sheet[other] if other >= 0 else None, int(gidx[other]) if other >= 0 else None])
