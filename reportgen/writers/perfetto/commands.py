@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
@@ -59,12 +60,60 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate([dep_dst, waits[keep]]))
 
 
+@njit(cache=True)
+def _group_clashes(group, start, end, groups):
+    """One pass in row order: (whether every group's rows are in start order, per group
+    whether a command starts before an earlier one of the group ended)."""
+    low = np.iinfo(np.int64).min
+    last, run_end = np.full(groups, low), np.full(groups, low)
+    clash = np.zeros(groups, np.bool_)
+    for i in range(len(group)):
+        g = group[i]
+        if start[i] < last[g]:
+            return False, clash
+        if start[i] < run_end[g]:
+            clash[g] = True
+        last[g] = start[i]
+        run_end[g] = max(run_end[g], end[i])
+    return True, clash
+
+
+@njit(cache=True)
+def _track_order(track, start, end, tracks):
+    """The rows by (track, start, end), stable, when every track's rows are in (start, end)
+    order already (a counting sort by track: no comparison sort); None otherwise."""
+    low = np.iinfo(np.int64).min
+    last_s, last_e = np.full(tracks, low), np.full(tracks, low)
+    count = np.zeros(tracks + 1, np.int64)
+    for i in range(len(track)):
+        t = track[i]
+        if start[i] < last_s[t] or (start[i] == last_s[t] and end[i] < last_e[t]):
+            return None
+        last_s[t], last_e[t] = start[i], end[i]
+        count[t + 1] += 1
+    at = np.cumsum(count)
+    order = np.empty(len(track), np.int32)
+    for i in range(len(track)):
+        t = track[i]
+        order[at[t]] = i
+        at[t] += 1
+    return order
+
+
 def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """``first_fit_lanes``, computed only for the groups (engine lanes of a core) where commands
     overlap: a group whose commands, in start order, each start no earlier than every earlier
     one ended is all lane 0 (what first fit gives it), and that is every group of a PMU
     capture.  Equal starts may be flagged as overlapping; those groups get first fit."""
     group = np.asarray(group, np.int64)
+    groups = int(group.max()) + 1 if len(group) else 0
+    in_order, clashes = _group_clashes(group, start, end, groups)
+    lane = np.zeros(len(group), np.int32)
+    if in_order:             # each group's rows in start order already (a PMU capture): no sort
+        if clashes.any():
+            redo = clashes[group]
+            lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
+        return lane
     o = sort_order(start, group)
     g, s, e = group[o], start[o], end[o]
     # latest end so far within the group: a running maximum, each group's ends lifted above
@@ -74,7 +123,6 @@ def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
     run_end = np.maximum.accumulate(e - low + lift) - lift + low
     clash = np.zeros(len(o), bool)
     clash[1:] = (g[1:] == g[:-1]) & (s[1:] < run_end[:-1])
-    lane = np.zeros(len(o), np.int32)
     if clash.any():
         redo = np.isin(group, np.unique(g[clash]))
         lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
@@ -211,8 +259,10 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
             uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank,
                                  description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
-    order = sort_order(end - start, start, track_code)       # = lexsort((end, start, track_code))
-    order = order.astype(np.int32) if len(order) < 1 << 31 else order
+    order = _track_order(track_code, start, end, len(track_keys)) if len(c) < 1 << 31 else None
+    if order is None:
+        order = sort_order(end - start, start, track_code)   # = lexsort((end, start, track_code))
+        order = order.astype(np.int32) if len(order) < 1 << 31 else order
     track_code = track_code.astype(np.int32)
     seq = seq_ids[track_code]                                # transient: for the iids used
     # strings: small per-column iid tables; args: read per chunk from the frame, so what

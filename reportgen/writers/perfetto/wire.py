@@ -19,8 +19,22 @@ FLOW_IDS, TERMINATING_FLOW_IDS = 36, 42                  # TrackEvent.flow_ids_o
 # op kinds of a flattened schema; an annotation (a DebugAnnotation message of a name iid and one
 # value) is one op, not four: most of an event's fields are annotations
 _VARINT, _FIXED64, _BEGIN, _END, _REPEATED, _ANNOTATION_VARINT, _ANNOTATION_FIXED64 = range(7)
-#: bytes an op writes at most per row besides its key (a message: its length)
-_MOST = (10, 8, 10, 0, 0, 1 + 10 + 1 + 10 + 3 + 10, 1 + 10 + 1 + 10 + 3 + 8)
+
+
+def _most(kind: int, key: int, value: int, const: int) -> int:
+    """Bytes op ``kind`` writes at most in a row, its value ``value`` bytes at most (a message's
+    length: 5 bytes, up to 32 GB)."""
+    head = _varint_size(key)
+    if kind == _FIXED64:
+        return head + 8
+    if kind == _BEGIN:
+        return head + 5
+    if kind in (_END, _REPEATED):
+        return 0
+    if kind == _VARINT:
+        return head + value
+    # an annotation: tag and length, name_iid (field 1), the value's key and the value
+    return 1 + 5 + 1 + _varint_size(const) + head + (8 if kind == _ANNOTATION_FIXED64 else value)
 
 
 def absent(present) -> bool:
@@ -29,7 +43,8 @@ def absent(present) -> bool:
 
 
 def _varint_size(value: int) -> int:
-    return max(1, (int(value).bit_length() + 6) // 7)
+    """Bytes of the varint of ``value`` (a negative one as its 64-bit two's complement)."""
+    return max(1, ((int(value) & (1 << 64) - 1).bit_length() + 6) // 7)
 
 
 class Rows:
@@ -140,9 +155,11 @@ class Rows:
         for j, m in enumerate(masks):
             has[:, j] = m
         rep = np.concatenate(repeats) if repeats else np.zeros(0, np.uint64)
-        # bytes per row at most: each field's key, its longest value; messages their length
-        keys = [_varint_size(k) for k in table[:, 1]]
-        bound = self.n * sum(k + _MOST[kind] for k, kind in zip(keys, table[:, 0])) + len(rep) * (max(keys) + 10)
+        # bytes per row at most: each field's key and its column's longest value
+        longest = [_varint_size(m) for m in vals.max(axis=0).tolist()] if len(columns) else []
+        bound = self.n * sum(_most(kind, key, longest[col] if col >= 0 else _varint_size(const), const)
+                             for kind, key, col, const, _, _ in table.tolist())
+        bound += len(rep) * (3 + _varint_size(int(rep.max()) if len(rep) else 0))
         return _encode(table, vals, has, rep, self.n, bound).tobytes()
 
 
