@@ -201,6 +201,14 @@ def bandwidth_over_time(profile: Profile, n_buckets: int = 1000) -> dict:
     return {"t0": t0, "edges_ns": edges, "series": series}
 
 
+def _text_codes(column: pd.Series, missing: str) -> tuple[np.ndarray, list[str]]:
+    """Per row the code of its value as text (``missing`` for a missing one), and the texts."""
+    codes, uniques = pd.factorize(column, use_na_sentinel=True)
+    texts = [str(u) for u in uniques] + [missing]
+    merged, distinct = pd.factorize(pd.Index(texts, dtype=object))   # equal texts: one code
+    return merged[codes].astype(np.int64), [str(x) for x in distinct]
+
+
 def time_by_func_type(profile: Profile) -> pd.DataFrame:
     """Summed command duration (ns) per engine and Function Type, all cores and ports together.
 
@@ -210,14 +218,21 @@ def time_by_func_type(profile: Profile) -> pd.DataFrame:
     c = profile.commands
     if c.empty:
         return pd.DataFrame(columns=["engine", "func_type", "is_sys", "total_ns", "cmds"])
-    frame = pd.DataFrame({
-        "engine": c["engine"].astype(str).to_numpy(),
-        "func_type": c["func_type"].astype("object").fillna("(unknown)").astype(str).to_numpy(),
-        "is_sys": c["is_sys"].to_numpy(bool),
-        "dur": (c["end_ns"] - c["start_ns"]).to_numpy(np.int64),
+    # grouped on the columns' codes (few distinct values), their text looked up per group: no
+    # string per command (at 3.3M commands 0.1 s instead of ~0.6 s and ~150 MB)
+    engine, engines = _text_codes(c["engine"], "nan")
+    ftype, ftypes = _text_codes(c["func_type"], "(unknown)")
+    group, pairs = pd.factorize(engine * len(ftypes) + ftype)     # in order of first appearance
+    dur = (c["end_ns"].to_numpy(np.int64) - c["start_ns"].to_numpy(np.int64)).astype(np.float64)
+    n = len(pairs)
+    g = pd.DataFrame({
+        "engine": np.asarray([engines[k] for k in pairs // len(ftypes)], dtype=object),
+        "func_type": np.asarray([ftypes[k] for k in pairs % len(ftypes)], dtype=object),
+        "is_sys": np.bincount(group, weights=~c["is_sys"].to_numpy(bool), minlength=n) == 0,
+        # integer sums below 2**53 ns are exact in float64
+        "total_ns": np.bincount(group, weights=dur, minlength=n).astype(np.int64),
+        "cmds": np.bincount(group, minlength=n).astype(np.int64),
     })
-    g = (frame.groupby(["engine", "func_type"], sort=False)
-         .agg(is_sys=("is_sys", "all"), total_ns=("dur", "sum"), cmds=("dur", "size")).reset_index())
     rank = {e: i for i, e in enumerate(ENGINES)}
     g["_e"] = g["engine"].map(rank).fillna(len(rank))
     g = g.sort_values(["_e", "engine", "total_ns"], ascending=[True, True, False])

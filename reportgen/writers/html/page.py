@@ -19,6 +19,7 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
+from reportgen.parallel import release_free_memory
 from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
@@ -209,6 +210,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     hlanes = timeline.host_lanes(profile)
     t0, types, ops, kernels, timeline_parts = _timeline(profile, lanes, hlanes)
     header, blob, span, overview_u1, lane_specs, layer_part = timeline_parts
+    release_free_memory()           # the items' freed pages: back to the system, not held to the end
     pmu = profile.meta.is_pmu
     step("charts")
     if pmu:
@@ -257,6 +259,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
     data, lazy_block = lazy.split(data)       # read after the first drawing: one gzip'd block
+    release_free_memory()           # the charts' and diagnosis' temporaries
     step("page")
     m = profile.meta
     # the last two path parts name a capture better than "input" alone

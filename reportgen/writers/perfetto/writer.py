@@ -10,6 +10,7 @@ import pandas as pd
 
 from reportgen.errors import OutputError
 from reportgen.model import Profile
+from reportgen.parallel import release_free_memory
 from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
@@ -67,6 +68,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     counters = np.concatenate([x.counters if x.counters is not None else np.zeros(len(x.seq_ids), np.int64)
                                for x in plan]) if plan else np.zeros(0, np.int64)
     trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used, counters)
+    release_free_memory()       # the plans' temporaries: back to the system for the (long) encoding
     chunks = sum(math.ceil(x.n / CHUNK) for x in plan)
     with progress_bar(chunks, "perfetto", "chunk", quiet) as bar:
         for x in plan:
