@@ -34,16 +34,24 @@ def device_lanes(profile: Profile) -> Lanes:
     names = profile.sheets()
     if not names:
         return Lanes([], [], [], np.zeros(0, np.int32))
-    codes = pd.Categorical(c["sheet"].astype(str), categories=names).codes.astype(np.int32)
-    pairs = pd.DataFrame({"lane": codes, "core": c["core"].to_numpy(np.int64)}).drop_duplicates()
-    pairs = pairs.sort_values(["lane", "core"])
-    cores_of = pairs.groupby("lane")["core"].agg(list)
-    engine_of = (pd.DataFrame({"lane": codes, "engine": c["engine"].astype(str).to_numpy()})
-                 .drop_duplicates("lane").set_index("lane")["engine"])
+    # on the sheet's codes (its few distinct names mapped to lanes): no string per command
+    sheet_codes, sheet_names = pd.factorize(c["sheet"], use_na_sentinel=True)
+    lane_of = {name: i for i, name in enumerate(names)}
+    table = np.array([lane_of.get(str(x), -1) for x in sheet_names] + [lane_of.get("nan", -1)], np.int32)
+    codes = table[sheet_codes]
+    core = c["core"].to_numpy(np.int64)
+    low, span = (int(core.min()), int(core.max()) - int(core.min()) + 1) if len(core) else (0, 1)
+    on = codes >= 0
+    pairs = np.unique(codes[on].astype(np.int64) * span + (core[on] - low))   # (lane, core), sorted
+    lanes_with, first = np.unique(codes, return_index=True)                 # each lane's first row
+    engine_at = dict(zip(lanes_with.tolist(), c["engine"].iloc[first].astype(str).tolist()))
+    cores_of: dict[int, list[int]] = {}
+    for lane, k in zip((pairs // span).tolist(), (pairs % span + low).tolist()):
+        cores_of.setdefault(lane, []).append(k)
     return Lanes(
         names=names,
-        engines=[str(engine_of[i]) for i in range(len(names))],
-        cores=[[int(k) for k in cores_of[i]] for i in range(len(names))],
+        engines=[engine_at[i] for i in range(len(names))],
+        cores=[cores_of[i] for i in range(len(names))],
         of_command=codes,
     )
 
