@@ -89,6 +89,20 @@ def host_lanes(profile: Profile) -> HostLanes:
     return HostLanes(names, lane["lane"].to_numpy(np.int32), levels)
 
 
+def _buckets(starts, ends, lanes, t0: float, t1: float, width: float, n_buckets: int, step: int = 1 << 18):
+    """Per slice of at most ``step`` items, those inside [t0, t1): (start, end clipped to the
+    window, lane * n_buckets, first bucket, last bucket)."""
+    for lo in range(0, len(starts), step):
+        s = np.asarray(starts[lo:lo + step], np.float64)
+        e = np.asarray(ends[lo:lo + step], np.float64)
+        keep = (e > t0) & (s < t1) & (e > s)
+        s, e = np.maximum(s[keep], t0), np.minimum(e[keep], t1)
+        ln = np.asarray(lanes[lo:lo + step])[keep].astype(np.int64)
+        b0 = np.minimum(((s - t0) / width).astype(np.int64), n_buckets - 1)
+        b1 = np.minimum(((e - t0) / width).astype(np.int64), n_buckets - 1)
+        yield s, e, ln * n_buckets, b0, b1
+
+
 def occupancy(starts: np.ndarray, ends: np.ndarray, lanes: np.ndarray, n_lanes: int,
               t0: float, t1: float, n_buckets: int) -> np.ndarray:
     """Busy fraction per (lane, bucket) of the window [t0, t1) cut into ``n_buckets`` equal buckets.
@@ -99,26 +113,26 @@ def occupancy(starts: np.ndarray, ends: np.ndarray, lanes: np.ndarray, n_lanes: 
     """
     width = (t1 - t0) / n_buckets
     out = np.zeros(n_lanes * n_buckets + 1, np.float64)   # +1: a dump slot for empty ranges
-    s = np.asarray(starts, np.float64)
-    e = np.asarray(ends, np.float64)
-    keep = (e > t0) & (s < t1) & (e > s)
-    s, e, ln = np.maximum(s[keep], t0), np.minimum(e[keep], t1), np.asarray(lanes)[keep].astype(np.int64)
-    if len(s) == 0 or width <= 0:
+    if width <= 0:
         return out[:-1].reshape(n_lanes, n_buckets)
-    b0 = np.minimum(((s - t0) / width).astype(np.int64), n_buckets - 1)
-    b1 = np.minimum(((e - t0) / width).astype(np.int64), n_buckets - 1)
-    base = ln * n_buckets
-    same = b0 == b1
-    # a command inside one bucket adds its whole length there
-    np.add.at(out, base[same] + b0[same], e[same] - s[same])
+    # each sum in item order (np.add.at), slice after slice: the same sums as over all items
+    # at once, with temporaries of one slice only
+    for s, e, base, b0, b1 in _buckets(starts, ends, lanes, t0, t1, width, n_buckets):
+        same = b0 == b1
+        # a command inside one bucket adds its whole length there
+        np.add.at(out, base[same] + b0[same], e[same] - s[same])
     # a command spanning buckets: partial first and last bucket, full width in between
-    sp = ~same
-    np.add.at(out, base[sp] + b0[sp], t0 + (b0[sp] + 1) * width - s[sp])
-    np.add.at(out, base[sp] + b1[sp], e[sp] - (t0 + b1[sp] * width))
+    for s, e, base, b0, b1 in _buckets(starts, ends, lanes, t0, t1, width, n_buckets):
+        sp = b0 != b1
+        np.add.at(out, base[sp] + b0[sp], t0 + (b0[sp] + 1) * width - s[sp])
+    for s, e, base, b0, b1 in _buckets(starts, ends, lanes, t0, t1, width, n_buckets):
+        sp = b0 != b1
+        np.add.at(out, base[sp] + b1[sp], e[sp] - (t0 + b1[sp] * width))
     full = np.zeros(n_lanes * n_buckets + 1, np.float64)
-    inner = sp & (b1 > b0 + 1)
-    np.add.at(full, base[inner] + b0[inner] + 1, 1.0)
-    np.add.at(full, base[inner] + b1[inner], -1.0)
+    for s, e, base, b0, b1 in _buckets(starts, ends, lanes, t0, t1, width, n_buckets):
+        inner = (b0 != b1) & (b1 > b0 + 1)
+        np.add.at(full, base[inner] + b0[inner] + 1, 1.0)
+        np.add.at(full, base[inner] + b1[inner], -1.0)
     # the difference array must not run from one lane into the next: each run starts and ends
     # inside its own lane's row, so a cumulative sum over the flat array is safe
     out += np.cumsum(full) * width

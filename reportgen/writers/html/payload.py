@@ -7,6 +7,7 @@ encoded columns in one gzip stream (see :func:`encode_items`).
 from __future__ import annotations
 
 import gzip
+import zlib
 from dataclasses import dataclass
 from typing import Any
 
@@ -299,7 +300,11 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
     }
     second = {"prev_op": lambda: prev_ops(op, first), "bytes": lambda: nbytes}
     grouping: dict[str | None, np.ndarray] = {}        # the latest op grouping (one at a time)
-    specs, chunks, offset = [], [], 0
+    specs, offset = [], 0
+    # each column deflated as it is made (a gzip stream; the same bytes as gzip.compress of the
+    # columns joined, level 4: within 1 % of level 6 on these byte planes, 4x faster)
+    deflate = zlib.compressobj(4, zlib.DEFLATED, 31)
+    deflated = []
     for name, make in columns.items():
         values = make()
         arr = _narrow(values) if name != "bwx_val" else values
@@ -316,10 +321,9 @@ def encode_items(items: Items, n_lanes: int, pads_ns: tuple[float, ...] = (0.0,)
         specs.append({"name": name, "dtype": _DTYPE_CODE[arr.dtype.name], "n": int(len(arr)),
                       "offset": offset, **({"by_op": True} if name in BY_OP else {}),
                       **({"then": THEN_BY[name]} if name in THEN_BY else {})})
-        chunks.append(raw)
+        deflated.append(deflate.compress(raw))
         offset += len(raw)
-    # level 4: within 1 % of level 6 on these byte planes, 4x faster
-    blob = gzip.compress(b"".join(chunks), compresslevel=4, mtime=0)
+    blob = b"".join([*deflated, deflate.flush()])
     header = {"n": int(n), "lane_off": lane_off.tolist(), "columns": specs,
               "bw_pad_ns": float(pad)}
     return header, blob
