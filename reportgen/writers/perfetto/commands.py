@@ -300,7 +300,8 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     np.minimum.at(first_ts, track_code, start + device.base)
     src_pos, src_flow, dst_pos, dst_flow = _flow_lists(c, why, order, start)
     launched, _ = launches(c)                                # framework: host launch -> slice
-    launch_pos, launch_flow = position_of(order)[launched], flow_id(launched)
+    launch_pos = position_of(order)[launched] if len(launched) else launched
+    launch_flow = flow_id(launched)
     base = device.base
 
     def encode(lo: int, hi: int) -> bytes:
