@@ -30,7 +30,7 @@ from reportgen.analysis.uarch_timeline import modelled, modelled_tiu, rate_bins
 from reportgen.model import ENGINES, Profile
 from reportgen.writers.html.charts import _BASE_LAYOUT, _esc, _typed
 from reportgen.writers.html.palette import SYSTEM_COLOR, UNKNOWN_COLOR
-from reportgen.writers.html.payload import BinaryBlock, _narrow
+from reportgen.writers.html.payload import BinaryBlock, _item_order, _narrow
 
 #: kernel calls listed in the table (the longest; every call is in the workbook and Perfetto)
 CALLS_SHOWN = 300
@@ -178,14 +178,17 @@ def urate_block(profile: Profile, lanes: timeline.Lanes, t0: int) -> tuple[dict[
     code = np.zeros(len(c), np.int64)
     code[mask] = pair + 1
     # the payload's item order: by lane, then start, then end (payload.encode_items)
-    order = np.lexsort((c["end_ns"].to_numpy(np.int64), c["start_ns"].to_numpy(np.int64), lanes.of_command))
-    bounds = np.searchsorted(lanes.of_command[order], np.arange(len(lanes.names) + 1))
+    order = _item_order(lanes.of_command, c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64))
+    # None: in that order already (a PMU capture), no sort
+    bounds = np.searchsorted(lanes.of_command if order is None else lanes.of_command[order],
+                             np.arange(len(lanes.names) + 1))
     packed = BinaryBlock()
     put = packed.put
 
     lanes_shown = []
     for lane, (engine, cores) in enumerate(zip(lanes.engines, lanes.cores)):
-        codes = code[order[bounds[lane]:bounds[lane + 1]]]
+        rows = slice(bounds[lane], bounds[lane + 1])
+        codes = code[rows] if order is None else code[order[rows]]
         if engine == "TIU" and len(cores) == 1 and codes.any():
             lanes_shown.append((lane, int(cores[0]), codes))
     heads = [{"core": core, "lane": lane, "span_rate": _num(rate.get(str(core)))}

@@ -19,6 +19,7 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
+from reportgen.parallel import release_free_memory
 from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
@@ -171,17 +172,10 @@ def _views_and_tabs(profile: Profile, lane_specs: list[dict[str, Any]], overview
     return views, tabs
 
 
-def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
-    """The complete result.html text. ``progress(stage)`` is called as each stage starts.
-
-    PMU profiles get the engine overview (summary table and engine charts). Other sources have
-    streams instead of TIU/GDMA/SDMA: their overview shows the Device lanes table and the charts
-    drawn from their analysis tables.
-    """
-    step = progress or (lambda stage: None)
-    step("encode commands")
-    lanes = timeline.device_lanes(profile)
-    hlanes = timeline.host_lanes(profile)
+def _timeline(profile: Profile, lanes: timeline.Lanes, hlanes: timeline.HostLanes):
+    """The timeline payload of every command and host event (its items are freed on return:
+    at 3.3M commands ~80 bytes each): (t0, types, ops, kernels, (payload header, payload,
+    span, overview strip, lane specs, layer lanes or None))."""
     n_lanes = len(lanes.names) + len(hlanes.names)
     items, t0, types, ops, kernels = collect_items(profile, lanes, hlanes)
     overlap_part = overlap.overlap_lanes(profile, items, t0, types, ops, n_lanes)   # Ascend trace views
@@ -200,6 +194,23 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
     overview_u1 = np.round(overview * 255).astype(np.uint8)
     lane_specs = (_lane_specs(profile, lanes, hlanes) + (overlap_part.lanes if overlap_part else [])
                   + (layer_part.lanes if layer_part else []))
+    return t0, types, ops, kernels, (header, blob, span, overview_u1, lane_specs, layer_part)
+
+
+def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
+    """The complete result.html text. ``progress(stage)`` is called as each stage starts.
+
+    PMU profiles get the engine overview (summary table and engine charts). Other sources have
+    streams instead of TIU/GDMA/SDMA: their overview shows the Device lanes table and the charts
+    drawn from their analysis tables.
+    """
+    step = progress or (lambda stage: None)
+    step("encode commands")
+    lanes = timeline.device_lanes(profile)
+    hlanes = timeline.host_lanes(profile)
+    t0, types, ops, kernels, timeline_parts = _timeline(profile, lanes, hlanes)
+    header, blob, span, overview_u1, lane_specs, layer_part = timeline_parts
+    release_free_memory()           # the items' freed pages: back to the system, not held to the end
     pmu = profile.meta.is_pmu
     step("charts")
     if pmu:
@@ -248,6 +259,7 @@ def render(profile: Profile, summary: pd.DataFrame, progress=None) -> str:
         data["layers"] = layer_part.data
         data["table_rows_shown"] = tables.TABLE_ROWS_SHOWN
     data, lazy_block = lazy.split(data)       # read after the first drawing: one gzip'd block
+    release_free_memory()           # the charts' and diagnosis' temporaries
     step("page")
     m = profile.meta
     # the last two path parts name a capture better than "input" alone

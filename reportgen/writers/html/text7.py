@@ -15,6 +15,7 @@ the block's ``data-bytes`` bytes.
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 #: Chunk values a script block does not keep as they are: NUL, CR, "<"
 UNSAFE = (0x00, 0x0D, 0x3C)
@@ -22,38 +23,40 @@ UNSAFE = (0x00, 0x0D, 0x3C)
 PAIR_BASE = 0x80
 
 
-def _chunks(data: bytes) -> np.ndarray:
-    """The 7-bit chunks of ``data``, most significant bit first, the last padded with zeros:
-    every 7 bytes (56 bits, read as one big-endian integer) are 8 chunks."""
+@njit(cache=True)
+def _code_points(data):
+    """The characters of ``data`` as UTF-16 code units (all below U+0200): one pass, chunk by
+    chunk; an unsafe chunk takes the next chunk (0 past the end) into its pair character."""
     n = (len(data) * 8 + 6) // 7
-    groups = -(-len(data) // 7)
-    flat = np.zeros(groups * 7, np.uint8)
-    flat[:len(data)] = np.frombuffer(data, np.uint8)
-    padded = np.zeros((groups, 8), np.uint8)
-    padded[:, 1:] = flat.reshape(groups, 7)
-    words = padded.view(">u8").reshape(-1, 1)
-    shifts = np.arange(49, -1, -7, dtype=np.uint64)
-    return ((words >> shifts) & np.uint64(0x7F)).astype(np.int32).reshape(-1)[:n]
+    out = np.empty(n, np.uint16)
+    m = 0
+    k = 0
+    while k < n:
+        chunk = _chunk(data, k)
+        which = 0 if chunk == 0x00 else 1 if chunk == 0x0D else 2 if chunk == 0x3C else -1
+        if which < 0:
+            out[m] = chunk
+            k += 1
+        else:
+            out[m] = PAIR_BASE + 128 * which + (_chunk(data, k + 1) if k + 1 < n else 0)
+            k += 2
+        m += 1
+    return out[:m]
+
+
+@njit(cache=True, inline="always")
+def _chunk(data, k):
+    """The 7-bit chunk ``k`` of ``data``, most significant bit first, zero bits past the end."""
+    bit = 7 * k
+    at = bit >> 3
+    word = np.int32(data[at]) << 8
+    if at + 1 < len(data):
+        word |= np.int32(data[at + 1])
+    return (word >> (9 - (bit & 7))) & 0x7F
 
 
 def encode(data: bytes) -> str:
-    """``data`` as script-block text (see the module's docstring); vectorised, no loop per byte."""
-    chunks = _chunks(data)
-    if not len(chunks):
+    """``data`` as script-block text (see the module's docstring), by a compiled loop."""
+    if not len(data):
         return ""
-    unsafe = (chunks == UNSAFE[0]) | (chunks == UNSAFE[1]) | (chunks == UNSAFE[2])
-    # a run of unsafe chunks pairs up from its start: chunks 0, 2, 4... of the run open a pair
-    # (each takes the chunk after it, unsafe or not)
-    idx = np.arange(len(chunks))
-    begins = unsafe & ~np.concatenate([[False], unsafe[:-1]])
-    run_start = np.maximum.accumulate(np.where(begins, idx, 0))
-    opens = unsafe & ((idx - run_start) % 2 == 0)
-    if opens[-1]:
-        chunks, opens = np.append(chunks, 0), np.append(opens, False)
-    taken = np.concatenate([[False], opens[:-1]])
-    pos = np.flatnonzero(~taken)
-    codes = chunks[pos].astype("<u4")
-    paired = opens[pos]
-    which = np.searchsorted(np.array(UNSAFE), chunks[pos][paired])
-    codes[paired] = PAIR_BASE + 128 * which + chunks[pos[paired] + 1]
-    return codes.tobytes().decode("utf-32-le")
+    return _code_points(np.frombuffer(data, np.uint8)).tobytes().decode("utf-16-le")

@@ -54,10 +54,13 @@ event at their time as extra counter values (:mod:`.riding`; docs/formats.md
 "``perfetto.pftrace`` encoding").  ``Sheet`` and ``Mode``, when every slice of a command track
 has the same one, are written once, as the track's description (``debug.Sheet = TIU_0``, one
 line per arg), not on each slice.  Flow ids are varints (``flow_ids_old``), reused once a
-flow is closed.  Event packets are encoded by a small vectorised protobuf wire encoder
-(:class:`~reportgen.writers.perfetto.wire.Rows`): every field of every packet of a chunk is one numpy column, so there is no Python
-loop per command, and chunks of :data:`CHUNK` slices are written as they are encoded (memory
-stays flat).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
+flow is closed.  Event packets are encoded by a small protobuf wire encoder
+(:class:`~reportgen.writers.perfetto.wire.Rows`): a chunk's packets are described field by field,
+each field one numpy column, and written by one compiled (numba) loop, so there is no Python
+loop per command; chunks of :data:`CHUNK` slices are written as they are encoded (memory
+stays flat).  The plans hold little per command (slice order and track as int32, flow lists
+as int32); counter points are computed and matched to command events core by core
+(:mod:`.riding`).  Descriptors and interned data, a few per track, use the ``perfetto`` package's
 ``perfetto_trace_pb2``.  The file is a concatenation of ``Trace`` messages, which is one trace.
 
 Modules: ``wire`` (protobuf encoder), ``trace`` (file, tracks, interning, sequences), ``device``

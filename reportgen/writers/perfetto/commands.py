@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.analysis.depgraph import descriptor_dependencies
 from reportgen.intervals import first_fit_lanes
-from reportgen.writers.perfetto.columns import category_codes, column_values, engine_is
+from reportgen.writers.perfetto.columns import category_codes, column_reader, engine_is
 from reportgen.writers.perfetto.counters import sort_order
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.riding import Riding, ride_values
 from reportgen.writers.perfetto.trace import Plan, pairs, path_uuid
 from reportgen.writers.perfetto.wire import (FLOW_IDS, TERMINATING_FLOW_IDS, SLICE_BEGIN, SLICE_END, Rows,
-                                             annotations, packet, varint_repeated)
+                                             annotations, packet)
 
 
 #: CDMA operations per direction (pmu-dump-format.md §8.4); anything else stays on the port track
@@ -59,12 +60,60 @@ def _flows(c: pd.DataFrame, why) -> tuple[np.ndarray, np.ndarray]:
             np.concatenate([dep_dst, waits[keep]]))
 
 
+@njit(cache=True)
+def _group_clashes(group, start, end, groups):
+    """One pass in row order: (whether every group's rows are in start order, per group
+    whether a command starts before an earlier one of the group ended)."""
+    low = np.iinfo(np.int64).min
+    last, run_end = np.full(groups, low), np.full(groups, low)
+    clash = np.zeros(groups, np.bool_)
+    for i in range(len(group)):
+        g = group[i]
+        if start[i] < last[g]:
+            return False, clash
+        if start[i] < run_end[g]:
+            clash[g] = True
+        last[g] = start[i]
+        run_end[g] = max(run_end[g], end[i])
+    return True, clash
+
+
+@njit(cache=True)
+def _track_order(track, start, end, tracks):
+    """The rows by (track, start, end), stable, when every track's rows are in (start, end)
+    order already (a counting sort by track: no comparison sort); None otherwise."""
+    low = np.iinfo(np.int64).min
+    last_s, last_e = np.full(tracks, low), np.full(tracks, low)
+    count = np.zeros(tracks + 1, np.int64)
+    for i in range(len(track)):
+        t = track[i]
+        if start[i] < last_s[t] or (start[i] == last_s[t] and end[i] < last_e[t]):
+            return None
+        last_s[t], last_e[t] = start[i], end[i]
+        count[t + 1] += 1
+    at = np.cumsum(count)
+    order = np.empty(len(track), np.int32)
+    for i in range(len(track)):
+        t = track[i]
+        order[at[t]] = i
+        at[t] += 1
+    return order
+
+
 def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
     """``first_fit_lanes``, computed only for the groups (engine lanes of a core) where commands
     overlap: a group whose commands, in start order, each start no earlier than every earlier
     one ended is all lane 0 (what first fit gives it), and that is every group of a PMU
     capture.  Equal starts may be flagged as overlapping; those groups get first fit."""
     group = np.asarray(group, np.int64)
+    groups = int(group.max()) + 1 if len(group) else 0
+    in_order, clashes = _group_clashes(group, start, end, groups)
+    lane = np.zeros(len(group), np.int32)
+    if in_order:             # each group's rows in start order already (a PMU capture): no sort
+        if clashes.any():
+            redo = clashes[group]
+            lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
+        return lane
     o = sort_order(start, group)
     g, s, e = group[o], start[o], end[o]
     # latest end so far within the group: a running maximum, each group's ends lifted above
@@ -74,7 +123,6 @@ def command_lanes(group: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.n
     run_end = np.maximum.accumulate(e - low + lift) - lift + low
     clash = np.zeros(len(o), bool)
     clash[1:] = (g[1:] == g[:-1]) & (s[1:] < run_end[:-1])
-    lane = np.zeros(len(o), np.int32)
     if clash.any():
         redo = np.isin(group, np.unique(g[clash]))
         lane[redo] = first_fit_lanes(group[redo], start[redo], end[redo])
@@ -115,6 +163,53 @@ def position_of(order: np.ndarray) -> np.ndarray:
     return position
 
 
+def _command_tracks(c: pd.DataFrame, is_cdma: np.ndarray, start: np.ndarray, end: np.ndarray):
+    """Each command's track: (track code per row, track keys = lane group code * 1024 + lane,
+    lane group keys = (engine code * 4 + CDMA channel) << 32 | core or port + 1, engine names)."""
+    eng_code, eng_names = category_codes(c["engine"])
+    cdma = np.flatnonzero(is_cdma)
+    owner = c["core"].to_numpy(np.int64) + 1                 # >= 0
+    owner[cdma] = c["port"].iloc[cdma].astype("Float64").fillna(-1).astype("int64").to_numpy() + 1
+    # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
+    # port track itself); a transfer's two sides overlap, so they never share a track
+    names, name_table = category_codes(c["func_name"])
+    channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
+    group = eng_code.astype(np.int64) * 4
+    group[cdma] += channel_of[names[cdma]]
+    group *= 1 << 32
+    group += owner
+    del owner
+    base_code, base_keys = pd.factorize(group)
+    del group
+    lane = command_lanes(base_code, start, end)
+    base_code *= 1024
+    base_code += lane
+    del lane
+    track_code, track_keys = pd.factorize(pd.Series(base_code))
+    return track_code, track_keys, base_keys, eng_names
+
+
+#: the int and double args of a command slice: arg name -> command column
+INT_ARGS = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles", "DMA data size(B)": "bytes",
+            "Stall Cycles": "stall_cycles", "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
+DOUBLE_ARGS = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
+
+
+def _flow_lists(c: pd.DataFrame, why, order: np.ndarray, start: np.ndarray):
+    """The flows by output position (``order``): (source positions, sorted, and their flow ids;
+    dependent positions, sorted, and their flow ids), narrow integers."""
+    src, dst = _flows(c, why)
+    fid = reused_flow_ids(start[src], start[dst])
+    fid = fid.astype(np.int32) if not len(fid) or fid.max() < 1 << 31 else fid
+    position = position_of(order)
+    lists = []
+    for rows in (src, dst):
+        pos = position[rows]
+        o = np.argsort(pos, kind="stable")
+        lists += [pos[o].astype(order.dtype), fid[o]]
+    return lists
+
+
 def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None = None) -> Plan:
     """Every command as a slice on its engine lane, with args, dependency and barrier flows (and
     the flows from the host rows that launched them: :mod:`.launch_flows`); ``why``
@@ -122,22 +217,10 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
     framework trace with a ``level`` column are grouped under their level's track; ``ride``: the
     counter points the slices' begin / end events carry (:mod:`.riding`)."""
     t = device.t
-    eng_code, eng_names = category_codes(c["engine"])
-    core = c["core"].to_numpy(np.int64)
-    port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
     is_cdma = engine_is(c, "CDMA")
-    owner = np.where(is_cdma, port, core) + 1                # >= 0
-    # CDMA: a TX and an RX lane group under each port, like the reference (other ops on the
-    # port track itself); a transfer's two sides overlap, so they never share a track
-    names, name_table = category_codes(c["func_name"])
-    channel_of = np.array([CDMA_CHANNEL.get(str(x), 0) for x in name_table] + [0], np.int64)
-    channel = np.where(is_cdma, channel_of[names], 0)
-    group = (eng_code.astype(np.int64) * 4 + channel) * (1 << 32) + owner
-    base_code, base_keys = pd.factorize(group)
     start = c["start_ns"].to_numpy(np.int64)
     end = c["end_ns"].to_numpy(np.int64)
-    lane = command_lanes(base_code, start, end)
-    track_code, track_keys = pd.factorize(pd.Series(base_code * 1024 + lane))
+    track_code, track_keys, base_keys, eng_names = _command_tracks(c, is_cdma, start, end)
     str_cols = {"Sheet": "sheet", "Direction": "direction", "Data Type": "dtype",
                 "Kernel Function": "kernel", "Mode": "mode"}
     strings = {a: t.strings.lookup(c[col]) for a, col in str_cols.items()}
@@ -176,7 +259,10 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
             uuid_of[k] = t.track(f"device/core/{own}/engine/{eng}/{ln}", label, parent, rank=rank,
                                  description=track_args(on_track, k, text))
     seq_ids = t.sequences(len(track_keys))
-    order = sort_order(end - start, start, track_code)       # = lexsort((end, start, track_code))
+    order = _track_order(track_code, start, end, len(track_keys)) if len(c) < 1 << 31 else None
+    if order is None:
+        order = sort_order(end - start, start, track_code)   # = lexsort((end, start, track_code))
+        order = order.astype(np.int32) if len(order) < 1 << 31 else order
     track_code = track_code.astype(np.int32)
     seq = seq_ids[track_code]                                # transient: for the iids used
     # strings: small per-column iid tables; args: read per chunk from the frame, so what
@@ -192,62 +278,53 @@ def commands_plan(device: Device, c: pd.DataFrame, why=None, ride: Riding | None
         return tab[codes[rows]] * on_slices[a][track_code[rows]]
 
     every = slice(None)
-    int_cols = {"Global Idx": "global_idx", "Cmd Id": "cmd_id", "Cycles": "cycles",
-                "DMA data size(B)": "bytes", "Stall Cycles": "stall_cycles",
-                "Dep Cmd Id": "dep_cmd_id", "Batch": "batch", "Port": "port"}
-    dbl_cols = {"DDR Bandwidth(GB/s)": "ddr_bw", "L2M Bandwidth(GB/s)": "l2m_bw", "uArch Rate": "uarch_rate"}
     used = {"names": pairs(seq, names[1][names[0]]), "cats": pairs(seq, cats[1][cats[0]]),
             "strings": tuple(np.concatenate(x) for x in zip(*[pairs(seq, string_iids(a, every))
                                                               for a in strings]))}
+    del seq
     critical = np.zeros(len(c), bool)
     if why is not None:
         critical[why.path.rows] = True
-    arg_present = {**{a: c[col].notna().to_numpy(bool) for a, col in {**int_cols, **dbl_cols}.items()},
-                   **{a: string_iids(a, every) > 0 for a in strings}, "Core": is_cdma,
-                   "critical": critical}
+    # typed columns read per chunk (no copy of the whole column)
+    int_args = {a: column_reader(c, col, "int") for a, col in INT_ARGS.items()}
+    dbl_args = {a: column_reader(c, col, "double") for a, col in DOUBLE_ARGS.items()}
+    core = column_reader(c, "core", "int")
     # an arg name is interned by the sequences (tracks) that have it on some slice
-    has_arg = [np.flatnonzero(np.bincount(track_code[ok], minlength=len(track_keys))) for ok in arg_present.values()]
+    present = {**{a: (lambda col=col: c[col].notna().to_numpy(bool)) for a, col in {**INT_ARGS, **DOUBLE_ARGS}.items()},
+               **{a: (lambda a=a: string_iids(a, every) > 0) for a in strings}, "Core": lambda: is_cdma,
+               "critical": lambda: critical}
+    has_arg = [np.flatnonzero(np.bincount(track_code[ok()], minlength=len(track_keys))) for ok in present.values()]
     used["args"] = (np.concatenate([seq_ids[x] for x in has_arg]),
-                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(arg_present, has_arg)]))
+                    np.concatenate([np.full(len(x), t.arg_iid[a]) for a, x in zip(present, has_arg)]))
     first_ts = np.full(len(track_keys), np.iinfo(np.int64).max)
     np.minimum.at(first_ts, track_code, start + device.base)
-    del seq, arg_present
-    # flows, by output position: sources carry flow_ids, dependents terminating_flow_ids
-    src, dst = _flows(c, why)
-    position = position_of(order)
-    src_pos, dst_pos = position[src], position[dst]
+    src_pos, src_flow, dst_pos, dst_flow = _flow_lists(c, why, order, start)
     launched, _ = launches(c)                                # framework: host launch -> slice
-    launch_pos, launch_flow = position[launched], flow_id(launched)
-    del position
-    so, do = np.argsort(src_pos, kind="stable"), np.argsort(dst_pos, kind="stable")
-    fid = reused_flow_ids(start[src], start[dst])
-    src_pos, src_flow = src_pos[so], fid[so]
-    dst_pos, dst_flow = dst_pos[do], fid[do]
+    launch_pos = position_of(order)[launched] if len(launched) else launched
+    launch_flow = flow_id(launched)
     base = device.base
-    taken = ["core", *int_cols.values(), *dbl_cols.values()]
 
     def encode(lo: int, hi: int) -> bytes:
         rows = order[lo:hi]
         n = len(rows)
-        part = {col: c[col].take(rows) for col in taken}       # only the columns written
         seq_rows = seq_ids[track_code[rows]]
         te = Rows(n).const(9, SLICE_BEGIN)
         iid = names[1][names[0][rows]]
         te.varint(10, iid, iid > 0)
         iid = cats[1][cats[0][rows]]
         te.varint(3, iid, iid > 0)
-        args = [(a, "int", *column_values(part, col, "int")) for a, col in int_cols.items()]
-        args.append(("Core", "int", part["core"].to_numpy(np.int64), is_cdma[rows]))
+        args = [(a, "int", *read(rows)) for a, read in int_args.items()]
+        args.append(("Core", "int", core(rows)[0], is_cdma[rows]))
         args.append(("critical", "bool", np.ones(n, np.int64), critical[rows]))
-        for a, col in dbl_cols.items():
-            v, ok = column_values(part, col, "double")
+        for a, read in dbl_args.items():
+            v, ok = read(rows)
             args.append((a, "double", np.round(v * 100.0, 6) if a == "uArch Rate" else v, ok))
         for a in strings:
             iid = string_iids(a, rows)
             args.append((a, "string", iid, iid > 0))
         annotations(te, t.arg_iid, args)
         i, j = np.searchsorted(src_pos, [lo, hi])
-        te.dense(*varint_repeated(src_pos[i:j] - lo, src_flow[i:j], FLOW_IDS, n))
+        te.repeated(FLOW_IDS, src_pos[i:j] - lo, src_flow[i:j])
         i, j = np.searchsorted(dst_pos, [lo, hi])
         terminating = np.zeros(n, np.uint64)
         terminating[dst_pos[i:j] - lo] = dst_flow[i:j]

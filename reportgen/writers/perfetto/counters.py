@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 import pandas as pd
 
-from reportgen.writers.perfetto.columns import engine_is
+from reportgen.writers.perfetto.columns import engine_is, float_values
 from reportgen.writers.perfetto.device import ENGINE_RANK, Device
 from reportgen.writers.perfetto.trace import Plan
 from reportgen.writers.perfetto.wire import COUNTER, Rows, packet
@@ -32,71 +32,67 @@ def sort_order(*keys: np.ndarray) -> np.ndarray:
     return np.argsort(combined, kind="stable")
 
 
-def counter_series(c: pd.DataFrame) -> list[tuple]:
-    """TIU uArch rate (of the latest started modelled command, 0 when none runs) and DMA
-    bandwidth (sum over the running commands) per core: (track name, unit, core, ts, value)
-    per counter, sorted by core and time."""
-    series = []
-    core_all = c["core"].to_numpy(np.int64)
-    start_all, end_all = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
-    rows = np.flatnonzero(engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool))
-    if len(rows):
-        rows = rows[sort_order(end_all[rows] - start_all[rows], start_all[rows], core_all[rows])]
-        core, s, e = core_all[rows], start_all[rows], end_all[rows]
-        # latest end so far on the core: a running maximum, each core's ends lifted above the
-        # previous core's
-        lift = (core - core.min()) * (int(e.max()) - int(e.min()) + 1)
-        run_end = np.maximum.accumulate(e - int(e.min()) + lift) - lift + int(e.min())
+#: the counters: (track name, unit, engine whose commands make it)
+COUNTERS = (("TIU uArch Rate (%)", "%", "TIU"), ("GDMA Bandwidth (GB/s)", "GB/s", "GDMA"),
+            ("SDMA Bandwidth (GB/s)", "GB/s", "SDMA"))
+
+
+def counter_rows(c: pd.DataFrame, engine: str) -> np.ndarray:
+    """The commands (rows, ascending) a counter is made of: the modelled TIU commands (a uArch
+    rate), the GDMA/SDMA commands of the kernel (not system ones) with a bandwidth."""
+    if engine == "TIU":
+        return np.flatnonzero(engine_is(c, "TIU") & c["uarch_rate"].notna().to_numpy(bool))
+    known = (c["ddr_bw"].notna() | c["l2m_bw"].notna()).to_numpy(bool)
+    return np.flatnonzero(engine_is(c, engine) & ~c["is_sys"].to_numpy(bool) & known)
+
+
+def counter_points(c: pd.DataFrame, engine: str, rows: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The points (ts, value), in time order, of the ``engine`` counter of ONE core made of its
+    commands ``rows``: TIU uArch rate (of the latest started modelled command, 0 when none
+    runs), DMA bandwidth (the sum over the running commands)."""
+    s, e = c["start_ns"].to_numpy(np.int64)[rows], c["end_ns"].to_numpy(np.int64)[rows]
+    if engine == "TIU":
+        o = sort_order(e - s, s)
+        s, e = s[o], e[o]
+        run_end = np.maximum.accumulate(e)                  # latest end so far
         next_start = np.full(len(s), np.iinfo(np.int64).max)
-        same = core[1:] == core[:-1]
-        next_start[:-1][same] = s[1:][same]
+        next_start[:-1] = s[1:]
         idle = next_start > run_end
-        rate = np.round(c["uarch_rate"].to_numpy(np.float64)[rows] * 100.0, 6)
+        rate = np.round(float_values(c, "uarch_rate", rows[o]) * 100.0, 6)
         ts = np.concatenate([s, run_end[idle]])
         val = np.concatenate([rate, np.zeros(idle.sum())])
-        cores = np.concatenate([core, core[idle]])
         kind = np.concatenate([np.arange(len(s)) * 2, np.flatnonzero(idle) * 2 + 1])
-        o = sort_order(kind, ts, cores)
-        series.append(("TIU uArch Rate (%)", "%", cores[o], ts[o], val[o]))
-    ddr, l2m = c["ddr_bw"].to_numpy(np.float64, na_value=np.nan), c["l2m_bw"].to_numpy(np.float64, na_value=np.nan)
-    bw_all = np.where(np.isnan(ddr), l2m, ddr)
-    for eng in ("GDMA", "SDMA"):
-        rows = np.flatnonzero(engine_is(c, eng) & ~c["is_sys"].to_numpy(bool) & ~np.isnan(bw_all))
-        if not len(rows):
-            continue
-        # integer 1e-4 GB/s steps keep the running sum exact
-        units = np.round(bw_all[rows] * 1e4).astype(np.int64)
-        ts = np.concatenate([start_all[rows], end_all[rows]])
-        delta = np.concatenate([units, -units])
-        cores = np.concatenate([core_all[rows], core_all[rows]])
-        # by core and time; the order within one (core, time) does not matter: only the level
-        # after all of its steps is kept
-        o = sort_order(ts, cores)
-        ts, delta, cores = ts[o], delta[o], cores[o]
-        # every command adds and removes its units on its own core, so each core's steps sum
-        # to 0 and one running sum over all cores is each core's level
-        level = np.cumsum(delta)
-        last = np.ones(len(ts), bool)              # one point per (core, time)
-        last[:-1] = (ts[1:] != ts[:-1]) | (cores[1:] != cores[:-1])
-        series.append((f"{eng} Bandwidth (GB/s)", "GB/s", cores[last], ts[last], level[last] / 1e4))
-    return series
+        o = sort_order(kind, ts)
+        return ts[o], val[o]
+    ddr, l2m = float_values(c, "ddr_bw", rows), float_values(c, "l2m_bw", rows)
+    bw = np.where(np.isnan(ddr), l2m, ddr)
+    # integer 1e-4 GB/s steps keep the running sum exact
+    units = np.round(bw * 1e4).astype(np.int64)
+    ts = np.concatenate([s, e])
+    delta = np.concatenate([units, -units])
+    # by time; the order within one time does not matter: only the level after all of its
+    # steps is kept
+    o = sort_order(ts)
+    ts = ts[o]
+    level = np.cumsum(delta[o])
+    last = np.ones(len(ts), bool)                          # one point per time
+    last[:-1] = ts[1:] != ts[:-1]
+    return ts[last], level[last] / 1e4
 
 
-def counters_plan(device: Device, series: list[tuple], rides: list[np.ndarray]) -> list[Plan]:
-    """The counter tracks of ``series``, with a packet for each point that does not ride on a
-    command event (``rides``, :mod:`.riding`)."""
-    return [_counter_plan(device, *s, ~r) for s, r in zip(series, rides)]
+def counters_plan(device: Device, counters: list[tuple]) -> list[Plan]:
+    """The counter tracks: per counter (name, unit, the cores with points, and the points
+    (core, ts, value) that do not ride on a command event, :mod:`.riding`)."""
+    return [_counter_plan(device, *x) for x in counters]
 
 
-def _counter_plan(device: Device, name: str, unit: str, core: np.ndarray, ts: np.ndarray,
-                  value: np.ndarray, own: np.ndarray) -> Plan:
-    """One counter track per core for the points (core, ts, value), sorted by core and time;
-    the ``own`` ones get packets of their own on the track's sequence."""
+def _counter_plan(device: Device, name: str, unit: str, cores: np.ndarray, core: np.ndarray, ts: np.ndarray,
+                  value: np.ndarray) -> Plan:
+    """One counter track per core of ``cores``; the points (core, ts, value), sorted by core
+    and time, get packets of their own on the track's sequence."""
     t = device.t
-    cores = np.unique(core)
     uuid_of = np.array([t.track(counter_path(int(k), name), name, device.core_track(int(k)),
                                 rank=ENGINE_RANK[name] * 64, counter_unit=unit) for k in cores], np.int64)
-    core, ts, value = core[own], ts[own], value[own]
     track_code = np.searchsorted(cores, core)
     seq_ids = t.sequences(len(cores))
     seq = seq_ids[track_code]

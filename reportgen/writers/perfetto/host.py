@@ -12,7 +12,7 @@ from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.trace import Plan, Trace
 from reportgen.writers.perfetto.launch_flows import flow_id, launches
 from reportgen.writers.perfetto.wire import (FLOW_IDS, INSTANT, SLICE_BEGIN, SLICE_END, Rows, annotations,
-                                             varint_repeated, packet)
+                                             packet)
 
 MAX_HOST_ARGS = 32                  # host arg keys written: the most common ones
 
@@ -90,7 +90,7 @@ def host_plan(device: Device, h: pd.DataFrame, commands: pd.DataFrame | None = N
         annotations(te, t.arg_iid, [(a, kind, v[rows], ok[rows] & opens) for a, kind, v, ok in host_args])
         i, j = np.searchsorted(flow_pos, [lo, hi])
         if j > i:
-            te.dense(*varint_repeated(flow_pos[i:j] - lo, flow_ids[i:j], FLOW_IDS, m))
+            te.repeated(FLOW_IDS, flow_pos[i:j] - lo, flow_ids[i:j])
         return Rows(m).message(1, packet(m, t.deltas(seq[lo:hi], ev_ts[lo:hi] + base), seq[lo:hi], te)).tobytes()
 
     first_ts = np.full(len(lane_keys), np.iinfo(np.int64).max)

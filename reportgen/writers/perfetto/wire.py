@@ -1,173 +1,249 @@
-"""A vectorised protobuf wire encoder: one message per row, every field one numpy column, so a
-chunk of Perfetto packets is encoded without a Python loop per event."""
+"""A protobuf wire encoder for many messages of one shape: one message per row, every field one
+numpy column, the bytes written by one compiled loop (no Python loop per event).
+
+A :class:`Rows` is a message schema: a list of fields in wire order, each a column of values
+(or a constant) and an optional per-row ``present`` mask.  :meth:`Rows.tobytes` flattens the
+schema (nested messages become begin / end marks), stacks the columns into one matrix and hands
+both to :func:`_encode`, a numba loop that sizes each row's nested messages and writes its bytes,
+row after row.
+"""
 from __future__ import annotations
 
 import numpy as np
+from numba import njit
 
 SLICE_BEGIN, SLICE_END, INSTANT, COUNTER = 1, 2, 3, 4     # TrackEvent.Type
 SEQ_CLEARED = 1                                          # TracePacket.sequence_flags
 FLOW_IDS, TERMINATING_FLOW_IDS = 36, 42                  # TrackEvent.flow_ids_old, terminating_flow_ids_old
 
-
-def _varint_bytes(value: int) -> bytes:
-    out = bytearray()
-    while True:
-        b = value & 0x7F
-        value >>= 7
-        if value:
-            out.append(b | 0x80)
-        else:
-            out.append(b)
-            return bytes(out)
+# op kinds of a flattened schema; an annotation (a DebugAnnotation message of a name iid and one
+# value) is one op, not four: most of an event's fields are annotations
+_VARINT, _FIXED64, _BEGIN, _END, _REPEATED, _ANNOTATION_VARINT, _ANNOTATION_FIXED64 = range(7)
 
 
-def _varint_matrix(values) -> tuple[np.ndarray, np.ndarray]:
-    """Varint encoding of each value: an (n, width) byte matrix and the byte count per row.
-
-    Signed values are encoded as their 64-bit two's complement (protobuf int64).  Only as many
-    byte columns as the largest value needs are computed.
-    """
-    v = np.asarray(values)
-    v = v.astype(np.int64).view(np.uint64) if v.dtype.kind in "ib" else v.astype(np.uint64)
-    n = len(v)
-    top = int(v.max()) if n else 0
-    width = max(1, (top.bit_length() + 6) // 7)
-    mat = np.empty((n, width), np.uint8)
-    lens = np.ones(n, np.int64)
-    rest = v.copy()
-    for k in range(width):
-        low = (rest & np.uint64(0x7F)).astype(np.uint8)
-        rest >>= np.uint64(7)
-        more = rest != 0
-        mat[:, k] = low | (more.astype(np.uint8) << 7)
-        lens += more
-    return mat, lens
+def _most(kind: int, key: int, value: int, const: int) -> int:
+    """Bytes op ``kind`` writes at most in a row, its value ``value`` bytes at most (a message's
+    length: 5 bytes, up to 32 GB)."""
+    head = _varint_size(key)
+    if kind == _FIXED64:
+        return head + 8
+    if kind == _BEGIN:
+        return head + 5
+    if kind in (_END, _REPEATED):
+        return 0
+    if kind == _VARINT:
+        return head + value
+    # an annotation: tag and length, name_iid (field 1), the value's key and the value
+    return 1 + 5 + 1 + _varint_size(const) + head + (8 if kind == _ANNOTATION_FIXED64 else value)
 
 
 def absent(present) -> bool:
-    """True when a field is missing from every row (it then adds no columns at all)."""
+    """True when a field is missing from every row (it then adds no column at all)."""
     return present is not None and not np.any(present)
 
 
-class Rows:
-    """One protobuf message per row, built column by column.
+def _varint_size(value: int) -> int:
+    """Bytes of the varint of ``value`` (a negative one as its 64-bit two's complement)."""
+    return max(1, ((int(value) & (1 << 64) - 1).bit_length() + 6) // 7)
 
-    Parts are (bytes matrix, per-row length) pairs in field order; a row's message is the
-    concatenation of each part's first ``len`` bytes.  A field is left out of a row by giving
-    it length 0 (``present`` masks), so optional values cost nothing.
+
+class Rows:
+    """One protobuf message per row, described field by field in wire order.
+
+    A field is left out of a row by its ``present`` mask (False), so optional values cost
+    nothing; a field present in no row is not recorded at all.
     """
 
     def __init__(self, n: int) -> None:
         self.n = n
-        # a part's length per row is an array, or an int when every row has the same
-        self.parts: list[tuple[np.ndarray, np.ndarray | int]] = []
-        self.varying = np.zeros(n, np.int64)           # each row's bytes of array-length parts
-        self.fixed = 0                                 # ... plus those of int-length parts
+        # (kind, key, values or None, constant, present or None, sub-message or repeated ids)
+        self.fields: list[tuple] = []
 
-    def _add(self, mat: np.ndarray, lens, present) -> None:
+    def _field(self, kind: int, key: int, values=None, const: int = 0, present=None, extra=None) -> "Rows":
         if present is not None:
-            lens = np.where(present, lens, 0)
-        if np.ndim(lens):
-            lens = np.asarray(lens, np.int64)
-            self.varying += lens
-        else:
-            lens = int(lens)
-            self.fixed += lens
-        self.parts.append((mat, lens))
-
-    def _const(self, data: bytes, present) -> None:
-        row = np.frombuffer(data, np.uint8)
-        self._add(np.broadcast_to(row, (self.n, len(row))), len(row), present)
+            present = np.asarray(present, bool)
+            if present.all():
+                present = None
+        self.fields.append((kind, key, values, const, present, extra))
+        return self
 
     def const(self, field: int, value: int, present=None) -> "Rows":
         """A varint field with the same value in every row."""
         if absent(present):
             return self
-        self._const(_varint_bytes(field << 3) + _varint_bytes(value), present)
-        return self
+        return self._field(_VARINT, field << 3, const=int(value), present=present)
 
     def varint(self, field: int, values, present=None) -> "Rows":
+        """Signed values are encoded as their 64-bit two's complement (protobuf int64)."""
         if absent(present):
             return self
-        self._const(_varint_bytes(field << 3), present)
-        mat, lens = _varint_matrix(values)
-        self._add(mat, lens, present)
-        return self
+        v = np.asarray(values)
+        if v.dtype.kind not in "iub":
+            v = v.astype(np.uint64)
+        return self._field(_VARINT, field << 3, v, present=present)
 
     def fixed64(self, field: int, values, present=None) -> "Rows":
-        """double / fixed64 (the 8 little-endian bytes of ``values``)."""
+        """double / fixed64 (the 8 little-endian bytes of ``values``, an 8-byte type)."""
         if absent(present):
             return self
-        self._const(_varint_bytes(field << 3 | 1), present)
         v = np.asarray(values)
-        raw = np.ascontiguousarray(v, dtype=v.dtype.newbyteorder("<"))
-        self._add(raw.view(np.uint8).reshape(self.n, 8), 8, present)
-        return self
+        if v.dtype.itemsize != 8:
+            raise TypeError(f"fixed64 field {field}: {v.dtype} is not an 8-byte type")
+        return self._field(_FIXED64, field << 3 | 1, v.view(np.uint64), present=present)
 
     def message(self, field: int, sub: "Rows", present=None) -> "Rows":
         if absent(present):
             return self
-        self._const(_varint_bytes(field << 3 | 2), present)
-        mat, lens = _varint_matrix(sub.lengths())
-        self._add(mat, lens, present)
-        for m, ln in sub.parts:
-            self._add(m, ln, present)
-        return self
+        return self._field(_BEGIN, field << 3 | 2, present=present, extra=sub)
 
-    def dense(self, mat: np.ndarray, lens: np.ndarray) -> "Rows":
-        """Pre-encoded bytes, the first ``lens[i]`` of row ``i`` (e.g. repeated fields)."""
-        self._add(mat, lens, None)
-        return self
+    def annotation(self, name_iid: int, field: int, values, present=None) -> "Rows":
+        """TrackEvent.debug_annotations (field 4): a DebugAnnotation of ``name_iid`` and the
+        value ``values`` in its ``field`` (a double when ``values`` are floats, else a varint)."""
+        if absent(present):
+            return self
+        v = np.asarray(values)
+        if v.dtype.kind == "f":
+            return self._field(_ANNOTATION_FIXED64, field << 3 | 1, v.astype(np.float64).view(np.uint64),
+                               int(name_iid), present)
+        return self._field(_ANNOTATION_VARINT, field << 3, v.astype(np.int64), int(name_iid), present)
 
-    def lengths(self) -> np.ndarray:
-        return self.varying + self.fixed
+    def repeated(self, field: int, row: np.ndarray, ids: np.ndarray) -> "Rows":
+        """Repeated varint ``field``: ``ids[k]`` belongs to row ``row[k]`` (``row`` sorted).
+
+        Flow ids go here as ``TrackEvent.flow_ids_old`` / ``terminating_flow_ids_old`` (uint64
+        varints: 2 + 1 bytes for a reused id below 128, ``commands.reused_flow_ids``) rather
+        than the fixed64 ``flow_ids`` (2 + 8); a trace processor reads either."""
+        if not len(row):
+            return self
+        row = np.asarray(row, np.int64)
+        bounds = np.searchsorted(row, np.arange(self.n + 1), "left")
+        return self._field(_REPEATED, field << 3, bounds, extra=np.asarray(ids).astype(np.uint64))
+
+    def _flatten(self, ops: list, columns: list, masks: list, repeats: list, total: list) -> None:
+        for kind, key, values, const, present, extra in self.fields:
+            mask = -1
+            if present is not None:
+                mask = len(masks)
+                masks.append(present)
+            col = -1
+            if kind == _REPEATED:
+                col = len(columns)
+                columns.extend([values[:-1] + total[0], values[1:] + total[0]])   # the row's ids in rep
+                repeats.append(extra)
+                total[0] += len(extra)
+            elif values is not None:
+                col = len(columns)
+                columns.append(values)
+            at = len(ops)
+            ops.append([kind, key, col, const, mask, 0])
+            if kind == _BEGIN:
+                extra._flatten(ops, columns, masks, repeats, total)
+                ops[at][5] = len(ops)                     # the index of the matching end
+                ops.append([_END, 0, -1, 0, -1, 0])
 
     def tobytes(self) -> bytes:
-        """Every row's message, rows in order. Each part's byte columns are scattered straight
-        to their places in the output (row start + bytes of the row's earlier parts), so no
-        padded (rows x width) copy of the parts is ever made."""
-        total = self.lengths()
-        pos = np.zeros(self.n, np.int64)              # where the next part of each row goes
-        if self.n:
-            pos[1:] = np.cumsum(total)[:-1]
-        out = np.empty(int(total.sum()), np.uint8)
-        at = np.empty(self.n, np.int64)
-        for mat, ln in self.parts:
-            same = mat.strides[0] == 0                # a constant field: one row broadcast
-            if not np.ndim(ln):                       # every row has the part's first ln bytes
-                for k in range(min(ln, mat.shape[1])):
-                    np.add(pos, k, out=at)
-                    out[at] = mat[0, k] if same else mat[:, k]
-                pos += ln
+        """Every row's message, rows in order."""
+        ops, columns, masks, repeats = [], [], [], []
+        self._flatten(ops, columns, masks, repeats, [0])
+        if not self.n or not ops:
+            return b""
+        table = np.array(ops, np.int64).reshape(-1, 6)
+        vals = np.empty((self.n, len(columns)), np.uint64)      # a row's values side by side
+        for j, v in enumerate(columns):
+            vals[:, j] = v                                # unsafe cast: int64 -> two's complement
+        has = np.empty((self.n, len(masks)), bool)
+        for j, m in enumerate(masks):
+            has[:, j] = m
+        rep = np.concatenate(repeats) if repeats else np.zeros(0, np.uint64)
+        # bytes per row at most: each field's key and its column's longest value
+        longest = [_varint_size(m) for m in vals.max(axis=0).tolist()] if len(columns) else []
+        bound = self.n * sum(_most(kind, key, longest[col] if col >= 0 else _varint_size(const), const)
+                             for kind, key, col, const, _, _ in table.tolist())
+        bound += len(rep) * (3 + _varint_size(int(rep.max()) if len(rep) else 0))
+        return _encode(table, vals, has, rep, self.n, bound).tobytes()
+
+
+@njit(cache=True)
+def _size(u):
+    s = 1
+    while u >= np.uint64(128):
+        u >>= np.uint64(7)
+        s += 1
+    return s
+
+
+@njit(cache=True)
+def _put(buf, pos, u):
+    while u >= np.uint64(128):
+        buf[pos] = np.uint8((u & np.uint64(127)) | np.uint64(128))
+        u >>= np.uint64(7)
+        pos += 1
+    buf[pos] = np.uint8(u)
+    return pos + 1
+
+
+@njit(cache=True)
+def _put8(buf, pos, u):
+    for b in range(8):
+        buf[pos + b] = np.uint8((u >> np.uint64(8 * b)) & np.uint64(255))
+    return pos + 8
+
+
+@njit(cache=True)
+def _encode(table, vals, has, rep, n, bound):
+    """Rows 0..n-1 of the flattened schema ``table`` (kind, key, column, constant, mask, end;
+    ``vals[i, column]``, ``has[i, mask]``), one pass: a message's length is written once its
+    content is, in the byte reserved for it (the content moved up when the length needs more)."""
+    nops = table.shape[0]
+    buf = np.empty(bound, np.uint8)
+    slot = np.zeros(nops + 1, np.int64)          # per open message: where its length goes
+    pos = 0
+    for i in range(n):
+        depth = 0
+        k = 0
+        while k < nops:
+            kind, col, mask = table[k, 0], table[k, 2], table[k, 4]
+            if mask >= 0 and not has[i, mask]:
+                k = table[k, 5] + 1 if kind == 2 else k + 1
                 continue
-            for k in range(mat.shape[1]):
-                has = ln > k
-                if has.all():
-                    np.add(pos, k, out=at)
-                    out[at] = mat[0, k] if same else mat[:, k]
-                elif has.any():
-                    out[pos[has] + k] = mat[0, k] if same else mat[has, k]
-            pos += ln
-        return out.tobytes()
-
-
-def varint_repeated(row: np.ndarray, ids: np.ndarray, field: int, n: int):
-    """Repeated varint ``field`` with ``ids`` for rows ``row`` (sorted): (n, width) bytes + lengths.
-
-    Flow ids go here as ``TrackEvent.flow_ids_old`` / ``terminating_flow_ids_old`` (uint64
-    varints: 2 + 1 bytes for a reused id below 128, ``commands.reused_flow_ids``) rather than the
-    fixed64 ``flow_ids`` (2 + 8); a trace processor reads either."""
-    if not len(row):
-        return np.zeros((n, 1), np.uint8), np.zeros(n, np.int64)
-    enc = Rows(len(row)).varint(field, np.asarray(ids).astype(np.uint64))
-    size = enc.lengths()                                      # bytes of each id
-    blob = np.frombuffer(enc.tobytes(), np.uint8)
-    counts = np.bincount(row, weights=size, minlength=n).astype(np.int64)
-    mat = np.zeros((n, int(counts.max())), np.uint8)
-    at = np.cumsum(size) - size                               # each id's start in the blob
-    row_at = at[np.searchsorted(row, row, "left")]            # its row's first id's start
-    mat[np.repeat(row, size), np.arange(len(blob)) - np.repeat(row_at, size)] = blob
-    return mat, counts
+            key = np.uint64(table[k, 1])
+            if kind == 0:
+                pos = _put(buf, pos, key)
+                pos = _put(buf, pos, np.uint64(table[k, 3]) if col < 0 else vals[i, col])
+            elif kind == 1:
+                pos = _put(buf, pos, key)
+                pos = _put8(buf, pos, vals[i, col])
+            elif kind == 2:
+                pos = _put(buf, pos, key)
+                depth += 1
+                slot[depth] = pos
+                pos += 1
+            elif kind == 3:
+                at = slot[depth]
+                depth -= 1
+                length = pos - at - 1
+                extra = _size(np.uint64(length)) - 1
+                if extra:
+                    for b in range(pos - 1, at, -1):
+                        buf[b + extra] = buf[b]
+                    pos += extra
+                _put(buf, at, np.uint64(length))
+            elif kind == 4:
+                for r in range(vals[i, col], vals[i, col + 1]):
+                    pos = _put(buf, pos, key)
+                    pos = _put(buf, pos, rep[r])
+            else:
+                # DebugAnnotation: name_iid (field 1), then the value
+                iid, u = np.uint64(table[k, 3]), vals[i, col]
+                value = 8 if kind == 6 else _size(u)
+                buf[pos] = 34                            # debug_annotations = 4, a message
+                pos = _put(buf, pos + 1, np.uint64(1 + _size(iid) + _size(key) + value))
+                buf[pos] = 8
+                pos = _put(buf, pos + 1, iid)
+                pos = _put(buf, pos, key)
+                pos = _put8(buf, pos, u) if kind == 6 else _put(buf, pos, u)
+            k += 1
+    return buf[:pos]
 
 
 def annotations(te: Rows, arg_iid: dict[str, int],
@@ -177,21 +253,12 @@ def annotations(te: Rows, arg_iid: dict[str, int],
     for name, kind, values, present in args:
         if absent(present):
             continue
-        # name_iid and the value's tag are the same bytes in every row: one constant part
-        field, wire_type = _ANNOTATION_VALUE[kind]
-        ann = Rows(te.n)
-        ann._const(_varint_bytes(1 << 3) + _varint_bytes(arg_iid[name]) + _varint_bytes(field << 3 | wire_type), None)
-        if kind == "double":
-            raw = np.ascontiguousarray(values, dtype="<f8")
-            ann._add(raw.view(np.uint8).reshape(te.n, 8), 8, None)
-        else:
-            ann._add(*_varint_matrix(values.astype(np.int64)), None)
-        te.message(4, ann, present)
+        values = np.asarray(values, np.float64 if kind == "double" else np.int64)
+        te.annotation(arg_iid[name], _ANNOTATION_VALUE[kind], values, present)
 
 
-#: DebugAnnotation value field and wire type per kind: int_value, bool_value, double_value,
-#: string_value_iid
-_ANNOTATION_VALUE = {"int": (4, 0), "bool": (2, 0), "double": (5, 1), "string": (17, 0)}
+#: DebugAnnotation value field per kind: int_value, bool_value, double_value, string_value_iid
+_ANNOTATION_VALUE = {"int": 4, "bool": 2, "double": 5, "string": 17}
 
 
 def packet(n: int, ts: np.ndarray, seq: np.ndarray, event: Rows) -> Rows:

@@ -10,10 +10,11 @@ import pandas as pd
 
 from reportgen.errors import OutputError
 from reportgen.model import Profile
+from reportgen.parallel import release_free_memory
 from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
-from reportgen.writers.perfetto.counters import counter_series, counters_plan
+from reportgen.writers.perfetto.counters import counters_plan
 from reportgen.writers.perfetto.device import Device
 from reportgen.writers.perfetto.host import host_plan
 from reportgen.writers.perfetto.kernels import kernel_calls, kernels_plan
@@ -43,11 +44,10 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     c = profile.commands
     plans: list[Plan | None] = []
     if len(c):
-        series = counter_series(c)
-        ride = riding(c, series)
+        ride = riding(c)
         plans.append(commands_plan(device, c, getattr(profile.diagnosis, "why", None), ride))
         plans.append(kernels_plan(device, kernel_calls(profile)))
-        plans.extend(counters_plan(device, series, ride.rides))
+        plans.extend(counters_plan(device, ride.counters))
         if profile.layer_view is not None:
             plans.append(layers_plan(device, profile.layer_view))
     plans.append(overlap_plan(device, profile))
@@ -68,6 +68,7 @@ def _write_trace(profile: Profile, summary: pd.DataFrame | None, trace: Trace, q
     counters = np.concatenate([x.counters if x.counters is not None else np.zeros(len(x.seq_ids), np.int64)
                                for x in plan]) if plan else np.zeros(0, np.int64)
     trace.intern(cat("seq_ids"), cat("tracks"), cat("first_ts"), used, counters)
+    release_free_memory()       # the plans' temporaries: back to the system for the (long) encoding
     chunks = sum(math.ceil(x.n / CHUNK) for x in plan)
     with progress_bar(chunks, "perfetto", "chunk", quiet) as bar:
         for x in plan:
