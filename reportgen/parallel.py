@@ -13,6 +13,8 @@ own bars forward their progress through the result pipe instead of drawing).
 from __future__ import annotations
 
 import ctypes
+import functools
+import gc
 import multiprocessing as mp
 import os
 import pickle
@@ -95,6 +97,15 @@ def _child(label, fn, conn, parent_pid, sigmask=None) -> None:
         conn.close()
 
 
+def _inherited(target: Callable, *args) -> None:
+    """A forked child's first step: every object inherited from the parent is moved out of
+    reach of its garbage collector (``gc.freeze``, a constant-time list move). A collection
+    writes into each object it examines, and each page so written would be copied from the
+    parent's (copy-on-write): memory the child would hold for nothing."""
+    gc.freeze()
+    target(*args)
+
+
 def _fork(target: Callable, args: tuple, listed: Callable[[mp.Process, object], None]) -> None:
     """Fork ``target(*args, conn, parent_pid, sigmask)``, a daemon process, and hand it with the
     read end of its result pipe to ``listed`` before any stop signal is taken: one arriving
@@ -102,6 +113,7 @@ def _fork(target: Callable, args: tuple, listed: Callable[[mp.Process, object], 
     of (a writer writing into a stage being removed), so they are held until it is listed."""
     ctx = mp.get_context("fork")
     parent, child = ctx.Pipe(duplex=False)
+    target = functools.partial(_inherited, target)
     held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
     try:
         proc = ctx.Process(target=target, args=(*args, child, os.getpid(), held), daemon=True)
