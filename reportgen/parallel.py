@@ -323,17 +323,20 @@ class Beside:
     and code. A child that dies without answering (killed, out of memory) is a ReportgenError
     naming it. Leaving the ``with`` block before ``result()`` (an error, a signal) kills the
     child, and the kernel kills it when this process dies (:func:`die_with_parent`). With one
-    worker (``workers(jobs) == 1``) or without ``fork``, ``fn`` runs here, inside ``result()``.
+    worker (``workers(jobs) == 1``) or without ``fork``, ``fn`` runs here at once, before this
+    process' own part (what it frees is then not held beside what that part allocates).
     """
 
     def __init__(self, label: str, fn: Callable[[], object], jobs: int | None = None):
-        self.label, self.fn = label, fn
+        self.label = label
         self.proc: mp.Process | None = None
         self.conn = None
         #: whether ``fn`` runs in a child (its changes to what this process holds stay there)
         self.forked = workers(jobs) > 1 and "fork" in mp.get_all_start_methods()
         if self.forked:
             _fork(_beside_child, (label, fn), self._listed)
+        else:
+            self.value = fn()       # here and now: this process' own part then comes after it
 
     def _listed(self, proc: mp.Process, conn) -> None:
         self.proc, self.conn = proc, conn
@@ -349,9 +352,9 @@ class Beside:
             self.proc = None
 
     def result(self):
-        """Wait for ``fn``'s result (or compute it here when not forked)."""
-        if self.proc is None:
-            return self.fn()
+        """``fn``'s result: waited for from the child, or the one computed at the start."""
+        if not self.forked:
+            return self.value
         try:
             status, payload = self.conn.recv()
         except EOFError:

@@ -35,10 +35,10 @@ def test_the_result_is_computed_in_a_child_and_comes_back():
     _no_children_left()
 
 
-def test_one_job_computes_here_inside_result():
+def test_one_job_computes_here_at_once():
     calls = []
     with parallel.Beside("here", lambda: calls.append(os.getpid()) or 7, jobs=1) as side:
-        assert not side.forked and calls == []
+        assert not side.forked and calls == [os.getpid()]     # before this process' own part
         assert side.result() == 7
     assert calls == [os.getpid()]
 

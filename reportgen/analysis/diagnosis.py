@@ -11,8 +11,6 @@ the register tables, which the writers then share). The findings join both.
 """
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import pandas as pd
 
 from reportgen import parallel
@@ -28,20 +26,9 @@ from reportgen.analysis.roofline import roofline, roofline_findings
 from reportgen.model import Diagnosis, Profile
 
 
-@dataclass
-class Tables:
-    """The half of the diagnosis computed beside the critical path (small tables)."""
-    breakdown: pd.DataFrame
-    functions: pd.DataFrame
-    kernel_calls: pd.DataFrame
-    kernels: pd.DataFrame
-    overlap: pd.DataFrame
-    stretches: pd.DataFrame
-    roofline: pd.DataFrame
-    warnings: list           # what they added to profile.meta.warnings (made in the child)
-
-
-def tables(profile: Profile) -> Tables:
+def tables(profile: Profile) -> tuple[dict, list]:
+    """The Diagnosis fields of the half computed beside the critical path (small tables), and
+    the warnings it added to ``profile.meta`` (lost with the child unless carried back)."""
     before = len(profile.meta.warnings)
     a = command_arrays(profile.commands)
     ncores = max(profile.meta.num_cores, int(a["core"].max()) + 1 if len(a["core"]) else 0)
@@ -50,10 +37,10 @@ def tables(profile: Profile) -> Tables:
     calls = pd.concat([t for t in (device_calls(profile, a), host_calls(profile, a, ncores))
                        if not t.empty] or [device_calls(profile, a)], ignore_index=True)
     per_core, stretches = overlap(a, ncores)
-    return Tables(breakdown=breakdown, functions=functions, kernel_calls=calls,
+    fields = dict(breakdown=breakdown, functions=functions, kernel_calls=calls,
                   kernels=kernel_table(calls, span, ncores), overlap=per_core, stretches=stretches,
-                  roofline=roofline(profile, a, peaks_for(profile.meta)),
-                  warnings=profile.meta.warnings[before:])
+                  roofline=roofline(profile, a, peaks_for(profile.meta)))
+    return fields, profile.meta.warnings[before:]
 
 
 def diagnose(profile: Profile, jobs: int | None = 1) -> Diagnosis:
@@ -61,14 +48,12 @@ def diagnose(profile: Profile, jobs: int | None = 1) -> Diagnosis:
     with parallel.Beside("diagnosis tables", lambda: tables(profile), jobs) as side:
         lmem = local_memory(profile)
         why = explain(profile) if len(profile.commands) else None
-        t = side.result()
+        t, warned = side.result()
     if side.forked:
-        profile.meta.warnings += t.warnings
-    found = findings(profile.summary, t.breakdown, t.kernels, t.stretches, peaks_for(profile.meta),
-                     extra=roofline_findings(t.roofline) + lmem_findings(lmem))
+        profile.meta.warnings += warned
+    found = findings(profile.summary, t["breakdown"], t["kernels"], t["stretches"], peaks_for(profile.meta),
+                     extra=roofline_findings(t["roofline"]) + lmem_findings(lmem))
     if why is not None:
         found = rank_by_gain(found, why)
         why.drop_working_state()
-    return Diagnosis(breakdown=t.breakdown, functions=t.functions, kernel_calls=t.kernel_calls,
-                     kernels=t.kernels, overlap=t.overlap, stretches=t.stretches, findings=found,
-                     why=why, roofline=t.roofline, lmem=lmem)
+    return Diagnosis(**t, findings=found, why=why, lmem=lmem)
