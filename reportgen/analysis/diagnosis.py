@@ -33,13 +33,16 @@ def tables(profile: Profile) -> tuple[dict, list]:
     a = command_arrays(profile.commands)
     ncores = max(profile.meta.num_cores, int(a["core"].max()) + 1 if len(a["core"]) else 0)
     span = int(a["end"].max() - a["start"].min()) if len(a["start"]) else 0
+    # the roofline's temporaries are the largest here: first, while explain's state beside it
+    # is still small (it grows until its end)
+    roof = roofline(profile, a, peaks_for(profile.meta))
     breakdown, functions = breakdowns(profile, a)
     calls = pd.concat([t for t in (device_calls(profile, a), host_calls(profile, a, ncores))
                        if not t.empty] or [device_calls(profile, a)], ignore_index=True)
     per_core, stretches = overlap(a, ncores)
     fields = dict(breakdown=breakdown, functions=functions, kernel_calls=calls,
                   kernels=kernel_table(calls, span, ncores), overlap=per_core, stretches=stretches,
-                  roofline=roofline(profile, a, peaks_for(profile.meta)))
+                  roofline=roof)
     return fields, profile.meta.warnings[before:]
 
 
