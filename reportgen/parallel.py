@@ -13,8 +13,11 @@ own bars forward their progress through the result pipe instead of drawing).
 from __future__ import annotations
 
 import ctypes
+import functools
+import gc
 import multiprocessing as mp
 import os
+import pickle
 import signal
 from multiprocessing.connection import wait
 import time
@@ -92,6 +95,33 @@ def _child(label, fn, conn, parent_pid, sigmask=None) -> None:
         conn.send(("err", ("OutputError", f"{label} failed: {exc}", 3)))
     finally:
         conn.close()
+
+
+def _inherited(target: Callable, *args) -> None:
+    """A forked child's first step: every object inherited from the parent is moved out of
+    reach of its garbage collector (``gc.freeze``, a constant-time list move). A collection
+    writes into each object it examines, and each page so written would be copied from the
+    parent's (copy-on-write): memory the child would hold for nothing."""
+    gc.freeze()
+    target(*args)
+
+
+def _fork(target: Callable, args: tuple, listed: Callable[[mp.Process, object], None]) -> None:
+    """Fork ``target(*args, conn, parent_pid, sigmask)``, a daemon process, and hand it with the
+    read end of its result pipe to ``listed`` before any stop signal is taken: one arriving
+    between the fork and the bookkeeping would leave a child that the clean-up does not know
+    of (a writer writing into a stage being removed), so they are held until it is listed."""
+    ctx = mp.get_context("fork")
+    parent, child = ctx.Pipe(duplex=False)
+    target = functools.partial(_inherited, target)
+    held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
+    try:
+        proc = ctx.Process(target=target, args=(*args, child, os.getpid(), held), daemon=True)
+        proc.start()
+        listed(proc, parent)
+    finally:
+        signal.pthread_sigmask(signal.SIG_SETMASK, held)
+    child.close()            # this process' copy: the pipe ends (EOF) when the child does
 
 
 def release_free_memory() -> None:
@@ -174,21 +204,10 @@ class Writers:
             self._fill(self.n - 1)
 
     def _fill(self, limit: int) -> None:
-        ctx = mp.get_context("fork")
         while self.pending and len(self.running) < limit:
             label, fn = self.pending.pop(0)
-            parent, child = ctx.Pipe(duplex=False)
-            # a stop signal between the fork and the bookkeeping would leave a writer that
-            # __exit__ does not know of, writing into a stage being removed: held until listed
-            held = signal.pthread_sigmask(signal.SIG_BLOCK, _STOP_SIGNALS)
-            try:
-                proc = ctx.Process(target=_child, args=(label, fn, child, os.getpid(), held),
-                                   daemon=True)
-                proc.start()
-                self.running.append((label, proc, parent, time.perf_counter()))
-            finally:
-                signal.pthread_sigmask(signal.SIG_SETMASK, held)
-            child.close()
+            _fork(_child, (label, fn), lambda proc, conn: self.running.append(
+                (label, proc, conn, time.perf_counter())))
 
     def finish(self, jobs: list[tuple[str, Callable]]) -> list[Path]:
         """Run ``jobs`` and wait for every job started; the files written, or the first
@@ -248,3 +267,106 @@ class Writers:
             exc.exit_code = code
             raise exc
         return written
+
+
+# -- one computation beside this process ---------------------------------------------------------
+
+def _beside_child(label, fn, conn, parent_pid, sigmask) -> None:
+    # a stop signal ends this child at once: the parent, which gets it too (same process
+    # group) or sees the pipe close, says what happened
+    for signum in _STOP_SIGNALS:
+        signal.signal(signum, signal.SIG_DFL)
+    signal.pthread_sigmask(signal.SIG_SETMASK, sigmask)
+    die_with_parent(parent_pid)
+    try:
+        try:
+            conn.send(("ok", fn()))
+        except BaseException as exc:  # noqa: BLE001 - raised again in the parent
+            if os.environ.get("REPORTGEN_DEBUG"):
+                traceback.print_exc()
+            conn.send(("err", _portable(label, exc)))
+    finally:
+        conn.close()
+
+
+def _portable(label: str, exc: BaseException):
+    """``exc`` as it can cross the pipe: itself when it pickles back to the same line, else a
+    ReportgenError with its line and exit code (an error class whose ``__init__`` takes other
+    arguments than its message does not unpickle)."""
+    exc.__traceback__ = None
+    try:
+        copy = pickle.loads(pickle.dumps(exc))
+        if type(copy) is type(exc) and str(copy) == str(exc):
+            return exc
+    except Exception:  # noqa: BLE001 - any pickling failure: the fallback below
+        pass
+    if isinstance(exc, ReportgenError):
+        text, code = str(exc), exc.exit_code
+    else:
+        text, code = f"{label} failed: {type(exc).__name__}: {exc}", 1
+    return ("ReportgenError", text, code)
+
+
+class Beside:
+    """``fn()`` computed in a forked child while this process goes on with its own work.
+
+    The analysis uses it for the tables that do not depend on what this process computes
+    meanwhile: ``fork`` shares the parsed profile (copy-on-write, nothing decoded or pickled
+    twice) and only the result, small and picklable, comes back through a pipe::
+
+        with parallel.Beside("diagnosis tables", lambda: tables(profile), jobs) as side:
+            ... this process' own part ...
+            tables = side.result()
+
+    Whatever ``fn`` raises is raised again by ``result()``: the same exception when it pickles
+    (a ReportgenError keeps its one line and exit code), else a ReportgenError with that line
+    and code. A child that dies without answering (killed, out of memory) is a ReportgenError
+    naming it. Leaving the ``with`` block before ``result()`` (an error, a signal) kills the
+    child, and the kernel kills it when this process dies (:func:`die_with_parent`). With one
+    worker (``workers(jobs) == 1``) or without ``fork``, ``fn`` runs here at once, before this
+    process' own part (what it frees is then not held beside what that part allocates).
+    """
+
+    def __init__(self, label: str, fn: Callable[[], object], jobs: int | None = None):
+        self.label = label
+        self.proc: mp.Process | None = None
+        self.conn = None
+        #: whether ``fn`` runs in a child (its changes to what this process holds stay there)
+        self.forked = workers(jobs) > 1 and "fork" in mp.get_all_start_methods()
+        if self.forked:
+            _fork(_beside_child, (label, fn), self._listed)
+        else:
+            self.value = fn()       # here and now: this process' own part then comes after it
+
+    def _listed(self, proc: mp.Process, conn) -> None:
+        self.proc, self.conn = proc, conn
+
+    def __enter__(self) -> "Beside":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.proc is not None:
+            self.proc.kill()
+            self.proc.join()
+            self.conn.close()
+            self.proc = None
+
+    def result(self):
+        """``fn``'s result: waited for from the child, or the one computed at the start."""
+        if not self.forked:
+            return self.value
+        try:
+            status, payload = self.conn.recv()
+        except EOFError:
+            self.proc.join()
+            status, payload = "err", ("ReportgenError", f"{self.label}: its process died "
+                                      f"({_exit_text(self.proc.exitcode)})", 1)
+        self.__exit__()
+        if status == "ok":
+            return payload
+        if isinstance(payload, BaseException):
+            raise payload
+        _, text, code = payload
+        exc = ReportgenError(text)
+        exc.exit_code = code
+        raise exc

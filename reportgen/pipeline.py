@@ -45,7 +45,8 @@ def analyse(profile: Profile, options: Options) -> pd.DataFrame:
     from reportgen.analysis.derive import derive
 
     return derive(profile, min_depth=options.min_depth, max_depth=options.max_depth,
-                  categories=seed_options(options), stack_frames=options.stack_frames)
+                  categories=seed_options(options), stack_frames=options.stack_frames,
+                  jobs=options.jobs)
 
 
 def seed_options(options: Options) -> dict:

@@ -20,11 +20,12 @@ from reportgen.model import Profile
 
 
 def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | None = None,
-           categories: dict | None = None, stack_frames: int = 5) -> pd.DataFrame:
+           categories: dict | None = None, stack_frames: int = 5, jobs: int | None = 1) -> pd.DataFrame:
     """Attach every derived table to ``profile`` and return its engine summary.
 
     ``min_depth``/``max_depth`` bound the call depths of the framework host/device tables;
-    ``categories`` are their ``-mc/-hc/-dc`` (monitor, launch, device) choices.
+    ``categories`` are their ``-mc/-hc/-dc`` (monitor, launch, device) choices; ``jobs`` the
+    processes the diagnosis may use (1: all of it in this one).
     """
     if not profile.meta.is_pmu:
         attach_framework_tables(profile, min_depth=min_depth, max_depth=max_depth,
@@ -34,7 +35,7 @@ def derive(profile: Profile, *, min_depth: int | None = None, max_depth: int | N
     profile.summary = engine_summary(profile)
     profile.layer_view = build_layer_view(profile)
     if profile.meta.is_pmu:
-        profile.diagnosis = diagnose(profile)
+        profile.diagnosis = diagnose(profile, jobs)
     if not profile.meta.is_pmu:
         profile.tables["Device lanes"] = lane_summary(profile)
         profile.framework_diagnosis = diagnose_framework(profile)
