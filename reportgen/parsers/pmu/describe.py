@@ -456,7 +456,9 @@ def assemble(bindings: list[Binding], meta: Meta):
                             for p, size in zip(parts, sizes)])
         if k in nullable:
             small = k == "port" or k in NODE_COLUMNS          # a port, node fields of <= 12 bits
-            v = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int16 if small else np.int64), v < 0)
+            unknown = v < 0
+            v = pd.arrays.IntegerArray(np.maximum(v, 0, out=v).astype(np.int16 if small else np.int64,
+                                                                        copy=False), unknown)
         elif k in LABEL_COLUMNS:
             v = LABELS.categorical(v)
         data[k] = v
