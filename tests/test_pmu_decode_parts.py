@@ -118,4 +118,4 @@ def test_a_bound_core_keeps_only_what_its_cdma_ports_need():
     for core in raw.cores:
         assert not core.streams and set(core.commands) <= {k for k in core.commands if k.startswith("CDMA")}
         assert len(core.file) == 0 or core.kv           # the file stays only for DES chains
-        assert not len(core.extra_off)
+        assert not len(core.extra_off) and core.extra_off.base is None   # no view keeps the array

@@ -170,7 +170,7 @@ def _free_bound_core(core: CoreData) -> None:
     port is bound) live in it."""
     if not core.kv:
         core.file = np.zeros(0, np.uint8)
-    core.extra_off, core.extra_len = core.extra_off[:0], core.extra_len[:0]
+    core.extra_off, core.extra_len = np.zeros(0, np.int64), np.zeros(0, np.int64)
     release_free_memory()         # the streams and node lists freed lane by lane, likewise
 
 
