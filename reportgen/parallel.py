@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Callable
 
 from reportgen import progress
-from reportgen.heap import release_free_memory  # noqa: F401 - the pipeline's name for it
 from reportgen.errors import OutputError, ReportgenError
+from reportgen.heap import release_free_memory  # noqa: F401 - the pipeline's name for it
 
 
 def _flatten(result) -> list[Path]:
