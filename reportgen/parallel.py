@@ -27,6 +27,7 @@ from typing import Callable
 
 from reportgen import progress
 from reportgen.errors import OutputError, ReportgenError
+from reportgen.heap import release_free_memory  # noqa: F401 - the pipeline's name for it
 
 
 def _flatten(result) -> list[Path]:
@@ -122,29 +123,6 @@ def _fork(target: Callable, args: tuple, listed: Callable[[mp.Process, object], 
     finally:
         signal.pthread_sigmask(signal.SIG_SETMASK, held)
     child.close()            # this process' copy: the pipe ends (EOF) when the child does
-
-
-def release_free_memory() -> None:
-    """Give the heap's free pages back to the system (glibc ``malloc_trim``).
-
-    The decode and the analysis free most of what they allocate, but glibc keeps freed heap
-    pages mapped (its threshold for mapping large blocks on their own grows with every large
-    block freed): at 3.3M commands several hundred MB that every forked writer would inherit
-    and the tree would count. Called between the stages, before anything forks; a no-op
-    without glibc."""
-    if _LIBC is not None:
-        _LIBC.malloc_trim(0)
-
-
-def _glibc():
-    try:
-        libc = ctypes.CDLL(None)
-        return libc if hasattr(libc, "malloc_trim") else None
-    except OSError:                        # pragma: no cover - no C library to load
-        return None
-
-
-_LIBC = _glibc()
 
 
 def workers(requested: int | None = None) -> int:

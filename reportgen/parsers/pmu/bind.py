@@ -78,10 +78,15 @@ class _Sections:
 
 
 def _node_sections(cl: CommandList, core, engine: str, chip: Chip) -> _Sections:
-    secs = sorted(set(cl.section.tolist()) | set(cl.des))
-    order = np.argsort(cl.section, kind="stable")
-    bounds = np.searchsorted(cl.section[order], secs, side="left")
-    ends = np.searchsorted(cl.section[order], secs, side="right")
+    section = cl.section
+    # sections are numbered in dispatch order: sorting is only needed for an odd list
+    ordered = len(section) < 2 or bool((section[1:] >= section[:-1]).all())
+    order = np.arange(len(section)) if ordered else np.argsort(section, kind="stable")
+    by_section = section if ordered else section[order]
+    first = np.flatnonzero(np.r_[True, by_section[1:] != by_section[:-1]]) if len(section) else []
+    secs = sorted(set(by_section[first].tolist()) | set(cl.des))
+    bounds = np.searchsorted(by_section, secs, side="left")
+    ends = np.searchsorted(by_section, secs, side="right")
     spans, members, des, blobs, tags = [], [], [], [], []
     for s, a, b in zip(secs, bounds, ends):
         if s in cl.des:
@@ -116,20 +121,53 @@ def _edge_trim_tiu(ids: np.ndarray, cmd_ids: np.ndarray) -> np.ndarray:
     keep = np.ones(len(ids), bool)
     if len(ids) == 0:
         return keep
-    known = np.isin(ids, cmd_ids)
+    excess = _ExcessCounts(ids, cmd_ids)
+    known = excess.known(ids)
     first = int(np.argmax(known)) if known.any() else len(ids)
     keep[:first] = False
-    mon_u, mon_c = np.unique(ids, return_counts=True)
-    cmd_u, cmd_c = np.unique(cmd_ids, return_counts=True)
-    excess = dict(zip(mon_u.tolist(), mon_c.tolist()))
-    for u, c in zip(cmd_u.tolist(), cmd_c.tolist()):
-        excess[u] = excess.get(u, 0) - c
     i = len(ids) - 1
-    while i >= first and excess.get(int(ids[i]), 0) > 0:   # walks only the trailing markers
+    while i >= first and excess[int(ids[i])] > 0:   # walks only the trailing markers
         excess[int(ids[i])] -= 1
         keep[i] = False
         i -= 1
     return keep
+
+
+class _ExcessCounts:
+    """How many more times each id occurs in ``ids`` than in ``cmd_ids``: counted over the
+    ids' range with bincount (ids are counters: the range is about their number), by sorting
+    when the range is much wider."""
+
+    def __init__(self, ids: np.ndarray, cmd_ids: np.ndarray):
+        lo, hi = int(ids.min()), int(ids.max())
+        cmd = cmd_ids[(cmd_ids >= lo) & (cmd_ids <= hi)].astype(np.int64)
+        self.lo, self.table = lo, None
+        if hi - lo <= 4 * len(ids) + 1024:
+            size = hi - lo + 1
+            self.cmd = np.bincount(cmd - lo, minlength=size)
+            self.table = np.bincount(ids.astype(np.int64) - lo, minlength=size) - self.cmd
+        else:
+            mon_u, mon_c = np.unique(ids, return_counts=True)
+            cmd_u, cmd_c = np.unique(cmd, return_counts=True)
+            self.counts = dict(zip(mon_u.tolist(), mon_c.tolist()))
+            for u, c in zip(cmd_u.tolist(), cmd_c.tolist()):
+                self.counts[u] = self.counts.get(u, 0) - c
+            self.cmd_sorted = cmd_u
+
+    def known(self, ids: np.ndarray) -> np.ndarray:
+        """Which of ``ids`` occur among the commands."""
+        if self.table is not None:
+            return self.cmd[ids.astype(np.int64) - self.lo] > 0
+        return np.isin(ids, self.cmd_sorted)
+
+    def __getitem__(self, i: int) -> int:
+        return int(self.table[i - self.lo]) if self.table is not None else self.counts.get(i, 0)
+
+    def __setitem__(self, i: int, value: int) -> None:
+        if self.table is not None:
+            self.table[i - self.lo] = value
+        else:
+            self.counts[i] = value
 
 
 def bind_engine(core, engine: str, chip: Chip, meta: Meta, bmodel: bool) -> Binding:
@@ -229,7 +267,7 @@ def _bind(s: Stream, secs: _Sections | None, cl, core, engine, chip, meta, *,
             ex = cl.extra_idx[cidx]
             # CDMA DYN_EXTRA contents are never descriptors of the PMU record (spec §7.1)
             has = (ex >= 0) & (ex < len(core.extra_off)) & (not engine.startswith("CDMA"))
-            if len(core.extra_off) and (ex >= len(core.extra_off)).any() and not warned:
+            if core.extra_entries and (ex >= core.extra_entries).any() and not warned:
                 warned = True
                 meta.warn("missing-extra", f"{engine} core {core.index}: fewer DYN_EXTRA descriptors "
                           "than commands; the rest are described from their dynamic node", str(core.path))

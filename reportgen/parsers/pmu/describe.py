@@ -7,12 +7,14 @@ rows of each sheet and builds the register side tables.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 
 import numpy as np
 import pandas as pd
 
+from reportgen.heap import release_free_memory
 from reportgen.model import NODE_COLUMNS as NODE_COLUMN_NAMES, LazyTables, Meta, finalize_commands
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import chip_dma, match
@@ -33,6 +35,8 @@ SYS_LABEL_CODES = {"TIU": (8, 9), "GDMA": (3, 4), "SDMA": (3, 4), "CDMA": (3, 4)
 LABEL_COLUMNS = ("func_type", "func_name", "kernel", "mode", "direction", "dtype")
 #: model columns holding a dynamic node's fields (node-bound TIU / GDMA / SDMA commands), -1 none
 NODE_COLUMNS = dict(zip(NODE_COLUMN_NAMES, ("tsk_typ", "eu", "extra_info")))
+#: a column of at least this many bytes gives its parts' pages back once assembled
+TRIM_BYTES = 8 << 20
 #: what binding found for a record (``rec["source"]``)
 UNBOUND, NODE, DESC = 0, 1, 2
 
@@ -44,8 +48,8 @@ class Binding:
 
     engine: str
     cols: dict[str, np.ndarray] = field(default_factory=dict)
-    #: register fields per op: (row positions, {field: uint64 values}) in register order
-    regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = field(default_factory=list)
+    #: register fields per op: (row positions, their fields in register order, decoded when read)
+    regs: list[tuple[np.ndarray, "RegisterFields"]] = field(default_factory=list)
     anchored: bool = False
     #: Function Type -> its register fields in register order (for the RegInfo layout)
     field_order: dict[str, list[str]] = field(default_factory=dict)
@@ -59,9 +63,51 @@ class Binding:
         for pos, fields in self.regs:
             sel = np.isin(pos, keep)
             if sel.any():
-                regs.append((np.searchsorted(keep, pos[sel]), {k: v[sel] for k, v in fields.items()}))
+                regs.append((np.searchsorted(keep, pos[sel]), fields.take(sel)))
         return Binding(self.engine, {k: v[keep] for k, v in self.cols.items()}, regs, self.anchored,
                        self.field_order)
+
+
+#: DMA / CDMA addresses shown whole beside their parts: (high part, low part, name)
+ADDRESS_PARTS = (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
+                 ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr"),
+                 ("src_start_addr_h8", "src_start_addr_l32", "src_start_addr"),
+                 ("dst_start_addr_h8", "dst_start_addr_l32", "dst_start_addr"))
+
+
+class RegisterFields(Mapping):
+    """The register columns of a batch of same-op descriptors, as RegInfo and the workbook name
+    them: a TIU field ``f`` as ``des_f``; DMA / CDMA addresses also whole (high part << 32 | low
+    part), after the fields. Decoded when read (only a report that shows the register tables
+    reads them): until then a batch costs its descriptors' bytes."""
+
+    def __init__(self, fields: D.Fields, kind: str):
+        self.fields, self.kind = fields, kind
+        prefix = "des_" if kind == "TIU" else ""
+        self._names: dict[str, str | tuple[str, str]] = {prefix + k: k for k in fields}
+        if kind != "TIU":
+            for hi, lo, name in ADDRESS_PARTS:
+                if hi in fields:
+                    self._names[name] = (hi, lo)
+
+    def __len__(self) -> int:
+        return len(self._names)
+
+    def __iter__(self):
+        return iter(self._names)
+
+    def __contains__(self, name) -> bool:
+        return name in self._names
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        source = self._names[name]
+        if isinstance(source, tuple):
+            hi, lo = source
+            return (self.fields[hi].astype(np.uint64) << np.uint64(32)) | self.fields[lo]
+        return self.fields[source]
+
+    def take(self, sel: np.ndarray) -> "RegisterFields":
+        return RegisterFields(self.fields.take(sel), self.kind)
 
 
 # -- description -------------------------------------------------------------------------------
@@ -229,7 +275,7 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
     ftype[keep_name], fname[keep_name] = ftype_all[keep_name], fname_all[keep_name]
     # 3) full descriptors (mode 2, DES, bmodel)
     desc = np.flatnonzero(rec["source"] == DESC)
-    regs: list[tuple[np.ndarray, dict[str, np.ndarray]]] = []
+    regs: list[tuple[np.ndarray, RegisterFields]] = []
     field_order: dict[str, list[str]] = {}
     if len(desc):
         kind = "CDMA" if engine == "CDMA" else ("TIU" if engine == "TIU" else "DMA")
@@ -248,8 +294,7 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
         for op in sorted(op_names[c] for c in present):
             sel = ops == op_names.index(op)
             rows = desc[sel]
-            fields = D.decode_fields(D.gather(file, d_off[sel], d_len[sel], lay[op].nbytes), lay[op])
-            reg = {("des_" if kind == "TIU" else "") + k: v for k, v in fields.items()}
+            fields = D.Fields(D.gather(file, d_off[sel], d_len[sel], lay[op].nbytes), lay[op])
             if kind == "TIU":
                 eu = fields["tsk_eu_typ"].astype(np.int64)
                 ftype[rows] = LABELS.code(op)
@@ -280,12 +325,7 @@ def describe_records(s: Stream, rec, engine: str, core_index: int, chip: Chip, m
                         dep[rows] = np.where(d > 0, d, -1)
                     else:
                         dep[rows] = np.where(d >> 20 & 1, d & 0xFFFFF, -1) if kind == "DMA" else d
-                for hi, lo, name in (("src_start_addr_h13", "src_start_addr_l32", "src_start_addr"),
-                                     ("dst_start_addr_h13", "dst_start_addr_l32", "dst_start_addr"),
-                                     ("src_start_addr_h8", "src_start_addr_l32", "src_start_addr"),
-                                     ("dst_start_addr_h8", "dst_start_addr_l32", "dst_start_addr")):
-                    if hi in fields:
-                        reg[name] = (fields[hi].astype(np.uint64) << np.uint64(32)) | fields[lo]
+            reg = RegisterFields(fields.unread(), kind)
             regs.append((rows, reg))
             field_order[LABELS.name(int(ftype[rows[0]]))] = list(reg)
     is_sys_row = (ctype == SYS_TYPE[engine]) & (cols["mode"] != MODE["RVT"])
@@ -377,9 +417,11 @@ def _edge_prune(ids: np.ndarray, is_sys: np.ndarray) -> np.ndarray:
 
 def assemble(bindings: list[Binding], meta: Meta):
     """Concatenate the bound streams, prune system commands at their edges, number the rows
-    of each sheet (global_idx) and build the register side tables per engine."""
+    of each sheet (global_idx) and build the register side tables per engine. The bindings
+    are used up: each column is freed once it is in the commands (no second copy of them all)."""
     any_cdma = any(b.engine == "CDMA" for b in bindings)
     parts: list[Binding] = []
+    sheets: list[str] = []
     for b in bindings:
         is_sys = b.cols["is_sys"].astype(bool)
         drop = _edge_prune(b.cols["_id"], is_sys)
@@ -388,34 +430,43 @@ def assemble(bindings: list[Binding], meta: Meta):
         sheet = _sheet_of(b)
         meta.count(sheet, "dropped: system command at the stream edge", int(drop.sum()))
         if drop.any():
-            b = b.take(np.flatnonzero(~drop))
+            whole, b = b, b.take(np.flatnonzero(~drop))
+            whole.cols, whole.regs = {}, []
+        del b.cols["_id"]
         b.cols["global_idx"] = np.arange(len(b))
         meta.count(sheet, "shown", len(b))
         if len(b):
             parts.append(b)
+            sheets.append(sheet)
     if not parts:
         return finalize_commands({"core": np.zeros(0, np.int16), "global_idx": np.zeros(0, np.int64),
                                   "cmd_id": np.zeros(0, np.int64), "start_ns": np.zeros(0, np.int64),
                                   "end_ns": np.zeros(0, np.int64), "cycles": np.zeros(0, np.int64)}), {}
-    names = list(dict.fromkeys(k for p in parts for k in p.cols if k != "_id"))
+    names = list(dict.fromkeys(k for p in parts for k in p.cols))
     missing = {"bytes": -1, "stall_cycles": -1, "gmem_xact": -1, "ddr_bw": np.nan, "l2m_bw": np.nan,
                "bank_conflict": -1, "thread_id": -1, "bank_conflict_ratio": np.nan, **CHIP_TIU_COLUMNS,
                **chip_dma.COLUMNS, **dict.fromkeys(NODE_COLUMNS, -1)}
-    data = {k: np.concatenate([p.cols[k] if k in p.cols else np.full(len(p), missing[k])
-                               for p in parts]) for k in names}
-    for k in ("func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
-              "bank_conflict", "thread_id", "msg_id", "sd_wt_count", *chip_dma.INT_COLUMNS,
-              *NODE_COLUMNS):
-        if k not in data:
-            continue
-        v = data[k]
-        small = k == "port" or k in NODE_COLUMNS          # a port, node fields of <= 12 bits
-        data[k] = pd.arrays.IntegerArray(np.maximum(v, 0).astype(np.int16 if small else np.int64), v < 0)
-    for k in LABEL_COLUMNS:
-        data[k] = LABELS.categorical(data[k])
+    nullable = {"func_scope", "batch", "dep_cmd_id", "port", "bytes", "stall_cycles", "gmem_xact",
+                "bank_conflict", "thread_id", "msg_id", "sd_wt_count", *chip_dma.INT_COLUMNS,
+                *NODE_COLUMNS}
+    sizes = [len(p) for p in parts]
+    data = {}
+    for k in names:
+        v = np.concatenate([p.cols.pop(k) if k in p.cols else np.full(size, missing[k])
+                            for p, size in zip(parts, sizes)])
+        if k in nullable:
+            small = k == "port" or k in NODE_COLUMNS          # a port, node fields of <= 12 bits
+            unknown = v < 0
+            v = pd.arrays.IntegerArray(np.maximum(v, 0, out=v).astype(np.int16 if small else np.int64,
+                                                                        copy=False), unknown)
+        elif k in LABEL_COLUMNS:
+            v = LABELS.categorical(v)
+        data[k] = v
+        if v.nbytes >= TRIM_BYTES:
+            release_free_memory()     # the parts' copies, else held by glibc beside the column
     # engine and sheet are constant per part: categoricals straight from the part's position
-    data["engine"] = _constant_per_part(parts, [p.engine for p in parts])
-    data["sheet"] = _constant_per_part(parts, [_sheet_of(p) for p in parts])
+    data["engine"] = _constant_per_part(sizes, [p.engine for p in parts])
+    data["sheet"] = _constant_per_part(sizes, sheets)
     commands = finalize_commands(data)
     orders: dict[str, dict[str, list[str]]] = {}
     for p in parts:
@@ -423,17 +474,17 @@ def assemble(bindings: list[Binding], meta: Meta):
     meta.register_field_order = orders
     regs = [(p.engine, p.regs) for p in parts]
     names = list(dict.fromkeys(engine for engine, chunks in regs if any(len(pos) for pos, _ in chunks)))
-    return commands, LazyTables(partial(_register_tables, regs, [len(p) for p in parts]), names)
+    return commands, LazyTables(partial(_register_tables, regs, sizes), names)
 
 
 def _sheet_of(b: Binding) -> str:
     return f"CDMA_{int(b.cols['port'][0])}" if b.engine == "CDMA" else f"{b.engine}_{int(b.cols['core'][0])}"
 
 
-def _constant_per_part(parts: list[Binding], labels: list[str]) -> pd.Categorical:
-    """A categorical holding ``labels[i]`` on every row of ``parts[i]``."""
+def _constant_per_part(sizes: list[int], labels: list[str]) -> pd.Categorical:
+    """A categorical holding ``labels[i]`` on every row of the ``i``th part (``sizes[i]`` rows)."""
     cats = list(dict.fromkeys(labels))
-    codes = np.repeat(np.array([cats.index(x) for x in labels], np.int16), [len(p) for p in parts])
+    codes = np.repeat(np.array([cats.index(x) for x in labels], np.int16), sizes)
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
 
 

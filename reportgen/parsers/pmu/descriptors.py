@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import csv
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from importlib import resources
@@ -182,29 +183,66 @@ def field_dtype(width: int) -> type:
     return np.uint8 if width <= 8 else np.uint16 if width <= 16 else np.uint32 if width <= 32 else np.uint64
 
 
-def decode_fields(buf: np.ndarray, layout: Layout) -> dict[str, np.ndarray]:
-    """Every register field of a batch of descriptors of one op, each in the smallest unsigned
-    type its width allows (cast before arithmetic).
+class Fields(Mapping):
+    """The register fields of a batch of descriptors of one op, each decoded on first read.
 
-    The descriptors are read as little-endian 64-bit words, one contiguous array per word, so
-    a field costs a shift, a mask and (when it straddles two words) an or.
+    The description of the commands reads a few fields of each op; the register tables (shown
+    only for captures small enough) read all of them, later or never. So the batch keeps its
+    descriptors as little-endian 64-bit words, one contiguous array per word (as many bytes as
+    the descriptors themselves), and a field costs a shift, a mask and (when it straddles two
+    words) an or when it is read. Each field comes in the smallest unsigned type its width
+    allows (cast before arithmetic).
     """
-    n = len(buf)
-    nwords = -(-layout.nbytes // 8) + 1             # a zero word after the last lets fields straddle
-    padded = np.zeros((n, nwords * 8), np.uint8)
-    k = min(buf.shape[1], layout.nbytes)
-    padded[:, :k] = buf[:, :k]
-    words = np.ascontiguousarray(padded.view("<u8").T)   # words[i] = word i of every descriptor
-    out = {}
-    for name, off, width in layout.fields:
-        w, shift = divmod(off, 64)
-        value = words[w] >> np.uint64(shift)
-        if shift + width > 64:
-            value |= words[w + 1] << np.uint64(64 - shift)
-        if width < 64:
-            value &= np.uint64((1 << width) - 1)
-        out[name] = value.astype(field_dtype(width))
-    return out
+
+    def __init__(self, buf: np.ndarray | None, layout: Layout, words: np.ndarray | None = None):
+        """``buf``: n x nbytes descriptor bytes (or ``words``: their transposed 64-bit words)."""
+        if words is None:
+            nwords = -(-layout.nbytes // 8)
+            k = min(buf.shape[1], layout.nbytes)
+            if k == nwords * 8 and buf.shape[1] == k and buf.flags.c_contiguous:
+                padded = buf
+            else:
+                padded = np.zeros((len(buf), nwords * 8), np.uint8)
+                padded[:, :k] = buf[:, :k]
+            words = np.ascontiguousarray(padded.view("<u8").T)   # words[i]: word i of each
+        self.layout, self.words = layout, words
+        self._at = {name: (off, width) for name, off, width in layout.fields}
+        self._read: dict[str, np.ndarray] = {}
+
+    def __len__(self) -> int:
+        return len(self._at)
+
+    def __iter__(self):
+        return iter(self._at)
+
+    def __contains__(self, name) -> bool:
+        return name in self._at
+
+    def __getitem__(self, name: str) -> np.ndarray:
+        value = self._read.get(name)
+        if value is None:
+            off, width = self._at[name]
+            w, shift = divmod(off, 64)
+            value = self.words[w] >> np.uint64(shift)
+            if shift + width > 64 and w + 1 < len(self.words):
+                value |= self.words[w + 1] << np.uint64(64 - shift)
+            if width < 64:
+                value &= np.uint64((1 << width) - 1)
+            value = self._read[name] = value.astype(field_dtype(width))
+        return value
+
+    @property
+    def rows(self) -> int:
+        return self.words.shape[1]
+
+    def unread(self) -> "Fields":
+        """The same descriptors without the fields decoded so far (what a batch kept for
+        later costs: its descriptors' bytes, nothing more)."""
+        return Fields(None, self.layout, self.words)
+
+    def take(self, sel: np.ndarray) -> "Fields":
+        """Descriptors ``sel`` (a mask or positions), nothing decoded."""
+        return Fields(None, self.layout, np.ascontiguousarray(self.words[:, sel]))
 
 
 # -- classification ---------------------------------------------------------------------------

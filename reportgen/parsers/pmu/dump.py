@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import struct
+import threading
 from array import array
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -24,6 +25,7 @@ import numpy as np
 
 from reportgen import progress as progress_bars
 from reportgen.errors import InputError
+from reportgen.heap import release_free_memory
 from reportgen.model import Meta, Profile
 from reportgen.options import MAX_INPUT_MB
 from reportgen.parsers import limits
@@ -53,6 +55,7 @@ class CoreData:
     file: np.ndarray = field(default_factory=lambda: np.zeros(0, np.uint8))
     extra_off: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))   # DYN_EXTRA
     extra_len: np.ndarray = field(default_factory=lambda: np.zeros(0, np.int64))
+    extra_entries: int = 0        # len(extra_off), also once the arrays are freed
     kv: dict[tuple[int, int], tuple[int, int]] = field(default_factory=dict)       # DES chains
     bmodel_des: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     sync_ns: int | None = None
@@ -114,9 +117,8 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
 
     sizes = [container.scan_blocks(f) for f in files + list(ports.values())]
     limits.check_size(directory, sum(sizes), max_input_mb, what="its core and port files hold")
-    buffers = _file_buffers(sizes[:len(files)])
     clocks = TiuClock(counter_mhz, tiu_mhz)
-    cores = _in_threads(lambda i, m: _read_core(i, files[i], buffers[i], chip, clocks, dma_mhz, m,
+    cores = _in_threads(lambda i, m: _read_core(i, files[i], sizes[i], chip, clocks, dma_mhz, m,
                                                 gp.bmodel), list(range(len(files))), meta, "decode cores", quiet)
     port_streams = {p: _read_port(p, f, dma_mhz, meta) for p, f in ports.items()}
     _check_record_counts(gp, cores, port_streams, meta, chip.init_records)
@@ -129,11 +131,25 @@ def read_dump(path: str | Path, *, tiu_freq: float | None = None, quiet: bool = 
 
 
 def build_profile(raw: RawDump) -> Profile:
-    """Bind, align and describe the records of a read dump: the command model."""
+    """Bind, align and describe the records of a read dump: the command model. ``raw`` is
+    used up: each core's file, streams and command lists are freed once bound."""
     meta, chip, cores = raw.meta, raw.chip, raw.cores
     lanes = [(core, engine) for core in cores for engine in CORE_ENGINES]
-    bound = dict(zip([(core.index, engine) for core, engine in lanes], _in_threads(
-        lambda lane, m: bind.bind_engine(lane[0], lane[1], chip, m, raw.bmodel), lanes, meta)))
+    unbound = {core.index: len(CORE_ENGINES) for core in cores}
+    lock = threading.Lock()
+
+    def bind_lane(lane: tuple[CoreData, str], m: Meta) -> bind.Binding:
+        core, engine = lane
+        binding = bind.bind_engine(core, engine, chip, m, raw.bmodel)
+        core.streams.pop(engine, None)
+        core.commands.pop(engine, None)
+        with lock:
+            unbound[core.index] -= 1
+            if not unbound[core.index]:
+                _free_bound_core(core)
+        return binding
+
+    bound = dict(zip([(core.index, engine) for core, engine in lanes], _in_threads(bind_lane, lanes, meta)))
 
     anchor = next((c for c in cores if c.index == chip.anchor_core), None)
     port_bound = bind.bind_cdma(raw.ports, cores, anchor, chip, meta, bound)
@@ -146,6 +162,16 @@ def build_profile(raw: RawDump) -> Profile:
     commands, registers = describe.assemble(bindings, meta)
     meta.cdma_ports = sorted(int(p) for p in commands.loc[commands["engine"] == "CDMA", "port"].dropna().unique())
     return Profile(commands=commands, registers=registers, meta=meta)
+
+
+def _free_bound_core(core: CoreData) -> None:
+    """Free what a core's records were bound with (at 3.3M commands, the decode's largest
+    arrays); the CDMA ports' command lists stay, and the file while DES chains (walked when a
+    port is bound) live in it."""
+    if not core.kv:
+        core.file = np.zeros(0, np.uint8)
+    core.extra_off, core.extra_len = np.zeros(0, np.int64), np.zeros(0, np.int64)
+    release_free_memory()         # the streams and node lists freed lane by lane, likewise
 
 
 def _number_scopes_across_cores(cores, bindings) -> None:
@@ -199,10 +225,10 @@ def _in_threads(work: Callable[[T, Meta], R], items: list[T], meta: Meta, progre
     return out
 
 
-def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: TiuClock, dma_mhz: float,
+def _read_core(index: int, path: Path, size: int, chip: Chip, clock: TiuClock, dma_mhz: float,
                meta: Meta, bmodel: bool) -> CoreData:
     core = CoreData(index, path)
-    core.file = data = _read_file(path, buffer)
+    core.file = data = _read_file(path, size)
     if not len(data):
         meta.warn("empty-core", "zero-length core file: the core has no records", str(path))
     blocks = container.read_blocks(path, data)
@@ -250,6 +276,7 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: Ti
                  for b in extra_blocks]
         core.extra_off, core.extra_len = parts[0] if len(parts) == 1 else (
             np.concatenate([o for o, _ in parts]), np.concatenate([n for _, n in parts]))
+        core.extra_entries = len(core.extra_off)
     for engine in CORE_ENGINES:
         s = core.streams.get(engine)
         if s is None:
@@ -281,17 +308,12 @@ def _read_core(index: int, path: Path, buffer: np.ndarray, chip: Chip, clock: Ti
     return core
 
 
-def _file_buffers(sizes: list[int]) -> list[np.ndarray]:
-    """One uint8 buffer per file size, carved out of a single allocation. numpy asks the kernel
-    for huge pages for buffers of 4 MB and more, so reading a dump costs a few page faults
-    instead of one per 4 kB (in a fresh process, faults were the main cost of decoding)."""
-    whole = np.empty(sum(sizes), np.uint8)
-    ends = np.cumsum(sizes).tolist()
-    return [whole[end - size:end] for size, end in zip(sizes, ends)]
-
-
-def _read_file(path: Path, buffer: np.ndarray) -> np.ndarray:
-    """The file's bytes, read into ``buffer`` (as long as the file was when it was sized)."""
+def _read_file(path: Path, size: int) -> np.ndarray:
+    """The file's bytes (as many as it held when it was sized), in a buffer of its own: freed
+    once the core is bound. numpy asks the kernel for huge pages for buffers of 4 MB and more,
+    so reading a file costs a few page faults instead of one per 4 kB (in a fresh process,
+    faults were the main cost of decoding)."""
+    buffer = np.empty(size, np.uint8)
     try:
         with path.open("rb") as fh:
             got = fh.readinto(memoryview(buffer))

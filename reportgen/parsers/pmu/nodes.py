@@ -87,12 +87,12 @@ def _strings_and_des(words: np.ndarray, types: np.ndarray, path, base_offset: in
             des[i] = (w >> 7, int(words[i + 1]))
         spans.append((i + 1, end))
         skip_until = end
-    payload = np.zeros(n_words + 1, np.int8)
-    if spans:
-        a, b = np.array(spans, np.int64).T
-        np.add.at(payload, a, 1)
-        np.add.at(payload, b, -1)
-    return np.cumsum(payload[:-1]) > 0, names, des
+    if not spans:
+        return np.zeros(n_words, bool), names, des
+    a, b = np.array(spans, np.int64).T
+    # +1 where a payload starts, -1 where it ends (bincount: np.add.at is slow)
+    depth = np.bincount(a, minlength=n_words + 1) - np.bincount(b, minlength=n_words + 1)
+    return np.cumsum(depth[:-1]) > 0, names, des
 
 
 def _last_event(positions: np.ndarray, n: int) -> np.ndarray:
