@@ -19,9 +19,10 @@ import multiprocessing as mp
 import os
 import pickle
 import signal
-from multiprocessing.connection import wait
+import threading
 import time
 import traceback
+from multiprocessing.connection import wait
 from pathlib import Path
 from typing import Callable
 
@@ -318,6 +319,17 @@ class Beside:
 
     def _listed(self, proc: mp.Process, conn) -> None:
         self.proc, self.conn = proc, conn
+        # received as soon as it is sent: a result larger than the pipe's buffer would
+        # otherwise keep the child, and every page it holds, alive until result() is called
+        self.received: list = []
+        self.receiver = threading.Thread(target=self._receive, name=f"{self.label} result", daemon=True)
+        self.receiver.start()
+
+    def _receive(self) -> None:
+        try:
+            self.received.append(self.conn.recv())
+        except (EOFError, OSError):
+            pass                    # died without answering, or killed by __exit__
 
     def __enter__(self) -> "Beside":
         return self
@@ -326,6 +338,7 @@ class Beside:
         if self.proc is not None:
             self.proc.kill()
             self.proc.join()
+            self.receiver.join()    # the pipe ended with the child
             self.conn.close()
             self.proc = None
 
@@ -333,9 +346,10 @@ class Beside:
         """``fn``'s result: waited for from the child, or the one computed at the start."""
         if not self.forked:
             return self.value
-        try:
-            status, payload = self.conn.recv()
-        except EOFError:
+        self.receiver.join()
+        if self.received:
+            status, payload = self.received[0]
+        else:
             self.proc.join()
             status, payload = "err", ("ReportgenError", f"{self.label}: its process died "
                                       f"({_exit_text(self.proc.exitcode)})", 1)
