@@ -28,7 +28,6 @@ from typing import Callable
 
 from reportgen import progress
 from reportgen.errors import OutputError, ReportgenError
-from reportgen.heap import release_free_memory  # noqa: F401 - the pipeline's name for it
 
 
 def _flatten(result) -> list[Path]:

@@ -19,7 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reportgen import outdir, parallel, progress
+from reportgen import heap, outdir, parallel, progress
 from reportgen.errors import OutputError
 from reportgen.model import LazyTables, Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
@@ -236,7 +236,7 @@ def report(options: Options) -> Report:
                   f"{progress.seconds(t1 - t0)}", options.quiet)
     if isinstance(profile.registers, LazyTables) and not registers_read(options, profile):
         profile.registers.release()
-    parallel.release_free_memory()          # the decode's freed buffers: not for the writers
+    heap.release_free_memory()          # the decode's freed buffers: not for the writers
     early = any(o.early and o.wanted(options, profile) for o in OUTPUTS)
     # the stage opens before the analysis only when a writer can start during it
     with contextlib.ExitStack() as stack:
@@ -248,7 +248,7 @@ def report(options: Options) -> Report:
         progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
         if options.baseline:
             attach_comparison(profile, options)
-        parallel.release_free_memory()      # the analysis' freed intermediates, likewise
+        heap.release_free_memory()      # the analysis' freed intermediates, likewise
         if not early:
             out = stack.enter_context(outdir.staged(final))
             pool = stack.enter_context(parallel.Writers(options.jobs, options.quiet))

@@ -19,7 +19,7 @@ import markupsafe
 import numpy as np
 import pandas as pd
 
-from reportgen.parallel import release_free_memory
+from reportgen.heap import release_free_memory
 from reportgen.version import __version__
 from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for

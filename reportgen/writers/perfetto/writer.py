@@ -10,7 +10,7 @@ import pandas as pd
 
 from reportgen.errors import OutputError
 from reportgen.model import Profile
-from reportgen.parallel import release_free_memory
+from reportgen.heap import release_free_memory
 from reportgen.progress import bar as progress_bar
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.perfetto.commands import commands_plan
