@@ -80,11 +80,11 @@ def test_the_diagnosis_of_a_golden_dump_beside_equals_the_one_in_process():
 
 def test_a_reportgen_error_keeps_its_line_and_exit_code():
     def bad_input():
-        raise InputError("/x/dump", "truncated record", offset=96)    # does not unpickle as is
+        raise InputError("x/dump", "truncated record", offset=96)    # does not unpickle as is
 
     with pytest.raises(ReportgenError) as err, parallel.Beside("tables", bad_input, jobs=2) as side:
         side.result()
-    assert str(err.value) == "/x/dump at byte offset 96: truncated record"
+    assert str(err.value) == "x/dump at byte offset 96: truncated record"
     assert err.value.exit_code == 1
     _no_children_left()
 
@@ -129,13 +129,13 @@ def test_leaving_early_kills_the_child(tmp_path):
 @pytest.mark.skipif(parallel.workers() < 2, reason="one CPU: the run computes every table in-process")
 @pytest.mark.parametrize("how, line", [
     ("killed", "bigTpuProfile: error: diagnosis tables: its process died (killed by SIGKILL)"),
-    ("input", "bigTpuProfile: error: /x/dump: bad"),
+    ("input", "bigTpuProfile: error: x/dump: bad"),
 ])
 def test_the_command_line_says_one_line_and_leaves_no_output(how, line, tmp_path, monkeypatch, capsys):
     def side(profile):
         if how == "killed":
             os.kill(os.getpid(), signal.SIGKILL)
-        raise InputError("/x/dump", "bad")
+        raise InputError("x/dump", "bad")
 
     monkeypatch.setattr(diagnosis, "tables", side)
     out = tmp_path / "out"
