@@ -132,6 +132,14 @@ def _instr_world(profile, summary, out, options):
     return instr_world.write(profile, out)
 
 
+def _instr_world_compiled(profile, options) -> dict:
+    # its compiled loops loaded before the fork: the child would otherwise import numba and load
+    # them itself (~0.6 s of CPU beside the analysis, which imports numba anyway)
+    from reportgen.writers import csv_lines
+    csv_lines.compile_loops()
+    return {}
+
+
 def _reginfo(profile, summary, out, options):
     from reportgen.writers import text
     return text.write_reginfo(profile, out)
@@ -190,7 +198,7 @@ OUTPUTS = (
     Output("perfetto trace", lambda o, p: o.perfetto, _perfetto),
     # the vendor writes its Instr World beside the workbook (PerfDoc) whenever it writes one
     Output("Instr World", lambda o, p: o.workbook and p.meta.is_pmu and len(p.commands) > 0, _instr_world,
-           early=True),
+           _instr_world_compiled, early=True),
     Output("web report", lambda o, p: o.web, _web),
     Output("summary", lambda o, p: o.summary, _summary),
     Output("CSV tables", lambda o, p: o.workbook and bool(p.tables), _csv_tables),
