@@ -193,6 +193,12 @@ def _copy(source, start, end, out, p):
     return p
 
 
+#: "00" to "99": two digits written per division
+_PAIRS = np.frombuffer(b"".join(b"%02d" % k for k in range(100)), np.uint8)
+#: 10**k, k < 20 (10**19 < 2**64)
+_POWERS = np.array([10 ** k for k in range(20)], np.uint64)
+
+
 @njit(cache=True, inline="always")
 def _integer(v, out, p):
     """``str(v)`` at ``out[p:]``; returns the end. Unsigned arithmetic: -2**63 has no positive
@@ -203,16 +209,23 @@ def _integer(v, out, p):
         u = np.uint64(-(v + 1)) + np.uint64(1)
     else:
         u = np.uint64(v)
-    ten = np.uint64(10)
     digits = 1
-    rest = u // ten
-    while rest:
+    while digits < 20 and u >= _POWERS[digits]:
         digits += 1
-        rest //= ten
     end = p + digits
-    for k in range(end - 1, p - 1, -1):
-        out[k] = _ZERO + np.uint8(u % ten)
-        u //= ten
+    k = end
+    hundred = np.uint64(100)
+    while u >= hundred:
+        pair = 2 * (u % hundred)
+        u //= hundred
+        k -= 2
+        out[k] = _PAIRS[pair]
+        out[k + 1] = _PAIRS[pair + 1]
+    if u >= np.uint64(10):
+        out[p] = _PAIRS[2 * u]
+        out[p + 1] = _PAIRS[2 * u + 1]
+    else:
+        out[p] = _ZERO + np.uint8(u)
     return end
 
 
