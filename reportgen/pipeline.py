@@ -135,8 +135,8 @@ def _instr_world(profile, summary, out, options):
 def _instr_world_compiled(profile, options) -> dict:
     # its compiled loops loaded before the fork: the child would otherwise import numba and load
     # them itself (~0.6 s of CPU beside the analysis, which imports numba anyway)
-    from reportgen.writers import csv_lines
-    csv_lines.compile_loops()
+    from reportgen.writers import instr_world
+    instr_world.compile_loops()
     return {}
 
 

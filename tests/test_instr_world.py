@@ -231,3 +231,16 @@ def test_sort_order_equals_a_six_key_lexsort():
     engine_id = rng.integers(0, 3, n).astype(np.int8)
     want = np.lexsort((c["global_idx"], c["core"], engine_id, c["cmd_id"], c["end_ns"], c["start_ns"]))
     np.testing.assert_array_equal(instr_world.sort_order(c, engine_id), want)
+
+
+def test_compile_loops_leaves_the_signatures_a_write_uses(tmp_path):
+    """The loops loaded before the writers fork are the ones a write runs (a new signature
+    would be compiled, or loaded, in the forked child)."""
+    from reportgen.testing.profiles import make_profile
+    from reportgen.writers import csv_lines
+
+    instr_world.compile_loops()
+    loops = (instr_world._in_flight, csv_lines._lines, csv_lines._classify)
+    signatures = [len(f.signatures) for f in loops]
+    instr_world.write(make_profile(cores=2, per_engine=300), tmp_path)
+    assert [len(f.signatures) for f in loops] == signatures

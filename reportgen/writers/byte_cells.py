@@ -2,9 +2,9 @@
 
 A column part is an (n, width) uint8 matrix, each row one cell's UTF-8 bytes with NUL bytes
 where there is nothing (padding, an empty cell). Parts side by side, with the separators, make
-one matrix whose non-NUL bytes, read row by row, are the rows' text: the writers of
-``instr_world.csv`` and of the workbook's sheet XML build their lines so (neither text holds a
-NUL: a CSV cell replaces it, sheet XML escapes it).
+one matrix whose non-NUL bytes, read row by row, are the rows' text: the workbook's sheet XML
+builds its rows so (the text holds no NUL: sheet XML escapes it). ``instr_world.csv`` is
+written by ``csv_lines`` instead.
 """
 from __future__ import annotations
 

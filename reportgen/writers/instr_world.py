@@ -28,17 +28,19 @@ from pathlib import Path
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
 from reportgen.writers.csv_lines import Chunk, Texts
+from reportgen.writers.csv_lines import compile_loops as compile_loops_csv
 from reportgen.writers.csv_tables import inert_cells
 
 FILE = Path("PerfDoc") / "instr_world.csv"
-#: rows formatted and written at a time: the chunk's buffers are ~10 MB (its values 25 x 8 B a
-#: row, its text ~100 B a row); 8k rows measured ~10 % more CPU (Python's share per chunk)
-CHUNK = 32_768
+#: rows formatted and written at a time: the chunk's buffers are ~6 MB (its values 25 x 8 B a
+#: row, its text 100-150 B a row); 8k rows measured ~10 % more CPU (Python's share per chunk)
+CHUNK = 16_384
 
 #: (header, model column, kind): kinds int, float (shortest round-trip repr; integral values
 #: without ".0", as the vendor prints ops), rate (vendor's ``{:.1%}``), text; "derived" columns
@@ -89,23 +91,58 @@ def engine_ids(engine: pd.Series) -> np.ndarray:
     return table[cat.cat.codes.to_numpy()]
 
 
-def concurrency(core: np.ndarray, start: np.ndarray, end: np.ndarray) -> np.ndarray:
+def concurrency(core: np.ndarray, start: np.ndarray, end: np.ndarray,
+                by_start: np.ndarray | None = None) -> np.ndarray:
     """Per command: how many commands of its core (any engine) are in flight at its start
     (``start_j <= start_i < end_j``), itself always included: an integer >= 1.
 
-    Counted by binary search in the core's sorted starts and ends: #(start_j <= s) minus
-    #(end_j <= s) is the number in flight at s (end_j <= s implies start_j <= s); a command of
-    zero duration is not in flight at its own start, so it is added once more."""
+    #(start_j <= s) minus #(end_j <= s) of the core is the number in flight at s (end_j <= s
+    implies start_j <= s); a command of zero duration is not in flight at its own start, so it
+    is added once more. Both counts are running counts per core, in one compiled pass over the
+    commands by start (``by_start``, e.g. :func:`sort_order`'s rows) merged with the commands
+    by end (a stable sort: the commands come as a few runs already in time order)."""
+    if by_start is None:
+        by_start = np.argsort(start, kind="stable")
+    low = int(core.min()) if len(core) else 0
+    # every array read-only (pandas hands out read-only views, or not) and of one dtype: one
+    # machine-code signature whatever the caller passes; cores as int32 (4 B a command)
+    arrays = [np.asarray(a, t).view() for a, t in ((core - low, np.int32), (start, np.int64), (end, np.int64),
+                                                   (by_start, np.int64), (np.argsort(end, kind="stable"), np.int64))]
+    for a in arrays:
+        a.flags.writeable = False
+    return _in_flight(*arrays, int(core.max()) - low + 1 if len(core) else 0)
+
+
+@njit(cache=True)
+def _in_flight(core, start, end, by_start, by_end, cores):
+    """:func:`concurrency`'s counts: the starts of each group of equal start counted first, the
+    ends up to that start next, then the group's commands read their core's two counts."""
+    started, ended = np.zeros(cores, np.int64), np.zeros(cores, np.int64)
     out = np.empty(len(start), np.int32)
-    for k in np.unique(core):
-        rows = np.flatnonzero(core == k)
-        s, e = start[rows], end[rows]
-        # "stable" (timsort): a core's commands are a few runs already sorted by time (one per
-        # engine), which it merges ~3x faster than the default sort
-        running = (np.searchsorted(np.sort(s, kind="stable"), s, "right")
-                   - np.searchsorted(np.sort(e, kind="stable"), s, "right"))
-        out[rows] = running + (e <= s)
+    n, k, e = len(by_start), 0, 0
+    while k < n:
+        s = start[by_start[k]]
+        g = k
+        while g < n and start[by_start[g]] == s:
+            started[core[by_start[g]]] += 1
+            g += 1
+        while e < n and end[by_end[e]] <= s:
+            ended[core[by_end[e]]] += 1
+            e += 1
+        for q in range(k, g):
+            i = by_start[q]
+            out[i] = started[core[i]] - ended[core[i]] + (1 if end[i] <= s else 0)
+        k = g
     return out
+
+
+def compile_loops() -> None:
+    """Load (or compile) the machine code of the writer's loops (:func:`csv_lines.compile_loops`
+    and the Concurrency count) with the argument types a write passes: once, in a process that
+    forks the writer, before the fork."""
+    compile_loops_csv()
+    one = np.zeros(1, np.int64)
+    concurrency(one.astype(np.int16), one, one, one)
 
 
 def sort_order(c: pd.DataFrame, engine_id: np.ndarray) -> np.ndarray:
@@ -176,7 +213,8 @@ class _Source:
         self.c = c
         self.engine_id = engine_ids(c["engine"])
         start, end = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
-        self.concurrency = concurrency(c["core"].to_numpy(np.int64), start, end)
+        self.order = sort_order(c, self.engine_id)
+        self.concurrency = concurrency(c["core"].to_numpy(), start, end, self.order)
         self.start, self.end = start, end
         # the number columns as arrays, no copies: a numpy column itself, a nullable one's
         # extension array (sliced by its own take: no Series, no index per chunk)
@@ -230,7 +268,7 @@ def write(profile: Profile, out_dir) -> Path:
     target = Path(out_dir) / FILE
     c = profile.commands
     source = _Source(c)
-    order = sort_order(c, source.engine_id)
+    order = source.order
     chunk = Chunk(len(COLUMNS), min(CHUNK, len(order)) or 1)
     try:
         with atomic_open(target, "wb") as fh:
