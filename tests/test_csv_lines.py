@@ -92,20 +92,49 @@ def test_missing_floats_are_empty_and_a_kept_nan_is_nan():
     assert _cells(lambda c: c.floats(0, values, present), 5) == ["1.5", "nan", "", "nan", "7"]
 
 
-def test_table_cells_and_chunk_strings_and_csv_quoting():
+RATE_EDGES = [0.0, -0.0, 1.0, 0.5, 49 / 52, 0.6984, 0.0005, 0.0015, 0.00025, -0.0005, 0.12345, 1e-9, -1e-9,
+              0.1 + 0.2, 2 / 3, 1.0000000000000002, 12.3456, -7.77, 1e12, 1e13 + 0.00049, 5e14, 1e300,
+              float("inf"), float("-inf"), float("nan")]
+
+
+def test_rates_are_pythons_percent_format():
+    """``{:.1%}``: x * 100 rounded half to even to one decimal on its exact binary value;
+    ties and near-ties (x = (k + 0.5) / 1000), -0.0 and tiny negatives ("-0.0%"), huge values,
+    inf and a NaN kept as a value all as Python writes them."""
+    rng = np.random.default_rng(21)
+    ties = (rng.integers(-2000, 2000, 3_000) + 0.5) / 1000
+    random = [rng.uniform(0, 1.2, 20_000), rng.uniform(-3, 3, 5_000), ties, np.nextafter(ties, 0),
+              np.nextafter(ties, 1), rng.standard_normal(3_000) * 10.0 ** rng.integers(-12, 16, 3_000),
+              rng.integers(0, 2 ** 63, 3_000, dtype=np.uint64).view(np.float64)]
+    values = np.concatenate([np.array(RATE_EDGES)] + random)
+    present = np.ones(len(values), bool)
+    got = _cells(lambda c: c.rates(0, values, present), len(values))
+    assert got == [f"{x:.1%}" for x in values.tolist()]
+    chunk = Chunk(1, len(values))
+    chunk.rates(0, values[:20_000], present[:20_000])
+    chunk.text(20_000, Texts([]))
+    assert (chunk.how[0, :20_000] == csv_lines.PERCENT).mean() > 0.99      # the compiled loop's
+
+
+def test_missing_rates_are_empty():
+    values, present = np.array([0.5, 0.0, 0.25]), np.array([True, False, True])
+    assert _cells(lambda c: c.rates(0, values, present), 3) == ["50.0%", "", "25.0%"]
+
+
+def test_table_cells_and_csv_quoting():
     names = ['plain', 'a,b', 'say "hi"', 'line\nbreak', 'ünïcødé', '']
     from reportgen.writers.instr_world import csv_cell
 
     table = Texts([b"unused", *(csv_cell(x).encode() for x in names)])
     codes = np.array([0, 1, 2, 3, 4, 5, -1, 2])
     chunk = Chunk(3, 8)
-    chunk.codes(0, codes, table, 1, max(len(x) for x in table.blob.tobytes().split()))
-    chunk.strings(1, codes[::-1].copy(), [b"x%d" % k for k in range(6)])
+    chunk.codes(0, codes, table, 1, 12)
+    chunk.codes(1, codes[::-1].copy(), table, 0, 12)
     chunk.empty(2, 8)
     rows = list(csv.reader(io.StringIO(bytes(chunk.text(8, table)).decode(), newline="")))
     want_names = [names[k] if k >= 0 else "" for k in codes]
-    want_strings = [f"x{k}" if k >= 0 else "" for k in codes[::-1]]
-    assert rows == [[a, b, ""] for a, b in zip(want_names, want_strings)]
+    want_second = [(["unused"] + names)[k] if k >= 0 else "" for k in codes[::-1]]
+    assert rows == [[a, b, ""] for a, b in zip(want_names, want_second)]
 
 
 def test_a_reused_chunk_writes_each_chunk_alone():
@@ -113,12 +142,12 @@ def test_a_reused_chunk_writes_each_chunk_alone():
     output buffer grown when a chunk needs more."""
     chunk = Chunk(2, 6)
     chunk.ints(0, np.arange(6) * 10 ** 17)
-    chunk.strings(1, np.arange(6), [b"long text %d" % k for k in range(6)])
+    chunk.floats(1, np.arange(6) / 3)                        # numpy's repr: chunk texts
     first = bytes(chunk.text(6, Texts([])))
     chunk.ints(0, np.array([3, -4]))
-    chunk.floats(1, np.array([0.1 + 0.2, np.nan]))          # numpy's repr: a chunk text
-    assert bytes(chunk.text(2, Texts([]))) == b"3,0.30000000000000004\n-4,\n"
-    assert first.split(b"\n")[5] == b"500000000000000000,long text 5"
+    chunk.rates(1, np.array([0.0005, 1.0]), np.ones(2, bool))    # a tie: Python's text
+    assert bytes(chunk.text(2, Texts([]))) == f"3,{0.0005:.1%}\n-4,100.0%\n".encode()
+    assert first.split(b"\n")[5] == b"500000000000000000,1.6666666666666667"
 
 
 @pytest.mark.parametrize("n", [1, 1000])

@@ -8,14 +8,20 @@ A :class:`Chunk` holds every column of up to ``rows`` rows as one row of two mat
 * ``DECIMAL``: ``value / 10_000`` with its decimals, trailing zeros dropped (``12.5``, ``-0.0001``);
 * ``TABLE``: entry ``value`` of the column's part of the shared :class:`Texts` (finished cells:
   names already quoted, numbers already formatted); ``-1`` is an empty cell;
-* ``TEXT``: entry ``value`` of this chunk's own texts (cells formatted for this chunk only);
+* ``TEXT``: entry ``value`` of this chunk's own texts (the few cells formatted outside the loop);
 * ``EMPTY``: nothing;
 * ``FLOAT`` and ``FLOAT_OR_MISSING``: the float64 whose bits ``values`` holds, written as Python's
   ``repr`` writes it, except a whole number below 2**53 without ``.0``. :func:`_classify` makes
   such a cell ``INT`` (whole), ``DECIMAL`` (a value whose repr is positional with at most four
   decimals: bandwidths, rates, times), ``EMPTY`` (NaN, for ``FLOAT_OR_MISSING``) or, for the rest
   (other fractions, huge or tiny magnitudes, inf, NaN), ``TEXT`` formatted by numpy (its
-  float-to-bytes conversion is the shortest round-trip repr too) for those cells alone.
+  float-to-bytes conversion is the shortest round-trip repr too) for those cells alone;
+* ``RATE``: the float64 whose bits ``values`` holds, as ``f"{x:.1%}"`` writes it (``x * 100``
+  rounded to one decimal, half to even on its exact binary value, then ``%``): :func:`_classify`
+  makes it ``PERCENT`` (``values`` = 2 x the tenths of a percent + 1 if negative, -0.0 too),
+  and leaves for Python's own formatting a value whose tenths lie within a few units in the
+  last place of a half (where the rounding of ``x * 100 * 10`` could decide), a magnitude from
+  1e15 % on, inf and NaN.
 
 Why a DECIMAL cell is the value's repr: it is a value that ``numpy.round(x, 4)`` leaves unchanged
 (``rint(x * 1e4) / 1e4 == x``: the double nearest to a decimal ``k / 10**4``) with
@@ -25,15 +31,18 @@ text is that decimal, positional in that range.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 from numba import njit
 
-#: how a cell is written (see the module's docstring); TEXT_PENDING: a FLOAT cell that
-#: :func:`_classify` leaves for numpy's repr
-INT, DECIMAL, TABLE, TEXT, EMPTY, FLOAT, FLOAT_OR_MISSING, TEXT_PENDING = range(8)
+#: how a cell is written (see the module's docstring); TEXT_PENDING, PERCENT_PENDING: a FLOAT,
+#: a RATE cell that :func:`_classify` leaves for numpy's repr, for Python's ``{:.1%}``
+(INT, DECIMAL, TABLE, TEXT, EMPTY, FLOAT, FLOAT_OR_MISSING, TEXT_PENDING, RATE, PERCENT,
+ PERCENT_PENDING) = range(11)
 #: bytes of the longest INT, DECIMAL or whole FLOAT cell ("-9223372036854775808")
 NUMBER_WIDTH = 20
-_COMMA, _NEWLINE, _MINUS, _POINT, _ZERO = b",\n-.0"
+_COMMA, _NEWLINE, _MINUS, _POINT, _ZERO, _PERCENT = b",\n-.0%"
 
 
 class Texts:
@@ -70,20 +79,15 @@ class Chunk:
         self._fill(j, values.astype(np.float64, copy=False).view(np.int64),
                    FLOAT_OR_MISSING if present is None else FLOAT, NUMBER_WIDTH, present)
 
+    def rates(self, j: int, values: np.ndarray, present: np.ndarray) -> None:
+        """Column ``j``: rates written as ``{:.1%}``, empty where ``present`` is False."""
+        self._fill(j, values.astype(np.float64, copy=False).view(np.int64), RATE, NUMBER_WIDTH, present)
+
     def codes(self, j: int, codes: np.ndarray, table: Texts, base: int, width: int) -> None:
         """Column ``j``: entries ``base + code`` of ``table`` (code -1: empty), at most
         ``width`` bytes each."""
         self._fill(j, codes, TABLE, width, None)
         self.base[j] = base
-
-    def strings(self, j: int, codes: np.ndarray, strings: list[bytes]) -> None:
-        """Column ``j``: ``strings[code]`` (code -1: empty), formatted for this chunk."""
-        n = len(codes)
-        self.values[j, :n] = codes
-        self.values[j, :n] += len(self.texts)
-        self.how[j, :n] = np.where(codes < 0, EMPTY, TEXT)
-        self.kind[j], self.width[j] = TEXT, 0
-        self.texts += strings
 
     def empty(self, j: int, n: int) -> None:
         """Column ``j``: every cell empty."""
@@ -103,11 +107,13 @@ class Chunk:
 
         ``table`` holds the TABLE cells of every column; the chunk's own texts are cleared."""
         values, how = self.values, self.how
-        if _classify(values, how, self.kind, n):                 # floats that need numpy's repr
-            jj, ii = np.nonzero(how[:, :n] == TEXT_PENDING)
-            self.texts += values[jj, ii].view(np.float64).astype("S32").tolist()
-            values[jj, ii] = np.arange(len(self.texts) - len(jj), len(self.texts))
-            how[jj, ii] = TEXT
+        if _classify(values, how, self.kind, n):      # cells left for numpy's or Python's text
+            for pending, formatted in ((TEXT_PENDING, lambda x: x.astype("S32").tolist()),
+                                       (PERCENT_PENDING, percent_cells)):
+                jj, ii = np.nonzero(how[:, :n] == pending)
+                self.texts += formatted(values[jj, ii].view(np.float64))
+                values[jj, ii] = np.arange(len(self.texts) - len(jj), len(self.texts))
+                how[jj, ii] = TEXT
         own = Texts(self.texts)
         self.texts = []
         bound = n * (int(self.width.sum()) + len(self.width) * (own.widest + 1))
@@ -117,12 +123,18 @@ class Chunk:
         return self.out[:end].data
 
 
+def percent_cells(values) -> list[bytes]:
+    """Python's ``{:.1%}`` of each value (the vendor's rate cells)."""
+    return [f"{x:.1%}".encode() for x in np.asarray(values, np.float64).tolist()]
+
+
 def compile_loops() -> None:
     """Load (or compile) the machine code of both loops, with the argument types a chunk
     passes: a process that forks writers does it once, before the fork, for all of them."""
-    chunk = Chunk(2, 1)
+    chunk = Chunk(3, 1)
     chunk.ints(0, np.zeros(1, np.int64))
     chunk.floats(1, np.full(1, 0.5))
+    chunk.rates(2, np.full(1, 0.5), np.ones(1, bool))
     chunk.text(1, Texts([]))
 
 
@@ -134,6 +146,8 @@ def _classify(values, how, kind, n):
     floats = values.view(np.float64)
     pending = 0
     for j in range(values.shape[0]):
+        if kind[j] == RATE:
+            pending += _classify_rates(values[j], how[j], n)
         if kind[j] != FLOAT and kind[j] != FLOAT_OR_MISSING:
             continue
         for i in range(n):
@@ -159,6 +173,28 @@ def _classify(values, how, kind, n):
     return pending
 
 
+@njit(cache=True, inline="always")
+def _classify_rates(values, how, n):
+    """RATE cells made PERCENT or PERCENT_PENDING (see the module's docstring)."""
+    floats = values.view(np.float64)
+    pending = 0
+    for i in range(n):
+        if how[i] != RATE:
+            continue
+        y = floats[i] * 100.0                 # as Python's "%" format multiplies
+        tenths = abs(y) * 10.0
+        if tenths < 1e16:                     # False for inf and NaN
+            whole = np.floor(tenths)
+            if abs(tenths - whole - 0.5) > tenths * 2.0 ** -50:   # > 4 ulp from a half
+                negative = y < 0 or (y == 0 and math.copysign(1.0, y) < 0)
+                values[i] = 2 * np.int64(np.rint(tenths)) + (1 if negative else 0)
+                how[i] = PERCENT
+                continue
+        how[i] = PERCENT_PENDING
+        pending += 1
+    return pending
+
+
 @njit(cache=True)
 def _lines(values, how, n, base, table, table_at, texts, texts_at, out):
     """The first ``n`` rows' cells as CSV lines into ``out`` (large enough); returns the length."""
@@ -180,6 +216,8 @@ def _lines(values, how, n, base, table, table_at, texts, texts_at, out):
                 p = _copy(texts, texts_at[v], texts_at[v + 1], out, p)
             elif h == DECIMAL:
                 p = _decimal(v, out, p)
+            elif h == PERCENT:
+                p = _percent(v, out, p)
         out[p] = _NEWLINE
         p += 1
     return p
@@ -250,3 +288,17 @@ def _decimal(v, out, p):
             fraction //= 10
         p += places + 1
     return p
+
+
+@njit(cache=True, inline="always")
+def _percent(v, out, p):
+    """A PERCENT cell (2 x tenths + sign) at ``out[p:]``: "12.5%", "-0.0%"; returns the end."""
+    if v & 1:
+        out[p] = _MINUS
+        p += 1
+    tenths = v >> 1
+    p = _integer(tenths // 10, out, p)
+    out[p] = _POINT
+    out[p + 1] = _ZERO + tenths % 10
+    out[p + 2] = _PERCENT
+    return p + 3

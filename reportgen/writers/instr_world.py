@@ -33,7 +33,7 @@ from numba import njit
 from reportgen.errors import OutputError
 from reportgen.model import ENGINE_IDS, Profile
 from reportgen.writers.atomic import atomic_open
-from reportgen.writers.csv_lines import Chunk, Texts
+from reportgen.writers.csv_lines import Chunk, Texts, percent_cells
 from reportgen.writers.csv_lines import compile_loops as compile_loops_csv
 from reportgen.writers.csv_tables import inert_cells
 
@@ -178,11 +178,6 @@ def _text_table(column: pd.Series) -> tuple[np.ndarray, list[bytes]]:
     return cat.cat.codes.to_numpy(), [csv_cell(x).encode("utf-8") for x in names]
 
 
-def rate_cells(values) -> list[bytes]:
-    """The vendor's ``{:.1%}`` of each value."""
-    return [f"{x:.1%}".encode() for x in np.asarray(values, np.float64).tolist()]
-
-
 #: a rate column of at most this many distinct values is written from a table of its cells
 MAX_TABLE_VALUES = 32_767
 #: distinct values in the column's first rows above which it is not even tried
@@ -197,7 +192,7 @@ def _rate_table(column) -> tuple[np.ndarray, list[bytes]] | None:
     codes, uniques = pd.factorize(column)
     if len(uniques) > MAX_TABLE_VALUES:
         return None
-    return codes.astype(np.int8 if len(uniques) <= 127 else np.int16), rate_cells(uniques)
+    return codes.astype(np.int8 if len(uniques) <= 127 else np.int16), percent_cells(uniques)
 
 
 def _plain(dtype) -> bool:
@@ -254,9 +249,7 @@ class _Source:
                 present = ~np.asarray(part.isna(), bool)
                 values = part.to_numpy(np.int64 if kind == "int" else np.float64, na_value=0)
             if kind == "rate":
-                present = ~np.isnan(values) if present is None else present
-                codes, uniques = pd.factorize(np.where(present, values, 0))
-                chunk.strings(j, np.where(present, codes, -1), rate_cells(uniques))
+                chunk.rates(j, values, ~np.isnan(values) if present is None else present)
             elif kind == "float":
                 chunk.floats(j, values, present)
             else:
