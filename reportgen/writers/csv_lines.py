@@ -66,7 +66,6 @@ class Chunk:
         self.kind = np.zeros(columns, np.uint8)          # how a column's cells were filled
         self.base = np.zeros(columns, np.int64)          # a TABLE column's first entry
         self.width = np.zeros(columns, np.int64)         # its widest cell but TEXT ones
-        self.texts: list[bytes] = []
         self.out = np.empty(0, np.uint8)
 
     def ints(self, j: int, values: np.ndarray, present: np.ndarray | None = None) -> None:
@@ -105,17 +104,18 @@ class Chunk:
     def text(self, n: int, table: Texts) -> memoryview:
         """The CSV lines of the first ``n`` rows (a view of a buffer the next chunk reuses).
 
-        ``table`` holds the TABLE cells of every column; the chunk's own texts are cleared."""
+        ``table`` holds the TABLE cells of every column."""
         values, how = self.values, self.how
+        texts: list[bytes] = []
         if _classify(values, how, self.kind, n):      # cells left for numpy's or Python's text
             for pending, formatted in ((TEXT_PENDING, lambda x: x.astype("S32").tolist()),
                                        (PERCENT_PENDING, percent_cells)):
                 jj, ii = np.nonzero(how[:, :n] == pending)
-                self.texts += formatted(values[jj, ii].view(np.float64))
-                values[jj, ii] = np.arange(len(self.texts) - len(jj), len(self.texts))
+                cells = formatted(values[jj, ii].view(np.float64))
+                values[jj, ii] = np.arange(len(texts), len(texts) + len(jj))
+                texts += cells
                 how[jj, ii] = TEXT
-        own = Texts(self.texts)
-        self.texts = []
+        own = Texts(texts)
         bound = n * (int(self.width.sum()) + len(self.width) * (own.widest + 1))
         if len(self.out) < bound:
             self.out = np.empty(bound, np.uint8)
