@@ -244,3 +244,17 @@ def test_compile_loops_leaves_the_signatures_a_write_uses(tmp_path):
     signatures = [len(f.signatures) for f in loops]
     instr_world.write(make_profile(cores=2, per_engine=300), tmp_path)
     assert [len(f.signatures) for f in loops] == signatures
+
+
+def test_concurrency_of_every_command_by_brute_force():
+    """Every command (not a sample): shared starts, zero durations, ends equal to other
+    starts, core ids that do not start at 0, against the definition counted pair by pair."""
+    rng = np.random.default_rng(23)
+    n = 3_000
+    start = rng.integers(0, 400, n)
+    end = start + rng.integers(0, 30, n) * (rng.random(n) < 0.9)
+    core = rng.integers(5, 9, n).astype(np.int16)
+    same = core[:, None] == core[None, :]
+    in_flight = same & (start[None, :] <= start[:, None]) & (end[None, :] > start[:, None])
+    want = in_flight.sum(axis=1) + (end <= start)
+    np.testing.assert_array_equal(instr_world.concurrency(core, start, end), want)
