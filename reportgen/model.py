@@ -499,10 +499,10 @@ def _as_dtype(values, dtype: str):
     if dtype == "category":
         return _categorical(arr)
     if dtype == "Int64":
-        if not isinstance(arr, pd.arrays.IntegerArray):
-            arr = pd.array(pd.to_numeric(pd.Series(arr), errors="coerce")).astype(dtype)
-        if str(arr.dtype) == "Int32":
+        if str(getattr(arr, "dtype", None)) == "Int32":
             return arr
+        if str(getattr(arr, "dtype", None)) != "Int64":
+            arr = pd.array(pd.to_numeric(pd.Series(arr), errors="coerce")).astype(dtype)
         known = ~np.asarray(arr.isna(), bool)
         data = arr.to_numpy(np.int64, na_value=0)
         return pd.arrays.IntegerArray(data.astype(narrow_int(data, known), copy=False), ~known)
