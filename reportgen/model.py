@@ -448,7 +448,9 @@ def share_unknown_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
         dtype = str(getattr(arr, "dtype", ""))
         if isinstance(arr, np.ndarray) and dtype == "float64":
             if np.isnan(arr[:1]).all() and np.isnan(arr).all():
-                out[col] = shared.setdefault(dtype, _read_only(np.full(n, np.nan)))
+                if dtype not in shared:     # the first such column itself, if it owns its data
+                    shared[dtype] = _read_only(arr if arr.base is None else np.full(n, np.nan))
+                out[col] = shared[dtype]
         elif isinstance(arr, pd.arrays.IntegerArray):
             if arr[:1].isna().all() and arr.isna().all():
                 if dtype not in shared:
