@@ -3,7 +3,6 @@ for every command sharing one read-only array, and the mode-1 node fields droppe
 output reads them. Same values, same outputs, fewer bytes (issue 28)."""
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -14,6 +13,7 @@ from reportgen import model, pipeline
 from reportgen.model import NODE_COLUMNS, finalize_commands, narrow_int
 from reportgen.options import Options
 from reportgen.parsers.pmu import describe
+from test_pipeline import _contents
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
@@ -107,18 +107,6 @@ def test_a_pmu_capture_reads_the_same_narrow_or_wide(monkeypatch):
                for k in narrowed)
     assert "bytes" in narrowed and wide["bytes"].notna().any()
     pd.testing.assert_frame_equal(narrow, wide, check_dtype=False)
-
-
-def _contents(folder: Path) -> dict[str, bytes]:
-    found = {}
-    for path in sorted(folder.rglob("*")):
-        name = path.relative_to(folder).as_posix()
-        if path.suffix == ".xlsx":
-            with zipfile.ZipFile(path) as z:
-                found.update({f"{name}:{m}": z.read(m) for m in z.namelist() if m != "docProps/core.xml"})
-        elif path.is_file():
-            found[name] = path.read_bytes()
-    return found
 
 
 @pytest.mark.skipif(not M1_GOLDEN.is_dir(), reason="../shared/data/pmu/aks-m1-c8 not found next to the checkout")
