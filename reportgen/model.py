@@ -49,6 +49,7 @@ COMMAND_COLUMNS: dict[str, str] = {
     "is_sys": "bool",         # system command (send/wait/nop/barrier): not real work
     "sys_wait": "bool",       # a system *wait* (excluded from DMA working time)
     "kernel": "category",     # kernel / layer function name, NaN when unknown
+    # "Int64" columns are held as Int32 when every value fits (narrow_int)
     "func_scope": "Int64",    # id of the kernel-function scope (FUNC ... FUNC_END)
     "batch": "Int64",         # batch index (BATCH_IDX nodes)
     "mode": "category",       # TDI / RVT / DES / BMODEL / PMU (no command description)
@@ -426,7 +427,42 @@ def finalize_commands(df: "pd.DataFrame | dict[str, Any]") -> pd.DataFrame:
     for col, values in columns.items():
         if col not in COMMAND_COLUMNS:
             out[col] = values.array if isinstance(values, pd.Series) else values
-    return pd.DataFrame(out, copy=False)
+    return pd.DataFrame(share_unknown_columns(out, n), copy=False)
+
+
+def share_unknown_columns(columns: dict[str, Any], n: int) -> dict[str, Any]:
+    """``columns`` with every column that is unknown for all ``n`` commands (a float64 column of
+    NaN, a nullable integer column of <NA>) made a view of one read-only array per dtype.
+
+    Such a column holds no information, yet a mode-1 capture (no descriptors: no ops model, no
+    dependency, no kernel scope) carries seven of them, 40 MB at 678k commands, through the
+    analysis and every forked writer. The values and dtypes are unchanged (every output reads
+    the same), and read-only arrays make any write into one of them fail instead of changing
+    the others (pandas' own views of a column are read-only already).
+    """
+    if n == 0:
+        return columns
+    shared: dict[str, Any] = {}
+    out = dict(columns)
+    for col, arr in columns.items():
+        dtype = str(getattr(arr, "dtype", ""))
+        if isinstance(arr, np.ndarray) and dtype == "float64":
+            if np.isnan(arr[:1]).all() and np.isnan(arr).all():
+                if dtype not in shared:     # the first such column itself, if it owns its data
+                    shared[dtype] = _read_only(arr if arr.base is None else np.full(n, np.nan))
+                out[col] = shared[dtype]
+        elif isinstance(arr, pd.arrays.IntegerArray):
+            if arr[:1].isna().all() and arr.isna().all():
+                if dtype not in shared:
+                    mask = shared.setdefault("mask", _read_only(np.ones(n, bool)))
+                    shared[dtype] = pd.arrays.IntegerArray(_read_only(np.zeros(n, dtype.lower())), mask)
+                out[col] = shared[dtype]
+    return out
+
+
+def _read_only(arr: np.ndarray) -> np.ndarray:
+    arr.flags.writeable = False
+    return arr
 
 
 def _empty(col: str, dtype: str, n: int):
@@ -435,18 +471,43 @@ def _empty(col: str, dtype: str, n: int):
         return np.zeros(n, bool)
     if dtype == "category":
         return pd.Categorical.from_codes(np.full(n, -1, np.int8), categories=pd.Index([], dtype=object))
-    if dtype[0].isupper():
-        return pd.arrays.IntegerArray(np.zeros(n, dtype.lower()), np.ones(n, bool))
+    if dtype[0].isupper():          # all unknown: an "Int64" column fits int32 (narrow_int)
+        return pd.arrays.IntegerArray(np.zeros(n, "int32" if dtype == "Int64" else dtype.lower()),
+                                      np.ones(n, bool))
     if dtype == "float64" or n == 0:
         return np.full(n, np.nan, dtype)
     raise ValueError(f"the commands need a {col} column ({dtype})")
 
 
+#: the nullable 64-bit integer columns of COMMAND_COLUMNS ("Int64") are held as Int32 when every
+#: known value fits (``narrow_int``): half the bytes, the same values. Readers convert them to
+#: int64 or float64 before any arithmetic, as they do the Int64 of a column that needs it.
+_INT32_MIN, _INT32_MAX = np.iinfo(np.int32).min, np.iinfo(np.int32).max
+
+
+def narrow_int(values: np.ndarray, known: np.ndarray | None = None) -> np.dtype:
+    """The dtype a nullable Int64 command column is stored with: int32 when each of
+    ``values`` (where ``known``) lies in int32's range, else int64 (the fallback)."""
+    v = values if known is None or known.all() else values[known]
+    if len(v) == 0 or (v.min() >= _INT32_MIN and v.max() <= _INT32_MAX):
+        return np.dtype(np.int32)
+    return np.dtype(np.int64)
+
+
 def _as_dtype(values, dtype: str):
-    """``values`` (array, ExtensionArray or Series) as an array of ``dtype``; no copy if it is."""
+    """``values`` (array, ExtensionArray or Series) as an array of ``dtype``; no copy if it is.
+    An "Int64" column is returned as Int32 when its values fit (``narrow_int``)."""
     arr = values.array if isinstance(values, pd.Series) else values
     if dtype == "category":
         return _categorical(arr)
+    if dtype == "Int64":
+        if str(getattr(arr, "dtype", None)) == "Int32":
+            return arr
+        if str(getattr(arr, "dtype", None)) != "Int64":
+            arr = pd.array(pd.to_numeric(pd.Series(arr), errors="coerce")).astype(dtype)
+        known = ~np.asarray(arr.isna(), bool)
+        data = arr.to_numpy(np.int64, na_value=0)
+        return pd.arrays.IntegerArray(data.astype(narrow_int(data, known), copy=False), ~known)
     if str(getattr(arr, "dtype", None)) == dtype:
         return arr
     if dtype[0].isupper():                                        # nullable integer

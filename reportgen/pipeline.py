@@ -21,7 +21,7 @@ import pandas as pd
 
 from reportgen import heap, outdir, parallel, progress
 from reportgen.errors import OutputError
-from reportgen.model import LazyTables, Profile
+from reportgen.model import NODE_COLUMNS, LazyTables, Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
 from reportgen.textsafe import clean_profile
 
@@ -120,6 +120,16 @@ def registers_read(options: Options, profile: Profile) -> bool:
 
     return (_want_reginfo(options, profile, warn=False) or len(profile.commands) <= MAX_COMMANDS
             or (options.workbook and register_columns_wanted(profile, options.registers_wanted)))
+
+
+def drop_unread_columns(options: Options, profile: Profile) -> None:
+    """Remove the command columns no output of this run reads, before the analysis and the
+    writers carry them: a mode-1 command's dynamic-node fields (``model.NODE_COLUMNS``, 6 MB at
+    678k commands) are listed by the RegInfo files only. The other columns are not copied."""
+    if not _want_reginfo(options, profile, warn=False):
+        for col in NODE_COLUMNS:
+            if col in profile.commands.columns:
+                del profile.commands[col]
 
 
 def _workbook(profile, summary, out, options):
@@ -244,6 +254,7 @@ def report(options: Options) -> Report:
                   f"{progress.seconds(t1 - t0)}", options.quiet)
     if isinstance(profile.registers, LazyTables) and not registers_read(options, profile):
         profile.registers.release()
+    drop_unread_columns(options, profile)
     heap.release_free_memory()          # the decode's freed buffers: not for the writers
     early = any(o.early and o.wanted(options, profile) for o in OUTPUTS)
     # the stage opens before the analysis only when a writer can start during it

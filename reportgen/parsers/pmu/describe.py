@@ -15,7 +15,8 @@ import numpy as np
 import pandas as pd
 
 from reportgen.heap import release_free_memory
-from reportgen.model import NODE_COLUMNS as NODE_COLUMN_NAMES, LazyTables, Meta, finalize_commands
+from reportgen.model import NODE_COLUMNS as NODE_COLUMN_NAMES, COMMAND_COLUMNS, LazyTables, Meta, \
+    finalize_commands, narrow_int
 from reportgen.parsers.pmu import descriptors as D
 from reportgen.parsers.pmu import chip_dma, match
 from reportgen.parsers.pmu.chips import Chip
@@ -457,8 +458,9 @@ def assemble(bindings: list[Binding], meta: Meta):
         if k in nullable:
             small = k == "port" or k in NODE_COLUMNS          # a port, node fields of <= 12 bits
             unknown = v < 0
-            v = pd.arrays.IntegerArray(np.maximum(v, 0, out=v).astype(np.int16 if small else np.int64,
-                                                                        copy=False), unknown)
+            np.maximum(v, 0, out=v)
+            wide = narrow_int(v) if COMMAND_COLUMNS.get(k) == "Int64" else np.int64
+            v = pd.arrays.IntegerArray(v.astype(np.int16 if small else wide, copy=False), unknown)
         elif k in LABEL_COLUMNS:
             v = LABELS.categorical(v)
         data[k] = v
