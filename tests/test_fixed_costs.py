@@ -1,6 +1,7 @@
 """The fixed costs of a run paid once: numba's registries loaded in the process that forks
 (reportgen.jit), the page's templates compiled once and kept (writers/html/template_cache), the
-garbage collector paused while the run's modules load (cli._collector_paused). Each keeps every
+garbage collector paused while the run's modules load (cli._collector_paused), the page's
+clickable waits said without a row dict each (analysis.waits.describe_all). Each keeps every
 output byte the same; what they save is measured in benchmarks, not here."""
 from __future__ import annotations
 
@@ -12,11 +13,15 @@ import sys
 from pathlib import Path
 
 import jinja2
+import pandas as pd
 import pytest
 
 from reportgen import cli
+from reportgen.analysis.waits import describe, describe_all
 from reportgen.writers.html import page
 from reportgen.writers.html.template_cache import PATTERN, TemplateCache, for_package
+
+from shared_data import PMU
 
 ROOT = Path(__file__).resolve().parents[1]
 SAMPLE = ROOT / "sample_data" / "cdm_profile_data_dev0-0"
@@ -163,3 +168,47 @@ def test_the_collector_is_paused_for_the_imports_and_frozen_only_in_the_console(
         assert not gc.isenabled()                  # a caller's choice is left as it was
     finally:
         gc.enable()
+
+
+# -- the page's clickable waits ------------------------------------------------------------------
+
+def _one_by_one(table) -> list[str]:
+    """describe() of each row as the page made them before: a dict of native values per row."""
+    columns = list(table.columns)
+    return [describe(dict(zip(columns, values))) for values in zip(*(table[k].tolist() for k in columns))]
+
+
+@pytest.mark.parametrize("case", ["aks-m1-c8", "aks-m2-c8", "aks-m2-des", "bm1688-m2-c2"])
+def test_every_wait_is_described_as_one_by_one(case):
+    from reportgen.analysis.derive import derive
+    from reportgen.parsers.detect import load_profile
+
+    folder = PMU / case / "input"
+    if not folder.exists():
+        pytest.skip(f"shared data not present at {folder}")
+    profile = load_profile(str(folder))
+    derive(profile, jobs=1)
+    table = profile.diagnosis.why.waits.table
+    assert len(table) > 0
+    assert describe_all(table) == _one_by_one(table)
+
+
+def test_missing_and_odd_values_are_said_as_before():
+    """None and NaN kernels (a NaN is said, as before: it is truthy), a kernel name with markup
+    (the page escapes it where it shows it, not here), an unattributed wait without a core."""
+    table = pd.DataFrame({
+        "row": [0, 1, 2, 3, 4], "kind": ["barrier", "barrier", "barrier", "dependency", "unattributed"],
+        "core": [3, 0, 1, 2, 7], "engine": ["TIU", "GDMA", "SDMA", "TIU", "CDMA"],
+        "kernel": pd.Series([None, float("nan"), "<b>k&amp;</b>", "", None], dtype=object),
+        "start_ns": [0, 1, 2, 3, 4], "ns": [2100, 1, 123456789, 999999, 5],
+        "waited_for_core": pd.array([0, 1, 2, 3, None], "Int64"),
+        "waited_for_engine": ["GDMA", "TIU", "TIU", "SDMA", None], "waited_for_row": [5, 6, 7, 8, -1]})
+    said = describe_all(table)
+    assert said == _one_by_one(table)
+    assert said[0] == "core 3 TIU waited 2.100 us at the barrier for core 0, whose GDMA finished last"
+    assert said[1] == "core 0 GDMA waited 0.001 us at the barrier of nan for core 1, whose TIU finished last"
+    assert said[2] == ("core 1 SDMA waited 123456.789 us at the barrier of <b>k&amp;</b> for core 2, "
+                       "whose TIU finished last")
+    assert said[3] == "core 2 TIU waited 999.999 us for core 3 SDMA (descriptor dependency)"
+    assert said[4] == "core 7 CDMA waited 0.005 us; nothing in the capture says for what"
+    assert describe_all(table.head(0)) == []
