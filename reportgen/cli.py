@@ -23,8 +23,6 @@ from __future__ import annotations
 
 import argparse
 import atexit
-import contextlib
-import gc
 import os
 import signal
 import sys
@@ -118,27 +116,14 @@ def options_from_args(args: argparse.Namespace) -> Options:
         baseline=args.baseline)
 
 
-@contextlib.contextmanager
-def _collector_paused():
-    """The cyclic garbage collector off while the run's modules load (pandas, numba, ours:
-    ~45k objects, all kept as long as the process, and next to no garbage): its ~300
-    collections over them cost 0.06-0.09 s of CPU before the input is read. In the console
-    script (:func:`console`, one run per process) they are then frozen (``gc.freeze``): later
-    collections in this process skip them, as the forked writers already do."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            if _console:
-                gc.freeze()
-            gc.enable()
-
-
 def run(options: Options) -> int:
-    # imported here: `--help` and usage errors answer without loading numpy and pandas
-    with _collector_paused():
+    # imported here: `--help` and usage errors answer without loading numpy and pandas; with
+    # the collector paused: its ~300 passes over the ~45k objects the modules make (all kept,
+    # next to no garbage) cost 0.06-0.09 s of CPU before the input is read. The console script
+    # (one run per process) then freezes them: later passes skip them, as the forked writers do
+    from reportgen.heap import collector_paused
+
+    with collector_paused(freeze=_console):
         from reportgen import batch, pipeline
         from reportgen.writers.text import summary_text, warnings_text
 

@@ -10,9 +10,9 @@ paused meanwhile (its collections over the ~50k objects it makes, all kept, cost
 """
 from __future__ import annotations
 
-import gc
-
 from numba import njit
+
+from reportgen.heap import collector_paused
 
 
 @njit(cache=True)
@@ -22,10 +22,5 @@ def _identity(x):
 
 def ready() -> None:
     """Load numba's registries in this process (a no-op once done)."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
+    with collector_paused():
         _identity(0)
-    finally:
-        if enabled:
-            gc.enable()

@@ -1,6 +1,6 @@
 """The fixed costs of a run paid once: numba's registries loaded in the process that forks
 (reportgen.jit), the page's templates compiled once and kept (writers/html/template_cache), the
-garbage collector paused while the run's modules load (cli._collector_paused), the page's
+garbage collector paused while the run's modules load (heap.collector_paused in cli.run), the page's
 clickable waits said without a row dict each (analysis.waits.describe_all). Each keeps every
 output byte the same; what they save is measured in benchmarks, not here."""
 from __future__ import annotations
@@ -16,7 +16,7 @@ import jinja2
 import pandas as pd
 import pytest
 
-from reportgen import cli
+from reportgen import cli, heap
 from reportgen.analysis.waits import describe, describe_all
 from reportgen.writers.html import page
 from reportgen.writers.html.template_cache import PATTERN, TemplateCache, for_package
@@ -147,27 +147,43 @@ def test_the_package_cache_lives_in_the_templates_pycache():
 
 # -- the collector while the modules load --------------------------------------------------------
 
-def test_the_collector_is_paused_for_the_imports_and_frozen_only_in_the_console(monkeypatch):
+def test_collector_paused_inside_and_frozen_only_when_asked():
     assert gc.isenabled()
     frozen = gc.get_freeze_count()
-    with cli._collector_paused():
+    with heap.collector_paused():
         assert not gc.isenabled()
-    assert gc.isenabled() and gc.get_freeze_count() == frozen      # cli.main callers: nothing kept
-    monkeypatch.setattr(cli, "_console", True)
+    assert gc.isenabled() and gc.get_freeze_count() == frozen
     kept = [[] for _ in range(3)]                   # tracked objects alive at the freeze
     try:
-        with cli._collector_paused():
-            pass
+        with heap.collector_paused(freeze=True):
+            assert not gc.isenabled()
         assert gc.isenabled() and gc.get_freeze_count() >= frozen + len(kept)
     finally:
         gc.unfreeze()
+    before = gc.get_freeze_count()
     gc.disable()
     try:
-        with cli._collector_paused():
+        with heap.collector_paused(freeze=True):
             pass
-        assert not gc.isenabled()                  # a caller's choice is left as it was
+        assert not gc.isenabled() and gc.get_freeze_count() == before   # a caller's choice stays
     finally:
         gc.enable()
+
+
+def test_the_run_imports_with_the_collector_paused_and_freezes_only_in_the_console(monkeypatch, tmp_path):
+    asked = []
+    real = heap.collector_paused
+
+    def paused(freeze=False):
+        asked.append(freeze)
+        return real(freeze=False)                  # never freeze this test process
+
+    monkeypatch.setattr(heap, "collector_paused", paused)
+    missing = str(tmp_path / "no-such-dump")
+    assert cli.main([missing, str(tmp_path / "out"), "--quiet"]) != 0
+    monkeypatch.setattr(cli, "_console", True)
+    assert cli.main([missing, str(tmp_path / "out"), "--quiet"]) != 0
+    assert asked == [False, True]
 
 
 # -- the page's clickable waits ------------------------------------------------------------------
