@@ -2,9 +2,9 @@
 
 Compiling the page's templates (result.html.j2 and the parts it includes) costs 0.06-0.08 s of
 CPU in every web writer; loading their compiled code back costs ~2 ms. Jinja keys each entry by
-the template's name and path and checks a checksum of its source (and Jinja's and Python's
-versions) before using it, so an edited template, another Jinja or another Python compiles
-afresh. The entries go in the templates package's ``__pycache__`` folder, where Python keeps the
+the template's name and path and checks a checksum of its source (and Jinja's bytecode format
+version and Python's) before using it, so an edited template, a Jinja with another bytecode
+format or another Python compiles afresh. The entries go in the templates package's ``__pycache__`` folder, where Python keeps the
 package's own compiled modules and numba its compiled functions (``cache=True``), written under
 a temporary name and renamed (Jinja's own way), so runs side by side never read half an entry.
 Where that folder cannot be written (a read-only install), the templates are compiled each run,
