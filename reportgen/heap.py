@@ -1,5 +1,6 @@
-"""The C heap's free pages given back to the system (glibc ``malloc_trim``); a leaf any layer
-may import.
+"""The C heap's free pages given back to the system (glibc ``malloc_trim``), and the cyclic
+garbage collector paused where it would only pass over what lives on (:func:`collector_paused`);
+a leaf any layer may import.
 
 The decode and the analysis free most of what they allocate, but glibc keeps freed heap pages
 mapped: its threshold for mapping large blocks on their own grows with every large block
@@ -9,7 +10,10 @@ writer would inherit and the tree would count) although nothing uses it.
 """
 from __future__ import annotations
 
+import contextlib
 import ctypes
+import gc
+from typing import Iterator
 
 
 def release_free_memory() -> None:
@@ -29,3 +33,21 @@ def _glibc():
 
 
 _LIBC = _glibc()
+
+
+@contextlib.contextmanager
+def collector_paused(freeze: bool = False) -> Iterator[None]:
+    """No cyclic garbage collection inside: for work that builds many containers and no
+    cycles (modules loading, decoded records), over which each collection pass would only
+    walk. ``freeze``: what exists when it ends is kept out of every later collection
+    (``gc.freeze``: for what lives as long as the process). A collector the caller turned off
+    stays off."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            if freeze:
+                gc.freeze()
+            gc.enable()

@@ -19,7 +19,7 @@ from typing import Callable
 
 import pandas as pd
 
-from reportgen import heap, outdir, parallel, progress
+from reportgen import heap, jit, outdir, parallel, progress
 from reportgen.errors import OutputError
 from reportgen.model import NODE_COLUMNS, LazyTables, Profile
 from reportgen.options import REGINFO_AUTO_LIMIT, Options
@@ -263,6 +263,10 @@ def report(options: Options) -> Report:
             out = stack.enter_context(outdir.staged(final))
             pool = stack.enter_context(parallel.Writers(options.jobs, options.quiet))
             pool.start(writer_jobs(options, profile, None, out, early=True))
+        if profile.meta.is_pmu or options.web or options.perfetto:
+            # numba's registries loaded here, once, before the analysis' child and the writers
+            # fork (the early writers use none): each would load them again (jit.ready)
+            jit.ready()
         summary = analyse(profile, options)
         progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
         if options.baseline:

@@ -7,17 +7,15 @@ without layers; a ``final.mlir`` that cannot be read leaves the layers but not t
 from __future__ import annotations
 
 import codecs
-import contextlib
-import gc
 import json
 import math
 import os
 from pathlib import Path
-from typing import Iterator
 
 import msgspec
 import pandas as pd
 
+from reportgen.heap import collector_paused
 from reportgen.model import Meta
 from reportgen.model_layers import OP_COLUMNS, RECORD_COLUMNS, LayerFiles
 from reportgen.parsers.layers.final_mlir import MlirFacts, read_final_mlir
@@ -47,7 +45,9 @@ def read_layer_files(directory: str | Path, meta: Meta, max_input_mb: int,
         meta.warn("layer-files-incomplete", f"no layer view: {found.name} is here but {missing.name} "
                   "is not (both are needed)", str(directory))
         return None
-    with _collector_paused():       # everything _read builds is freed before it resumes
+    # no collection passes over the ~10^6 containers of the decoded records (they would halve
+    # the reading speed): everything _read builds is freed before the collector resumes
+    with collector_paused():
         return _read(json_path, mlir_path, meta, max_input_mb, core_numbers)
 
 
@@ -81,20 +81,6 @@ def _read(json_path: Path, mlir_path: Path, meta: Meta, max_input_mb: int,
                       network=facts.network if facts else None, flops=facts.flops if facts else None,
                       quant_mode=facts.quant_mode if facts else None,
                       cores=facts.cores if facts else None)
-
-
-@contextlib.contextmanager
-def _collector_paused() -> Iterator[None]:
-    """No cyclic garbage collection while the layer files are read: what is built holds no
-    cycles, and collection passes over the ~10^6 containers of the decoded records would
-    halve the reading speed."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def _too_large(path: Path, meta: Meta, max_input_mb: int) -> bool:

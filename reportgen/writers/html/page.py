@@ -25,7 +25,7 @@ from reportgen.analysis import timeline
 from reportgen.analysis.chip import peaks_for
 from reportgen.model import Profile
 from reportgen.writers.html import charts, device_time_chart, diagnosis, hardware, tables
-from reportgen.writers.html import lazy, overlap, text7
+from reportgen.writers.html import lazy, overlap, template_cache, text7
 from reportgen.writers.html import why as why_html
 from reportgen.writers.html.jsonsafe import json_for_script
 from reportgen.writers.html.layers import layer_lanes
@@ -43,9 +43,11 @@ OVERVIEW_BUCKETS = 600
 
 @functools.lru_cache(maxsize=1)
 def environment() -> jinja2.Environment:
-    """The one Jinja environment of the package (result.html and the batch index.html)."""
+    """The one Jinja environment of the package (result.html and the batch index.html); the
+    compiled templates are kept between runs (:mod:`.template_cache`)."""
     return jinja2.Environment(loader=jinja2.PackageLoader("reportgen.templates", "."),
-                              autoescape=True, trim_blocks=False, keep_trailing_newline=True)
+                              autoescape=True, trim_blocks=False, keep_trailing_newline=True,
+                              bytecode_cache=template_cache.for_package("reportgen.templates"))
 
 
 def _asset(name: str) -> str:
