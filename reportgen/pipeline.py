@@ -265,7 +265,8 @@ def report(options: Options) -> Report:
             pool.start(writer_jobs(options, profile, None, out, early=True))
         if profile.meta.is_pmu or options.web or options.perfetto:
             # numba's registries loaded here, once, before the analysis' child and the writers
-            # fork (the early writers use none): each would load them again (jit.ready)
+            # fork: each would load them again (jit.ready; Instr World, an early writer, loads
+            # its loops, and with them the registries, in its `prepare` before it forks)
             jit.ready()
         summary = analyse(profile, options)
         progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
