@@ -32,12 +32,6 @@ from reportgen.analysis.lmem_access import LANE_BYTES
 NONE = np.iinfo(np.int64).min
 #: the race rule steps back over at most this many reads of the overwriting command itself
 OWN_READS = 8
-#: the columns of an entry (one row per lane offset, side by side in memory: a visit reads one
-#: cache line): its end, its value (-1: none), its occupancy run's start and end
-HI, VAL, RS, RE = 0, 1, 2, 3
-#: the columns of a value (one row per access): start, writer's end, latest read record,
-#: readers, the access that read it last (a read counts once)
-V_START, V_WEND, V_LAST, V_READERS, V_READER = 0, 1, 2, 3, 4
 
 
 @njit(cache=True, inline="always")
@@ -97,13 +91,14 @@ def _is_start(w0, x):
 
 
 @njit(cache=True)
-def _split(w0, w1, ent, x, lane):
+def _split(w0, w1, e_hi, e_val, e_rs, e_re, x, lane):
     """Make ``x`` an entry start (the entry holding it is cut in two)."""
     if x >= lane or _is_start(w0, x):
         return
     a = _pred(w0, w1, x)
-    ent[x, HI], ent[x, VAL], ent[x, RS], ent[x, RE] = ent[a, HI], ent[a, VAL], ent[a, RS], ent[a, RE]
-    ent[a, HI] = x
+    e_hi[x] = e_hi[a]
+    e_hi[a] = x
+    e_val[x], e_rs[x], e_re[x] = e_val[a], e_rs[a], e_re[a]
     _set(w0, w1, x)
 
 
@@ -124,15 +119,19 @@ def sweep(lo, hi, start, end, row, write, lane=LANE_BYTES):
     nw = (lane + 63) >> 6
     w0 = np.zeros(nw, np.int64)
     w1 = np.zeros((nw + 63) >> 6, np.int64)
-    ent = np.empty((lane, 4), np.int64)
-    ent[0, HI], ent[0, VAL], ent[0, RS], ent[0, RE] = lane, -1, NONE, NONE
+    e_hi = np.zeros(lane, np.int64)
+    e_val = np.full(lane, -1, np.int64)
+    e_rs = np.full(lane, NONE, np.int64)
+    e_re = np.full(lane, NONE, np.int64)
+    e_hi[0] = lane
     _set(w0, w1, 0)
     first_start = start[0] if n else 0
-    # per value (= access index)
-    val = np.empty((n, 5), np.int64)
-    val[:, V_LAST] = -1
-    val[:, V_READERS] = 0
-    val[:, V_READER] = -1
+    # per value (= access index): start, writer end, reads so far
+    v_start = np.empty(n, np.int64)
+    v_wend = np.empty(n, np.int64)
+    v_last = np.full(n, -1, np.int64)           # its latest read record
+    v_readers = np.zeros(n, np.int64)
+    v_reader = np.full(n, -1, np.int64)         # the access that read it last (count once)
     # read records: row of the reader, running max of read ends, previous record of the value
     r_row = np.empty(1024, np.int64)
     r_max = np.empty(1024, np.int64)
@@ -165,45 +164,45 @@ def sweep(lo, hi, start, end, row, write, lane=LANE_BYTES):
         if not final and not write[i]:
             cur = _pred(w0, w1, a)
             while cur < b:
-                v = ent[cur, VAL]
+                v = e_val[cur]
                 if v < 0:                       # bytes holding nothing: a value before the capture
                     if cur < a:
-                        _split(w0, w1, ent, a, lane)
+                        _split(w0, w1, e_hi, e_val, e_rs, e_re, a, lane)
                         cur = a
-                    if ent[cur, HI] > b:
-                        _split(w0, w1, ent, b, lane)
-                    ent[cur, VAL] = i
+                    if e_hi[cur] > b:
+                        _split(w0, w1, e_hi, e_val, e_rs, e_re, b, lane)
+                    e_val[cur] = i
                     v = i
-                    val[i, V_START] = first_start
-                    val[i, V_WEND] = NONE
-                if val[v, V_READER] != i:
+                    v_start[i] = first_start
+                    v_wend[i] = NONE
+                if v_reader[v] != i:
                     if nr == len(r_row):
                         r_row, r_max, r_prev = _grown(r_row), _grown(r_max), _grown(r_prev)
-                    prev = val[v, V_LAST]
+                    prev = v_last[v]
                     e = end[i]
                     r_row[nr] = row[i]
                     r_max[nr] = e if prev < 0 or r_max[prev] < e else r_max[prev]
                     r_prev[nr] = prev
-                    val[v, V_LAST] = nr
-                    val[v, V_READERS] += 1
-                    val[v, V_READER] = i
+                    v_last[v] = nr
+                    v_readers[v] += 1
+                    v_reader[v] = i
                     nr += 1
-                cur = ent[cur, HI]
+                cur = e_hi[cur]
             continue
         if not final:
-            _split(w0, w1, ent, a, lane)
-            _split(w0, w1, ent, b, lane)
-            val[i, V_START] = s
-            val[i, V_WEND] = end[i]
+            _split(w0, w1, e_hi, e_val, e_rs, e_re, a, lane)
+            _split(w0, w1, e_hi, e_val, e_rs, e_re, b, lane)
+            v_start[i] = s
+            v_wend[i] = end[i]
         cur = a
         while cur < b:
-            nxt = ent[cur, HI]
-            v = ent[cur, VAL]
-            rs, re = ent[cur, RS], ent[cur, RE]
+            nxt = e_hi[cur]
+            v = e_val[cur]
+            rs, re = e_rs[cur], e_re[cur]
             if v >= 0:
-                k = val[v, V_LAST]
+                k = v_last[v]
                 last_read = r_max[k] if k >= 0 else NONE
-                pend = max(val[v, V_WEND], last_read)
+                pend = max(v_wend[v], last_read)
                 overlap = np.int64(0)
                 if not final:
                     steps = 0
@@ -211,16 +210,16 @@ def sweep(lo, hi, start, end, row, write, lane=LANE_BYTES):
                         k = r_prev[k]
                         steps += 1
                     busy = r_max[k] if k >= 0 else NONE
-                    if row[v] != ow_row and val[v, V_WEND] > busy:
-                        busy = val[v, V_WEND]
+                    if row[v] != ow_row and v_wend[v] > busy:
+                        busy = v_wend[v]
                     overlap = max(busy, ow_start) - ow_start
                 if np_ == len(p_val):
                     p_val, p_lo, p_hi, p_ow = _grown(p_val), _grown(p_lo), _grown(p_hi), _grown(p_ow)
                     p_end, p_readers, p_overlap = _grown(p_end), _grown(p_readers), _grown(p_overlap)
                 p_val[np_], p_lo[np_], p_hi[np_], p_ow[np_] = v, cur, nxt, ow_row
-                p_end[np_], p_readers[np_], p_overlap[np_] = pend, val[v, V_READERS], overlap
+                p_end[np_], p_readers[np_], p_overlap[np_] = pend, v_readers[v], overlap
                 np_ += 1
-                vs = val[v, V_START]
+                vs = v_start[v]
                 if pend > vs:                   # a piece of zero length never joins a run
                     if rs != NONE and vs <= re:
                         if pend > re:
@@ -239,16 +238,16 @@ def sweep(lo, hi, start, end, row, write, lane=LANE_BYTES):
                 nq += 1
                 rs, re = NONE, NONE
             if not final:
-                ent[cur, VAL], ent[cur, RS], ent[cur, RE] = i, rs, re
+                e_val[cur], e_rs[cur], e_re[cur] = i, rs, re
             cur = nxt
         if not final:                           # entries of the new value with one run state: one
             cur = a
             while True:
-                nxt = ent[cur, HI]
+                nxt = e_hi[cur]
                 if nxt >= b:
                     break
-                if ent[nxt, RS] == ent[cur, RS] and ent[nxt, RE] == ent[cur, RE]:
-                    ent[cur, HI] = ent[nxt, HI]
+                if e_rs[nxt] == e_rs[cur] and e_re[nxt] == e_re[cur]:
+                    e_hi[cur] = e_hi[nxt]
                     _clear(w0, w1, nxt)
                 else:
                     cur = nxt
