@@ -107,3 +107,19 @@ def test_compiled_geometry_conv_kernel_is_ic_aligned():
     g = geometry(np.array([0x40000]), ("conv", np.array([32]), np.array([32]), np.array([3]), np.array([3])),
                  np.array([2.0]), 5)
     assert (g["start_lane"][0], g["lanes"][0], g["extent_bytes"][0], g["first_bank"][0]) == (1, 32, 576, 0)
+
+
+@pytest.mark.parametrize("path", GOLDENS, ids=lambda p: p.parent.name)
+def test_same_bank_rows_are_those_of_the_listed_pairs(path):
+    from reportgen.analysis.lmem import _same_bank_pairs, _same_bank_rows
+    if not path.exists():
+        pytest.skip(f"shared data not present at {path}")
+    profile = load_profile(path)
+    acc = accesses(profile)
+    if acc.empty:
+        return
+    row, _, _, i, _, _ = _same_bank_pairs(acc, profile.commands)
+    got = _same_bank_rows(acc, profile.commands)
+    np.testing.assert_array_equal(got, np.unique(row[i]))
+    if path.parent.name == "aks-m2-lmem-kernels":          # spec §7 C: the sCONV of TIU idx 18
+        assert len(got) > 0

@@ -220,23 +220,30 @@ def _align(x, a):
 def geometry(addr: np.ndarray, shape, esize: np.ndarray, layout, strides=None) -> dict[str, np.ndarray]:
     """The lane-local quantities of spec §2.4 for accesses at 26-bit local ``addr`` (one
     compiled pass, :func:`_geometry`)."""
-    addr = np.ascontiguousarray(addr, np.int64)
     k = len(addr)
-    esize = np.broadcast_to(np.asarray(esize, np.float64), (k,))
+    addr, esize = _column(addr, k), _column(esize, k, np.float64)
     if isinstance(shape[0], str):                                 # CONV kernel: IC-aligned (§2.3)
         _, oc, ic, kh, kw = shape
         sizes = np.array(list(_CUBE), float)
         at = np.searchsorted(sizes, esize).clip(0, len(sizes) - 1)
         cube = np.where(sizes[at] == esize, np.array(list(_CUBE.values()), np.int64)[at], 1)
         shape = (1, np.minimum(oc, LANES), 1, -(-oc // LANES) * kh * kw * _align(ic, np.maximum(cube, 1)))
-    n, c, h, w = (np.broadcast_to(np.asarray(x, np.int64), (k,)) for x in shape)
-    layout = np.broadcast_to(np.asarray(layout, np.int64), (k,))
+    # whole contiguous arrays: one signature of the compiled pass (one cache entry to load)
+    n, c, h, w = (_column(x, k) for x in shape)
+    layout = _column(layout, k)
     per64 = np.where(esize > 0, np.round(64 / np.where(esize > 0, esize, 1)), 1).astype(np.int64)
     free = strides is not None
-    strides = tuple(np.broadcast_to(np.asarray(x, np.int64), (k,)) for x in strides) if free else (n,) * 4
+    strides = tuple(_column(x, k) for x in strides) if free else (n,) * 4
     out = _geometry(addr, n, c, h, w, esize, per64, layout, *strides, free)
     return dict(zip(("start_lane", "lanes", "lane_offset", "extent_bytes", "data_bytes_per_lane",
                      "first_bank", "last_bank", "lane_mask", "ok"), out))
+
+
+def _column(x, k: int, dtype=np.int64) -> np.ndarray:
+    """``x`` (array of ``k`` or scalar) as a contiguous, writable array of ``k`` values (one
+    array type: no broadcast views, which are read-only)."""
+    a = np.asarray(x, dtype)
+    return np.full(k, a, dtype) if a.ndim == 0 else np.require(a, dtype, ["C", "W"])
 
 
 @njit(cache=True)
