@@ -47,9 +47,9 @@ STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so): a bound on its cost,
-#: which grows with the accesses (about two per command): ~2.1 s CPU at 1.1M commands with the
-#: register tables it assembles (docs/metrics.md "Local memory: listed bank-conflict candidates,
-#: chart detail, cost"), ~13 s and +0.7 GB at 3.3M before that (benchmarks/bench_hardware.py)
+#: which grows with the accesses (about two per command): ~2 s CPU at 1.1M commands
+#: (docs/metrics.md "Local memory: cost, third pass"), ~13 s and +0.7 GB at 3.3M two passes
+#: before (benchmarks/bench_hardware.py)
 MAX_COMMANDS = 1_200_000
 #: bank-conflict candidates listed per core (workbook sheet "LMEM Conflicts", summary.json): those
 #: with the largest DMA Stall Cycle x overlap; the per-core counts cover every candidate
