@@ -6,12 +6,10 @@ times and bytes). The per-command arrays are extracted once and shared by every 
 Two halves of about equal cost run side by side (``jobs`` > 1): the tables of :func:`tables`
 (breakdowns, kernel calls, overlap, roofline: none reads the other half) in a forked process
 (parallel.Beside), while this one explains the critical path (analysis/why.py, the largest part,
-whose working state is too large to send back) and, in a thread beside it, computes the
-local-memory view (analysis/lmem.py: its compiled sweeps release the GIL). The findings join both.
+whose working state is too large to send back) and computes the local-memory view (it assembles
+the register tables, which the writers then share). The findings join both.
 """
 from __future__ import annotations
-
-from concurrent.futures import ThreadPoolExecutor
 
 import pandas as pd
 
@@ -50,13 +48,9 @@ def tables(profile: Profile) -> tuple[dict, list]:
 
 def diagnose(profile: Profile, jobs: int | None = 1) -> Diagnosis:
     """``jobs``: processes at most (parallel.workers); 1 computes everything here."""
-    with parallel.Beside("diagnosis tables", lambda: tables(profile), jobs) as side, \
-            ThreadPoolExecutor(1, thread_name_prefix="lmem") as thread:
-        # the local-memory view in a thread (jobs > 1): its compiled sweeps release the GIL and
-        # use the core explain leaves idle once the tables beside are done (nothing forks here)
-        lmem = thread.submit(local_memory, profile) if jobs != 1 else None
+    with parallel.Beside("diagnosis tables", lambda: tables(profile), jobs) as side:
+        lmem = local_memory(profile)
         why = explain(profile) if len(profile.commands) else None
-        lmem = lmem.result() if lmem is not None else local_memory(profile)
         t, warned = side.result()
     if side.forked:
         profile.meta.warnings += warned

@@ -271,7 +271,7 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
     return out[cols], total
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _hits(dma_i, tiu_i, lo, hi, start, end, bank, lanes):
     """Of the (DMA access, TIU access) pairs ``dma_i[k]`` x ``tiu_i[lo[k]:hi[k]]``, those
     overlapping in time (> 0 ns) with a common bank and lane: both indices, overlap start and
@@ -379,7 +379,7 @@ def _same_bank_rows(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
     return row[_pair_in_command(row, bank, lanes)]
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _pair_in_command(row, bank, lanes):
     """Positions of the first access of each command (run of equal ``row``) having two
     accesses with a common bank and lane."""

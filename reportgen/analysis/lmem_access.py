@@ -246,7 +246,7 @@ def _column(x, k: int, dtype=np.int64) -> np.ndarray:
     return np.full(k, a, dtype) if a.ndim == 0 else np.require(a, dtype, ["C", "W"])
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def _geometry(addr, n, c, h, w, esize, per64, layout, sn, sc, sh, sw, free):
     """Per access: start lane, lanes, lane offset, extent, data bytes per lane, first and last
     bank, lane mask, ok (spec §2.3-§2.4; ``free``: the FREE layout takes ``sn..sw``)."""

@@ -109,7 +109,7 @@ def _grown(arr):
     return out
 
 
-@njit(cache=True, nogil=True)
+@njit(cache=True)
 def sweep(lo, hi, start, end, row, write, lane=LANE_BYTES):
     """One core's accesses in time order (ranges already clipped to the lane) -> (parts, runs).
 
