@@ -13,7 +13,7 @@ import pytest
 import lmem_oracle
 from shared_data import DATA, needs
 from reportgen.analysis.lmem import local_memory
-from reportgen.analysis.lmem_access import geometry, lane_mask, ALIGNED, FREE
+from reportgen.analysis.lmem_access import geometry, ALIGNED, FREE
 from reportgen.parsers.pmu.dump import load_dump
 
 LMEM = DATA / "lmem"
@@ -133,8 +133,9 @@ def test_geometry_worked_example_and_lane_wrap():
     # aligned FP16 100x200 matrix at lane 0: cs = align_up(200, 32) = 224 -> (224 + 200) x 2 B
     g = geometry(np.array([0]), (1, 100, 1, 200), np.array([2.0]), ALIGNED)
     assert g["extent_bytes"][0] == 848 and g["data_bytes_per_lane"][0] == 800
-    assert int(lane_mask(np.array([62]), np.array([4]))[0]) == 0b11 | (0b11 << 62)
-    assert int(lane_mask(np.array([0]), np.array([64]))[0]) == (1 << 64) - 1
+    # lanes 62, 63, then 0, 1 (wrapping); all 64 from lane 0
+    mask = geometry(np.array([62 << 18, 0]), (1, np.array([4, 64]), 1, 1), np.array([1.0, 1.0]), ALIGNED)["lane_mask"]
+    assert [int(m) for m in mask] == [0b11 | (0b11 << 62), (1 << 64) - 1]
 
 
 def test_no_descriptors_no_view():

@@ -6,8 +6,8 @@ times and bytes). The per-command arrays are extracted once and shared by every 
 Two halves of about equal cost run side by side (``jobs`` > 1): the tables of :func:`tables`
 (breakdowns, kernel calls, overlap, roofline: none reads the other half) in a forked process
 (parallel.Beside), while this one explains the critical path (analysis/why.py, the largest part,
-whose working state is too large to send back) and computes the local-memory view (it assembles
-the register tables, which the writers then share). The findings join both.
+whose working state is too large to send back) and computes the local-memory view (from the
+descriptor fields it reads: no register table is assembled). The findings join both.
 """
 from __future__ import annotations
 

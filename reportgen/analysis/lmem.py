@@ -47,9 +47,9 @@ STATUS = ("read", "never read", "written before capture")
 PIECE_COLUMNS = ("core", "lo", "hi", "first_bank", "last_bank", "writer", "start_ns", "end_ns", "readers",
                  "status", "overwritten_by", "overlap_ns")
 #: above this many commands the view is not computed (a warning says so): a bound on its cost,
-#: which grows with the accesses (about two per command): ~2.1 s CPU at 1.1M commands with the
-#: register tables it assembles (docs/metrics.md "Local memory: listed bank-conflict candidates,
-#: chart detail, cost"), ~13 s and +0.7 GB at 3.3M before that (benchmarks/bench_hardware.py)
+#: which grows with the accesses (about two per command): ~2 s CPU at 1.1M commands
+#: (docs/metrics.md "Local memory: cost, third pass"), ~13 s and +0.7 GB at 3.3M two passes
+#: before (benchmarks/bench_hardware.py)
 MAX_COMMANDS = 1_200_000
 #: bank-conflict candidates listed per core (workbook sheet "LMEM Conflicts", summary.json): those
 #: with the largest DMA Stall Cycle x overlap; the per-core counts cover every candidate
@@ -223,9 +223,11 @@ def conflicts(acc: pd.DataFrame, commands: pd.DataFrame,
     a["lane_mask"] = acc["lane_mask"].to_numpy().astype(np.uint64)
     a["bank"] = _bank_mask(a["first_bank"], a["last_bank"])
     a["op"], names = _operand_codes(acc)
-    # TIU accesses by (core, start): a core's TIU commands run one at a time
-    tiu_i = tiu_i[np.lexsort((a["row"][tiu_i], a["start_ns"][tiu_i], a["core"][tiu_i]))]
+    # TIU accesses by (core, start), ties in command order (that of ``acc``): a core's TIU
+    # commands run one at a time, in order, so the stable sort of one key finds it sorted
     tkey_s = (a["core"][tiu_i] << 44) + a["start_ns"][tiu_i]
+    order = np.argsort(tkey_s, kind="stable")
+    tiu_i, tkey_s = tiu_i[order], tkey_s[order]
     run_e = np.maximum.accumulate((a["core"][tiu_i] << 44) + a["end_ns"][tiu_i])
     dcore = a["core"][dma_i] << 44
     lo = np.searchsorted(run_e, dcore + a["start_ns"][dma_i], side="right")
@@ -367,6 +369,38 @@ def _same_bank_pairs(acc: pd.DataFrame, commands: pd.DataFrame):
     return row, op, names, i[hit], j[hit], both[hit]
 
 
+def _same_bank_rows(acc: pd.DataFrame, commands: pd.DataFrame) -> np.ndarray:
+    """The rows of the TIU commands with two accesses in one bank and a common lane (those of
+    :func:`_same_bank_pairs`, without listing the pairs: one compiled pass)."""
+    keep = np.flatnonzero((_engine_codes(acc, commands) == 0) & acc["decoded"].to_numpy(bool))
+    row = acc["row"].to_numpy(np.int64)[keep]
+    bank = _bank_mask(acc["first_bank"].to_numpy(np.int64)[keep], acc["last_bank"].to_numpy(np.int64)[keep])
+    lanes = acc["lane_mask"].to_numpy()[keep].astype(np.uint64, copy=False).view(np.int64)
+    return row[_pair_in_command(row, bank, lanes)]
+
+
+@njit(cache=True)
+def _pair_in_command(row, bank, lanes):
+    """Positions of the first access of each command (run of equal ``row``) having two
+    accesses with a common bank and lane."""
+    out = np.empty(len(row), np.int64)
+    m, a = 0, 0
+    while a < len(row):
+        b = a + 1
+        while b < len(row) and row[b] == row[a]:
+            b += 1
+        hit = False
+        for x in range(a, b):
+            for y in range(x + 1, b):
+                if bank[x] & bank[y] != 0 and lanes[x] & lanes[y] != 0:
+                    hit = True
+        if hit:
+            out[m] = a
+            m += 1
+        a = b
+    return out[:m]
+
+
 def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
     """The local-memory view, or None when no command has a decodable local access. ``detail``:
     also keep the accesses and the live pieces (tests and tools; the report uses neither, and
@@ -386,8 +420,7 @@ def local_memory(profile: Profile, detail: bool = False) -> LocalMemory | None:
         same = same_bank_operands(acc, profile.commands)
         same_rows = same["row"].to_numpy(np.int64)
     else:
-        row, _, _, i, _, _ = _same_bank_pairs(acc, profile.commands)
-        same, same_rows = None, row[i]
+        same, same_rows = None, _same_bank_rows(acc, profile.commands)
     cols = sweep_columns(acc)
     decoded = acc["decoded"].to_numpy(bool)
     if not detail:

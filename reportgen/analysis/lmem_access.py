@@ -18,6 +18,7 @@ from typing import Callable
 
 import numpy as np
 import pandas as pd
+from numba import njit
 
 from reportgen.model import Profile
 
@@ -217,52 +218,75 @@ def _align(x, a):
 
 
 def geometry(addr: np.ndarray, shape, esize: np.ndarray, layout, strides=None) -> dict[str, np.ndarray]:
-    """The lane-local quantities of spec §2.4 for accesses at 26-bit local ``addr``."""
-    addr = addr.astype(np.int64)
-    lane = (addr >> 18) & (LANES - 1)
-    off = addr & (LANE_BYTES - 1)
+    """The lane-local quantities of spec §2.4 for accesses at 26-bit local ``addr`` (one
+    compiled pass, :func:`_geometry`)."""
     k = len(addr)
-    layout = np.broadcast_to(np.asarray(layout), (k,))
+    addr, esize = _column(addr, k), _column(esize, k, np.float64)
     if isinstance(shape[0], str):                                 # CONV kernel: IC-aligned (§2.3)
         _, oc, ic, kh, kw = shape
         sizes = np.array(list(_CUBE), float)
         at = np.searchsorted(sizes, esize).clip(0, len(sizes) - 1)
         cube = np.where(sizes[at] == esize, np.array(list(_CUBE.values()), np.int64)[at], 1)
-        n, c, h, w = np.ones(k, np.int64), np.minimum(oc, LANES), np.ones(k, np.int64), \
-            -(-oc // LANES) * kh * kw * _align(ic, np.maximum(cube, 1))
-    else:
-        n, c, h, w = (np.broadcast_to(np.asarray(x, np.int64), (k,)) for x in shape)
-    rows = (lane + c - 1) // LANES + 1
+        shape = (1, np.minimum(oc, LANES), 1, -(-oc // LANES) * kh * kw * _align(ic, np.maximum(cube, 1)))
+    # whole contiguous arrays: one signature of the compiled pass (one cache entry to load)
+    n, c, h, w = (_column(x, k) for x in shape)
+    layout = _column(layout, k)
     per64 = np.where(esize > 0, np.round(64 / np.where(esize > 0, esize, 1)), 1).astype(np.int64)
-    ws = np.ones(k, np.int64)
-    hs = np.where(layout == LINE_ALIGNED, _align(w, per64), w)
-    cs = np.select([layout == COMPACT, layout == OFFSET, layout == LINE_ALIGNED],
-                   [h * w, np.ones(k, np.int64), h * _align(w, per64)], _align(h * w, per64))
-    hs = np.where(layout == OFFSET, 0, hs)
-    ws = np.where(layout == OFFSET, 0, ws)
-    ns = np.where(layout == OFFSET, 0, rows * cs)
-    if strides is not None:                                  # the free layout: the fields' own strides
-        free = layout == FREE
-        ns, cs, hs, ws = (np.where(free, s, d) for s, d in zip(strides, (ns, cs, hs, ws)))
-    last = (n - 1) * ns + (rows - 1) * cs + (h - 1) * hs + (w - 1) * ws
-    extent = np.ceil((last + 1) * esize).astype(np.int64)
-    data = np.ceil(n * (-(-c // LANES)) * h * w * esize).astype(np.int64)
-    lanes = np.minimum(c, LANES)
-    ok = (n > 0) & (c > 0) & (h > 0) & (w > 0) & (esize > 0) & (extent > 0)
-    return {"start_lane": lane, "lanes": lanes, "lane_offset": off, "extent_bytes": extent,
-            "data_bytes_per_lane": data, "first_bank": off >> 14,
-            "last_bank": (off + np.maximum(extent, 1) - 1) >> 14,
-            "lane_mask": lane_mask(lane, lanes), "ok": ok}
+    free = strides is not None
+    strides = tuple(_column(x, k) for x in strides) if free else (n,) * 4
+    out = _geometry(addr, n, c, h, w, esize, per64, layout, *strides, free)
+    return dict(zip(("start_lane", "lanes", "lane_offset", "extent_bytes", "data_bytes_per_lane",
+                     "first_bank", "last_bank", "lane_mask", "ok"), out))
 
 
-def lane_mask(lane: np.ndarray, count: np.ndarray) -> np.ndarray:
-    """64-bit masks of ``count`` lanes from ``lane``, wrapping past lane 63."""
-    count = np.clip(count, 0, LANES).astype(np.uint64)
-    base = np.where(count >= 64, np.uint64(0xFFFFFFFFFFFFFFFF),
-                    (np.uint64(1) << np.minimum(count, np.uint64(63))) - np.uint64(1))
-    s = lane.astype(np.uint64) & np.uint64(63)
-    back = (np.uint64(64) - s) & np.uint64(63)
-    return np.where(s == 0, base, (base << s) | (base >> back))
+def _column(x, k: int, dtype=np.int64) -> np.ndarray:
+    """``x`` (array of ``k`` or scalar) as a contiguous, writable array of ``k`` values (one
+    array type: no broadcast views, which are read-only)."""
+    a = np.asarray(x, dtype)
+    return np.full(k, a, dtype) if a.ndim == 0 else np.require(a, dtype, ["C", "W"])
+
+
+@njit(cache=True)
+def _geometry(addr, n, c, h, w, esize, per64, layout, sn, sc, sh, sw, free):
+    """Per access: start lane, lanes, lane offset, extent, data bytes per lane, first and last
+    bank, lane mask, ok (spec §2.3-§2.4; ``free``: the FREE layout takes ``sn..sw``)."""
+    k = len(addr)
+    lane, lanes, off = np.empty(k, np.int64), np.empty(k, np.int64), np.empty(k, np.int64)
+    extent, data = np.empty(k, np.int64), np.empty(k, np.int64)
+    b0, b1 = np.empty(k, np.int64), np.empty(k, np.int64)
+    mask, ok = np.empty(k, np.uint64), np.empty(k, np.bool_)
+    for i in range(k):
+        L = (addr[i] >> 18) & (LANES - 1)
+        A = addr[i] & (LANE_BYTES - 1)
+        ni, ci, hi, wi, s, lay, e = n[i], c[i], h[i], w[i], esize[i], layout[i], per64[i]
+        rows = (L + ci - 1) // LANES + 1
+        if lay == OFFSET:
+            ns, cs, hs, ws = 0, 1, 0, 0
+        else:
+            ws = 1
+            if lay == LINE_ALIGNED:
+                hs = -(-wi // e) * e
+                cs = hi * hs
+            else:
+                hs = wi
+                cs = hi * wi if lay == COMPACT else -(-(hi * wi) // e) * e
+            ns = rows * cs
+        if free and lay == FREE:
+            ns, cs, hs, ws = sn[i], sc[i], sh[i], sw[i]
+        last = (ni - 1) * ns + (rows - 1) * cs + (hi - 1) * hs + (wi - 1) * ws
+        x = np.ceil((last + 1) * s)
+        ext = np.int64(x) if np.isfinite(x) else np.iinfo(np.int64).min   # numpy's cast of NaN
+        d = np.ceil(ni * (-(-ci // LANES)) * hi * wi * s)
+        lane[i], off[i], extent[i] = L, A, ext
+        data[i] = np.int64(d) if np.isfinite(d) else np.iinfo(np.int64).min
+        lanes[i] = min(ci, LANES)
+        b0[i], b1[i] = A >> 14, (A + max(ext, 1) - 1) >> 14
+        ok[i] = ni > 0 and ci > 0 and hi > 0 and wi > 0 and s > 0 and ext > 0
+        count = np.uint64(min(max(lanes[i], 0), LANES))
+        base = np.uint64(0xFFFFFFFFFFFFFFFF) if count >= 64 else (np.uint64(1) << count) - np.uint64(1)
+        sh_ = np.uint64(L & 63)
+        mask[i] = base if sh_ == 0 else (base << sh_) | (base >> ((np.uint64(64) - sh_) & np.uint64(63)))
+    return lane, lanes, off, extent, data, b0, b1, mask, ok
 
 
 def _frame(rows, access, operand, local_addr, geo, note, decoded) -> dict[str, np.ndarray]:
@@ -383,22 +407,18 @@ def accesses(profile: Profile, columns=ACCESS_COLUMNS) -> pd.DataFrame:
     c = profile.commands
     parts: list[dict] = []
     ftype = c["func_type"].astype("category")
-    names = [str(x) for x in ftype.cat.categories] + [""]
-    ftype = ftype.cat.codes.to_numpy().astype(np.int64)        # category -1 (missing): ""
-    for engine, table in _register_tables(profile):
-        rows = table.index.to_numpy(np.int64)
+    # class names by code (category -1, missing: "")
+    ftype = ([str(x) for x in ftype.cat.categories] + [""], ftype.cat.codes.to_numpy().astype(np.int64))
+    for engine, rows, fields in _field_sources(profile, ftype):
         if engine == "TIU":
-            cache: dict = {}
-            classes = ftype[rows]
-            for code in pd.unique(classes):                    # class by class, compared as codes
-                sel, cls = classes == code, names[code]
+            for cls, sel, f in fields:                         # class by class, in row order
                 if cls in TIU_OPERANDS:
-                    parts += _tiu_accesses(rows[sel], cls, Fields(table, "des_", sel, cache))
+                    parts += _tiu_accesses(rows[sel], cls, f)
                 elif cls not in NO_ACCESS:
                     parts.append(_undecoded(rows[sel], "R/W", "operands",
                                             f"{cls}: no operand model (spec lmem-view.md §5.3)"))
         elif engine in ("GDMA", "SDMA"):
-            parts += _dma_accesses(rows, Fields(table, ""))
+            parts += _dma_accesses(rows, fields)
         else:
             parts.append(_undecoded(rows, "R/W", "local side", f"{engine}: no operand model"))
     if not parts:
@@ -441,9 +461,66 @@ def _labels(col: pd.Series, rows: np.ndarray | None = None):
     return names[cat.cat.codes.to_numpy()]
 
 
-def _register_tables(profile: Profile):
-    regs = profile.registers
-    for engine in list(regs):
-        table = regs[engine]
-        if len(table):
-            yield engine, table
+def _field_sources(profile: Profile, ftype: tuple[list[str], np.ndarray]):
+    """Per engine with descriptors: (engine, rows, fields). TIU: ``fields`` lists (class,
+    selection of ``rows``, :class:`Fields` of those rows) in the order of each class's first
+    row; other engines: one :class:`Fields` of all ``rows``. Read straight from the descriptor
+    batches while the register tables are not built (parsers/pmu/describe.py
+    ``RegisterTables.batches``: only the fields asked are decoded, no table is assembled), else
+    from the tables (the same values: tests/test_lmem_direct.py)."""
+    names, codes = ftype
+    batches = getattr(profile.registers, "batches", lambda: None)()
+    if batches is None:
+        for engine in list(profile.registers):
+            table = profile.registers[engine]
+            if not len(table):
+                continue
+            rows = table.index.to_numpy(np.int64)
+            if engine != "TIU":
+                yield engine, rows, Fields(table, "")
+                continue
+            cache: dict = {}
+            classes = codes[rows]
+            yield engine, rows, [(names[k], classes == k, Fields(table, "des_", classes == k, cache))
+                                 for k in pd.unique(classes)]
+        return
+    for engine, chunks in batches.items():
+        if not chunks:
+            continue
+        if engine != "TIU":
+            yield engine, np.concatenate([pos for pos, _ in chunks]), BatchFields([f.fields for _, f in chunks])
+            continue
+        # a batch holds one op: one class (split only if its rows say otherwise)
+        by_class: dict[int, list] = {}
+        for pos, f in chunks:
+            k = codes[pos]
+            for u in ([k[0]] if (k == k[0]).all() else np.unique(k)):
+                one = k == u
+                by_class.setdefault(int(u), []).append((pos, f.fields) if one.all() else
+                                                       (pos[one], f.fields.take(one)))
+        order = sorted(by_class, key=lambda k: min(int(pos.min()) for pos, _ in by_class[k]))
+        rows = np.concatenate([pos for k in order for pos, _ in by_class[k]])
+        ends = np.cumsum([0] + [sum(len(pos) for pos, _ in by_class[k]) for k in order])
+        yield engine, rows, [(names[k], slice(a, b), BatchFields([f for _, f in by_class[k]]))
+                             for k, a, b in zip(order, ends[:-1], ends[1:])]
+
+
+class BatchFields(Fields):
+    """:class:`Fields` read from descriptor batches (``parsers.pmu.descriptors.Fields``, one
+    per batch; rows: theirs one after the other). A field is decoded from the descriptor words
+    when first asked, privately (nothing stays on the profile); a batch without it reads
+    ``default``."""
+
+    def __init__(self, batches: list):
+        self.parts = [b.unread() for b in batches]
+        self.n = sum(b.rows for b in self.parts)
+        self.mine: dict = {}
+
+    def __call__(self, name: str, default: int = 0) -> np.ndarray:
+        key = (name, default)
+        if key not in self.mine:
+            if not any(name in b for b in self.parts):
+                return np.full(self.n, default, np.int64)
+            self.mine[key] = np.concatenate([b[name].astype(np.int64) if name in b
+                                             else np.full(b.rows, default, np.int64) for b in self.parts])
+        return self.mine[key]

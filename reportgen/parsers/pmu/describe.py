@@ -476,7 +476,7 @@ def assemble(bindings: list[Binding], meta: Meta):
     meta.register_field_order = orders
     regs = [(p.engine, p.regs) for p in parts]
     names = list(dict.fromkeys(engine for engine, chunks in regs if any(len(pos) for pos, _ in chunks)))
-    return commands, LazyTables(partial(_register_tables, regs, sizes), names)
+    return commands, RegisterTables(regs, sizes, names)
 
 
 def _sheet_of(b: Binding) -> str:
@@ -488,6 +488,29 @@ def _constant_per_part(sizes: list[int], labels: list[str]) -> pd.Categorical:
     cats = list(dict.fromkeys(labels))
     codes = np.repeat(np.array([cats.index(x) for x in labels], np.int16), sizes)
     return pd.Categorical.from_codes(codes, categories=pd.Index(cats, dtype=object))
+
+
+class RegisterTables(LazyTables):
+    """The register side tables, built on first read, that also lend the undecoded batches
+    they are built from (:meth:`batches`): a reader of a few fields (analysis/lmem_access.py)
+    decodes those straight from the descriptors instead of assembling every table."""
+
+    def __init__(self, regs: list[tuple[str, list]], lengths: list[int], names: list[str]):
+        super().__init__(partial(_register_tables, regs, lengths), names)
+
+    def batches(self) -> dict[str, list[tuple[np.ndarray, RegisterFields]]] | None:
+        """Per engine: (rows in ``Profile.commands``, register fields) of each same-op batch;
+        None once the tables are built or released (read the tables then)."""
+        build = self._build
+        if not isinstance(build, partial):
+            return None
+        regs, lengths = build.args
+        out: dict[str, list] = {}
+        for (engine, chunks), off in zip(regs, np.cumsum([0] + lengths[:-1])):
+            for pos, fields in chunks:
+                if len(pos):
+                    out.setdefault(engine, []).append((pos + off, fields))
+        return out
 
 
 def _register_tables(regs: list[tuple[str, list]], lengths: list[int]) -> dict[str, pd.DataFrame]:
