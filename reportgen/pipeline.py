@@ -110,16 +110,22 @@ def _want_reginfo(options: Options, profile: Profile, warn: bool = True) -> bool
     return True
 
 
-def registers_read(options: Options, profile: Profile) -> bool:
-    """Whether this run reads the register tables: the RegInfo files, the workbook's register
-    columns, the local-memory view (each within its own size limit). A large capture reads
-    none, and their decoded fields (~100 B per mode-2 command) need not reach the analysis and
-    every forked writer."""
-    from reportgen.analysis.lmem import MAX_COMMANDS
+def writers_read_registers(options: Options, profile: Profile) -> bool:
+    """Whether a writer of this run reads the register tables: the RegInfo files or the
+    workbook's register columns (each within its own size limit)."""
     from reportgen.writers.xlsx import register_columns_wanted
 
-    return (_want_reginfo(options, profile, warn=False) or len(profile.commands) <= MAX_COMMANDS
+    return (_want_reginfo(options, profile, warn=False)
             or (options.workbook and register_columns_wanted(profile, options.registers_wanted)))
+
+
+def registers_read(options: Options, profile: Profile) -> bool:
+    """Whether this run reads the register tables: a writer, or the local-memory view (within
+    its size limit). A large capture reads none, and their decoded fields (~100 B per mode-2
+    command) need not reach the analysis and every forked writer."""
+    from reportgen.analysis.lmem import MAX_COMMANDS
+
+    return len(profile.commands) <= MAX_COMMANDS or writers_read_registers(options, profile)
 
 
 def drop_unread_columns(options: Options, profile: Profile) -> None:
@@ -272,6 +278,8 @@ def report(options: Options) -> Report:
         progress.line(f"analysed in {progress.seconds(time.perf_counter() - t1)}", options.quiet)
         if options.baseline:
             attach_comparison(profile, options)
+        if isinstance(profile.registers, LazyTables) and not writers_read_registers(options, profile):
+            profile.registers.release()     # read by the local-memory view only: not by the writers
         heap.release_free_memory()      # the analysis' freed intermediates, likewise
         if not early:
             out = stack.enter_context(outdir.staged(final))

@@ -154,8 +154,28 @@ def test_a_large_run_releases_the_register_fields_and_writes_the_same_reports(tm
     with pytest.raises(RuntimeError, match="released"):
         released.profile.registers["TIU"]
     monkeypatch.setattr(pipeline, "registers_read", lambda options, profile: True)
+    monkeypatch.setattr(pipeline, "writers_read_registers", lambda options, profile: True)
     kept = pipeline.report(Options(str(sample), output=str(tmp_path / "kept"), quiet=True))
     assert len(kept.profile.registers["TIU"]) > 0
     a, b = _contents(tmp_path / "released"), _contents(tmp_path / "kept")
     assert sorted(a) == sorted(b) and "PerfDoc/instr_world.csv" in a
+    assert [n for n in a if a[n] != b[n]] == []
+
+
+def test_registers_read_by_the_analysis_only_are_released_before_the_writers(tmp_path, monkeypatch):
+    """Under the local-memory view's limit but above the writers' (no RegInfo, no register
+    columns), the view reads the descriptors and the writers fork without them: the reports
+    are those of a run that keeps the tables to the end."""
+    from reportgen.writers import xlsx
+
+    sample = Path(__file__).resolve().parents[1] / "sample_data" / "cdm_profile_data_dev0-0"
+    for module, name in ((pipeline, "REGINFO_AUTO_LIMIT"), (xlsx, "REGISTER_AUTO_LIMIT")):
+        monkeypatch.setattr(module, name, 10)
+    released = pipeline.report(Options(str(sample), output=str(tmp_path / "released"), quiet=True))
+    with pytest.raises(RuntimeError, match="released"):
+        released.profile.registers["TIU"]
+    monkeypatch.setattr(pipeline, "writers_read_registers", lambda options, profile: True)
+    kept = pipeline.report(Options(str(sample), output=str(tmp_path / "kept"), quiet=True))
+    a, b = _contents(tmp_path / "released"), _contents(tmp_path / "kept")
+    assert sorted(a) == sorted(b) and "PerfDoc/PerfAI_output.xlsx:xl/workbook.xml" in a
     assert [n for n in a if a[n] != b[n]] == []
