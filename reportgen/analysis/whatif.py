@@ -48,11 +48,14 @@ class Scenario:
 
 
 def label_groups(c: pd.DataFrame, layer_of: np.ndarray | None = None) -> dict:
-    """(code per command, -1 unknown; names) of every label a scenario may target."""
+    """(code per command, -1 unknown; names) of every label a scenario may target (a
+    category's own codes, int8/int16 mostly: not widened to int64 beside the graph)."""
     out = {}
     for kind, col in (("kernel", "kernel"), ("function_type", "func_type")):
         if col in c and c[col].notna().any():
-            out[kind] = label_codes(c[col])
+            s = c[col]
+            out[kind] = ((s.cat.codes.to_numpy(), [str(x) for x in s.cat.categories])
+                         if isinstance(s.dtype, pd.CategoricalDtype) else label_codes(s))
     if layer_of is not None:
         out["layer"] = (np.asarray(layer_of, np.int64), None)
     return out
