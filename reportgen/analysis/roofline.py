@@ -79,7 +79,7 @@ def _per_command(profile: Profile, a: dict, peaks: ChipPeaks) -> dict[str, np.nd
     peak = np.append(peak_ops_per_ns(peaks, names), peaks.tops_per_core("int8") * 1e3)
     # the quantities added per scope, one row each: ops, compute ns, DDR bytes, L2M bytes
     sums = np.vstack([ops, ops / peak[dt], np.where(dma, a["ddr_bytes0"], 0.0),
-                      np.where(dma, a["l2m_bytes0"], 0.0)]).astype(np.float64)
+                      np.where(dma, a["l2m_bytes0"], 0.0)]).astype(np.float64, copy=False)
     return {"sums": sums, "dtype": dt.astype(np.int64), "dtype_names": names}
 
 
