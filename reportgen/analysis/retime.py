@@ -178,10 +178,11 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, re
          max_steps):
     """The critical path from command ``last`` back to ``span_start``.  Returns, per stretch
     of non-zero length (latest first; a walk through a pipelined capture meets many more empty
-    ones, and only the buffer's pages it writes take memory): node, kind (0 own duration, 1 edge gap, 2 barrier release), edge kind
-    (``bind_kind`` code for kind 1, else -1), from, to (ns), and the other node (the releasing
-    command for kind 2, the predecessor for kind 1, else -1).  A barrier wait's end leads to
-    the command that released it: its end (a core's last work) or its start (a wait)."""
+    ones, and only the pages of the buffers it writes take memory): node, kind (0 own duration,
+    1 edge gap, 2 barrier release), edge kind (``bind_kind`` code for kind 1, else -1), from,
+    to (ns), and the other node (the releasing command for kind 2, the predecessor for kind 1,
+    else -1).  A barrier wait's end leads to the command that released it: its end (a core's
+    last work) or its start (a wait)."""
     cap = 3 * max_steps + 3
     node_o = np.empty(cap, np.int64)
     kind_o = np.empty(cap, np.int8)
