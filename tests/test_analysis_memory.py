@@ -124,3 +124,21 @@ def test_compact_layout_gives_the_plain_layout_results(source, tmp_path, monkeyp
     plain = _what_if_tables(profile, monkeypatch, plain=True)
     assert len(compact) > 3
     pd.testing.assert_frame_equal(compact, plain)
+
+
+def test_command_arrays_derived_on_first_read():
+    from reportgen.analysis.breakdown import command_arrays
+    rows = [_cmd(0, "TIU", 0, 10, alg_ops=100.0, uarch_ops=200.0),
+            _cmd(0, "TIU", 10, 30),                                  # not modelled
+            _cmd(0, "GDMA", 0, 40, bytes=64, direction="DDR->L2M")]
+    a = command_arrays(from_rows(rows, cores=1).commands)
+    assert "alg0" not in a and "solo" not in a                       # nothing derived yet
+    order = np.argsort(a["start"] * 10 + a["engine"], kind="stable")   # rows: TIU, GDMA, TIU
+    assert a["alg0"][order].tolist() == [100.0, 0.0, 0.0]
+    assert a["modelled"][order].tolist() == [True, False, False]
+    assert a["dur"][order].tolist() == [10, 40, 20]
+    assert a["bytes0"][order].tolist() == [0.0, 64.0, 0.0]
+    assert a["ddr_bytes0"][order].tolist() == [0.0, 64.0, 0.0]
+    assert a["alg0"] is a["alg0"]                                     # made once
+    with pytest.raises(KeyError):
+        a["no such array"]
