@@ -29,32 +29,60 @@ _DUR_BITS = 40           # durations below 2^40 ns (18 min) share an int64 sort 
 
 
 def command_arrays(c: pd.DataFrame) -> dict[str, np.ndarray]:
-    """The per-command arrays the diagnosis reads, each computed once."""
+    """The per-command arrays the diagnosis reads, each computed once, when first read (the
+    roofline, read first, needs a few of them: the others do not add to its peak of memory)."""
     engine = c["engine"].astype("category")
     e_table = np.array([ENGINES.index(str(n)) if str(n) in ENGINES else -1
                         for n in engine.cat.categories] + [-1], np.int64)
-    start, end = c["start_ns"].to_numpy(np.int64), c["end_ns"].to_numpy(np.int64)
-    alg, uarch = c["alg_ops"].to_numpy(float), c["uarch_ops"].to_numpy(float)
-    a = {"core": c["core"].to_numpy(np.int64), "engine": e_table[engine.cat.codes.to_numpy()],
-         "start": start, "end": end, "dur": end - start, "is_sys": c["is_sys"].to_numpy(bool),
-         "cycles": c["cycles"].to_numpy(np.int64), "alg": alg, "uarch": uarch,
-         "alg_cycle": c["alg_cycle"].to_numpy(float),
-         "modelled": ~np.isnan(alg) & ~np.isnan(uarch),
-         "bytes": c["bytes"].to_numpy("float64", na_value=np.nan)}
-    flags = _direction_flags(c["direction"])
-    a["ddr"], a["l2m"] = flags["ddr"], flags["l2m"]
-    # the summed quantities, 0 where they do not apply (unmodelled ops, unknown bytes)
-    m = a["modelled"]
-    a["alg0"], a["uarch0"] = np.where(m, alg, 0.0), np.where(m, uarch, 0.0)
-    a["alg_cycle0"] = np.where(m, np.nan_to_num(a["alg_cycle"]), 0.0)
-    a["bytes0"] = np.nan_to_num(a["bytes"])
-    a["ddr_bytes0"] = np.where(a["ddr"], a["bytes0"], 0.0)
-    a["l2m_bytes0"] = np.where(a["l2m"], a["bytes0"], 0.0)
+    a = CommandArrays(c)
+    a.update({"core": c["core"].to_numpy(np.int64), "engine": e_table[engine.cat.codes.to_numpy()],
+              "start": c["start_ns"].to_numpy(np.int64), "end": c["end_ns"].to_numpy(np.int64),
+              "is_sys": c["is_sys"].to_numpy(bool), "cycles": c["cycles"].to_numpy(np.int64),
+              "alg": c["alg_ops"].to_numpy(float), "uarch": c["uarch_ops"].to_numpy(float),
+              "alg_cycle": c["alg_cycle"].to_numpy(float)})
+    return a
+
+
+class CommandArrays(dict):
+    """:func:`command_arrays`: the derived arrays made on first read (:data:`_DERIVED`)."""
+
+    def __init__(self, c: pd.DataFrame):
+        super().__init__()
+        self.commands = c
+
+    def __missing__(self, key: str) -> np.ndarray:
+        if key not in _DERIVED:
+            raise KeyError(key)
+        if key in ("ddr", "l2m"):
+            flags = _direction_flags(self.commands["direction"])
+            self["ddr"], self["l2m"] = flags["ddr"], flags["l2m"]
+        else:
+            self[key] = _DERIVED[key](self)
+        return self[key]
+
+
+def _solo(a) -> np.ndarray:
     # rows whose sheet is one time-ordered queue (CDMA excluded: a core's CDMA rows span ports):
     # a group of them inside one core and engine covers its summed duration
-    sheet = c["sheet"].cat.codes.to_numpy().astype(np.int64)
-    a["solo"] = disjoint_lanes(sheet, start, end) & (a["engine"] != ENGINES.index("CDMA"))
-    return a
+    sheet = a.commands["sheet"].cat.codes.to_numpy().astype(np.int64)
+    return disjoint_lanes(sheet, a["start"], a["end"]) & (a["engine"] != ENGINES.index("CDMA"))
+
+
+#: the arrays derived from the others; the summed quantities are 0 where they do not apply
+#: (unmodelled ops, unknown bytes)
+_DERIVED = {
+    "dur": lambda a: a["end"] - a["start"],
+    "modelled": lambda a: ~np.isnan(a["alg"]) & ~np.isnan(a["uarch"]),
+    "bytes": lambda a: a.commands["bytes"].to_numpy("float64", na_value=np.nan),
+    "ddr": None, "l2m": None,                               # CommandArrays.__missing__
+    "alg0": lambda a: np.where(a["modelled"], a["alg"], 0.0),
+    "uarch0": lambda a: np.where(a["modelled"], a["uarch"], 0.0),
+    "alg_cycle0": lambda a: np.where(a["modelled"], np.nan_to_num(a["alg_cycle"]), 0.0),
+    "bytes0": lambda a: np.nan_to_num(a["bytes"]),
+    "ddr_bytes0": lambda a: np.where(a["ddr"], a["bytes0"], 0.0),
+    "l2m_bytes0": lambda a: np.where(a["l2m"], a["bytes0"], 0.0),
+    "solo": _solo,
+}
 
 
 def _codes(values: pd.Series) -> tuple[np.ndarray, np.ndarray]:

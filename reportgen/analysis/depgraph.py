@@ -71,6 +71,12 @@ class DepGraph:
         fork (analysis/diagnosis.py)."""
         return replace(self, **dict.fromkeys(_WORKING, None))
 
+    def for_retiming(self) -> "DepGraph":
+        """This graph without what only the path walk and the waits read (binding edges,
+        fallbacks, the sorted core ends) nor the CDMA ports: what the re-timing layout
+        (whatif.Retimer) and the scenarios read."""
+        return replace(self, **dict.fromkeys(_WALKED, None))
+
     def in_edges(self) -> tuple[np.ndarray, np.ndarray]:
         """CSR of every command's predecessors (lane, dependency, launch): (indptr, preds)."""
         rows = np.concatenate([np.flatnonzero(a >= 0) for a in (self.lane_pred, self.dep_src,
@@ -82,6 +88,8 @@ class DepGraph:
         return indptr, preds[o].astype(np.int64)
 
 
+#: DepGraph fields only the path walk and the waits read (None after :meth:`DepGraph.for_retiming`)
+_WALKED = ("port", "bind", "bind_kind", "fallback", "by_core_end")
 #: DepGraph fields only the analysis reads (None after :meth:`DepGraph.for_outputs`)
 _WORKING = ("core", "engine", "port", "lane_pred", "launch_pred", "arrive_group", "bind", "bind_kind",
             "gap", "lat", "fallback", "by_core_end")
@@ -117,22 +125,24 @@ def engine_index(col: pd.Series) -> np.ndarray:
     return table[codes]
 
 
-def descriptor_dependencies(c: pd.DataFrame) -> tuple[np.ndarray, np.ndarray]:
+def descriptor_dependencies(c: pd.DataFrame, eng: np.ndarray | None = None,
+                            core: np.ndarray | None = None) -> tuple[np.ndarray, np.ndarray]:
     """(source row, dependent row) of every resolvable ``cmd_id_dep`` between TIU and GDMA.
 
     Ids restart with every kernel launch, so the source is the *latest* command of the other
     engine on the same core with ``cmd_id == dep_cmd_id`` that started no later than the
     dependent (``dep_cmd_id`` 0 means none); of two candidates starting together, the later
     row (in sheet order) wins.  On the golden dumps this resolves every dependency.
+    ``eng`` / ``core``: :func:`engine_index` and the cores as int64, when already at hand.
     """
     none = np.zeros(0, np.int64), np.zeros(0, np.int64)
     if "dep_cmd_id" not in c or not c["dep_cmd_id"].notna().any():
         return none
-    eng = engine_index(c["engine"])
-    core = c["core"].to_numpy(np.int64)
+    eng = engine_index(c["engine"]) if eng is None else eng
+    core = c["core"].to_numpy(np.int64) if core is None else core
     start = c["start_ns"].to_numpy(np.int64)
     cmd_id = c["cmd_id"].to_numpy(np.int64)
-    dep = c["dep_cmd_id"].astype("Float64").fillna(0).astype("int64").to_numpy()
+    dep = _int_column(c, "dep_cmd_id", 0)
     src_rows, dst_rows = [], []
     for target, source in ((0, 1), (1, 0)):               # TIU waits for GDMA and back
         dst = np.flatnonzero((eng == target) & (dep > 0))
@@ -325,37 +335,70 @@ def last_work_engine(g: "DepGraph", rows: np.ndarray) -> np.ndarray:
     return np.where(prev >= 0, g.engine[np.maximum(prev, 0)], g.engine[rows])
 
 
+def _int_column(c: pd.DataFrame, col: str, missing: int) -> np.ndarray:
+    """A nullable integer column as int64, ``missing`` for <NA> (other dtypes through Float64,
+    as before: one temporary instead of three for the model's own Int dtypes)."""
+    s = c[col]
+    if pd.api.types.is_integer_dtype(s.dtype):
+        return s.to_numpy(np.int64, na_value=missing)
+    return s.astype("Float64").fillna(missing).astype("int64").to_numpy()
+
+
 def build_graph(c: pd.DataFrame) -> DepGraph:
-    """The graph of ``Profile.commands`` (PMU captures); whole-array work only."""
+    """The graph of ``Profile.commands`` (PMU captures); whole-array work only.  Temporaries
+    are released as soon as they are used: the graph is built beside the other half of the
+    diagnosis (parallel.Beside), at the analysis' peak of memory."""
     # contiguous arrays: one machine-code signature for the compiled passes (analysis/retime.py)
     start = np.ascontiguousarray(c["start_ns"].to_numpy(np.int64))
     end = np.ascontiguousarray(c["end_ns"].to_numpy(np.int64))
     core = np.ascontiguousarray(c["core"].to_numpy(np.int64))
     engine = np.ascontiguousarray(engine_index(c["engine"]))
-    port = c["port"].astype("Float64").fillna(-1).astype("int64").to_numpy()
+    port = _int_column(c, "port", -1)
     is_sys = c["is_sys"].to_numpy(bool)
     sys_wait = c["sys_wait"].to_numpy(bool)
     lane = np.where(engine == 3, (1 << 20) + port, core) * 8 + np.maximum(engine, 0)
     lane_pred = _lane_pred(lane, start, end)
+    del lane
     n = len(c)
     dep_src = np.full(n, -1, np.int64)
-    src, dst = descriptor_dependencies(c)
+    src, dst = descriptor_dependencies(c, engine, core)
     dep_src[dst] = src
-    scope = c["func_scope"].astype("Float64").fillna(-1).astype("int64").to_numpy() \
-        if "func_scope" in c else np.full(n, -1, np.int64)
+    has_dependency_ids = bool(len(src))
+    del src, dst
+    scope = _int_column(c, "func_scope", -1) if "func_scope" in c else np.full(n, -1, np.int64)
     launch_pred = _launch_pred(core, engine, scope, lane_pred, start, end)
+    del scope
     by_core_end = core_end_order(core, end)
     barrier, release_row, release_cmd, release_kind, release_ns, arrive_group = barrier_groups(
         core, engine, sys_wait, start, end, order=by_core_end)
     # binding predecessor: the latest-ending in-edge (ties: dependency, launch, lane)
     lo = np.iinfo(np.int64).min
-    e_dep, e_launch, e_lane = (np.where(p >= 0, end[np.maximum(p, 0)], lo)
-                               for p in (dep_src, launch_pred, lane_pred))
-    best = np.maximum(np.maximum(e_dep, e_launch), e_lane)
-    is_dep, is_launch = e_dep == best, e_launch == best      # the first of equal ends wins
-    bind = np.where(best > lo, np.where(is_dep, dep_src, np.where(is_launch, launch_pred, lane_pred)), -1)
-    bind_kind = np.where(bind >= 0, np.where(is_dep, DEP, np.where(is_launch, LAUNCH, LANE)), 0).astype(np.int8)
-    gap = np.where(bind >= 0, start - best, 0)
+
+    def end_of(p):                                  # its predecessor's end, lo without one
+        e = end[np.maximum(p, 0)]
+        e[p < 0] = lo
+        return e
+
+    e_dep, e_launch = end_of(dep_src), end_of(launch_pred)
+    best = np.maximum(e_dep, e_launch)
+    np.maximum(best, end_of(lane_pred), out=best)
+    is_dep = e_dep == best                                   # the first of equal ends wins
+    del e_dep
+    is_launch = e_launch == best
+    del e_launch
+    bind = lane_pred.copy()
+    bind[is_launch] = launch_pred[is_launch]
+    bind[is_dep] = dep_src[is_dep]
+    bind[best == lo] = -1
+    bind_kind = np.full(n, LANE, np.int8)
+    bind_kind[is_launch] = LAUNCH
+    bind_kind[is_dep] = DEP
+    del is_dep, is_launch
+    unbound = bind < 0
+    bind_kind[unbound] = 0
+    gap = np.subtract(start, best, out=best)
+    gap[unbound] = 0
+    del unbound
     lat = np.zeros(n, np.int64)
     w = barrier >= 0
     lat[w] = end[w] - release_ns[barrier[w]]
@@ -364,5 +407,5 @@ def build_graph(c: pd.DataFrame) -> DepGraph:
                     barrier=barrier, release_row=release_row, release_cmd=release_cmd,
                     release_kind=release_kind, release_ns=release_ns, arrive_group=arrive_group, bind=bind, bind_kind=bind_kind, gap=gap,
                     lat=lat, fallback=prev_on_core(core, engine, start, end, order=by_core_end),
-                    has_dependency_ids=bool(len(src)), has_launch=bool((launch_pred >= 0).any()),
+                    has_dependency_ids=has_dependency_ids, has_launch=bool((launch_pred >= 0).any()),
                     by_core_end=by_core_end)

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from reportgen import parallel
+from reportgen import heap, parallel
 from reportgen.analysis.breakdown import breakdowns, command_arrays
 from reportgen.analysis.chip import peaks_for
 from reportgen.analysis.finding_gains import rank_by_gain
@@ -36,6 +36,7 @@ def tables(profile: Profile) -> tuple[dict, list]:
     # the roofline's temporaries are the largest here: first, while explain's state beside it
     # is still small (it grows until its end)
     roof = roofline(profile, a, peaks_for(profile.meta))
+    heap.release_free_memory()
     breakdown, functions = breakdowns(profile, a)
     calls = pd.concat([t for t in (device_calls(profile, a), host_calls(profile, a, ncores))
                        if not t.empty] or [device_calls(profile, a)], ignore_index=True)
@@ -48,6 +49,9 @@ def tables(profile: Profile) -> tuple[dict, list]:
 
 def diagnose(profile: Profile, jobs: int | None = 1) -> Diagnosis:
     """``jobs``: processes at most (parallel.workers); 1 computes everything here."""
+    # the engine summary's freed temporaries: given back before the fork, else the pages this
+    # process reuses are copied while the child still holds them
+    heap.release_free_memory()
     with parallel.Beside("diagnosis tables", lambda: tables(profile), jobs) as side:
         lmem = local_memory(profile)
         why = explain(profile) if len(profile.commands) else None

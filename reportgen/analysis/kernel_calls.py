@@ -73,21 +73,27 @@ def device_calls(profile: Profile, a: dict[str, np.ndarray]) -> pd.DataFrame:
     if not inside.any():
         return pd.DataFrame(columns=list(KERNEL_CALL_COLUMNS))
     idx = np.flatnonzero(inside)
-    key, scope = _call_keys(c, a, idx)
+    del inside
+    key, _ = _call_keys(c, a, idx)
     # one code per (core, call key); every row outside a call gets the last code, n
-    code, _ = pd.factorize((a["core"][idx] << 40) + key, sort=True)
+    key += a["core"][idx] << 40
+    code, _ = pd.factorize(key, sort=True)
+    del key
     n = int(code.max()) + 1
-    call = np.full(len(inside), n, np.int64)
+    call = np.full(len(c), n, np.int64)
     call[idx] = code
-    order = group_order(call, n + 1)[:len(idx)]                  # rows of calls, call by call
+    rows = len(idx)
+    del code, idx
+    order = group_order(call, n + 1)[:rows]                      # rows of calls, call by call
     bounds = np.searchsorted(call[order], np.arange(n))
     first = np.minimum.reduceat(order, bounds)                  # the first row of each call
     start = np.minimum.reduceat(a["start"][order], bounds)
     end = np.maximum.reduceat(a["end"][order], bounds)
+    del order
     kernel = c["kernel"].astype("category")
     labels = np.array([str(x) for x in kernel.cat.categories] + [""], object)
     names = labels[kernel.cat.codes.to_numpy()[first]]
-    scopes = c["func_scope"].to_numpy("float64", na_value=np.nan)[first]
+    scopes = c["func_scope"].take(first).to_numpy("float64", na_value=np.nan)
     names = np.where(names == "", np.array([f"scope {int(s)}" if s == s else "" for s in scopes],
                                            object), names)
     work_call = np.where(a["is_sys"], n, call)                   # system commands: no work

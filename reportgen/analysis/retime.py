@@ -177,10 +177,12 @@ def retime_spans(is_release, indptr, preds, start0, gap, dur, group, tables, rel
 def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, release_kind, fallback,
          max_steps):
     """The critical path from command ``last`` back to ``span_start``.  Returns, per stretch
-    (latest first): node, kind (0 own duration, 1 edge gap, 2 barrier release), edge kind
-    (``bind_kind`` code for kind 1, else -1), from, to (ns), and the other node (the releasing
-    command for kind 2, the predecessor for kind 1, else -1).  A barrier wait's end leads to
-    the command that released it: its end (a core's last work) or its start (a wait)."""
+    of non-zero length (latest first; a walk through a pipelined capture meets many more empty
+    ones, and only the pages of the buffers it writes take memory): node, kind (0 own duration,
+    1 edge gap, 2 barrier release), edge kind (``bind_kind`` code for kind 1, else -1), from,
+    to (ns), and the other node (the releasing command for kind 2, the predecessor for kind 1,
+    else -1).  A barrier wait's end leads to the command that released it: its end (a core's
+    last work) or its start (a wait)."""
     cap = 3 * max_steps + 3
     node_o = np.empty(cap, np.int64)
     kind_o = np.empty(cap, np.int8)
@@ -199,7 +201,7 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, re
             r = release_cmd[g]
             a = min(end[r] if release_kind[g] == 1 else start[r], t)
             node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 2, -1, a, t, r
-            m += 1
+            m += a < t
             t = a
             if release_kind[g] == 1:           # continue with the releasing command's duration
                 v = r
@@ -208,7 +210,7 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, re
         else:
             a = min(start[v], t)
             node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 0, -1, a, t, -1
-            m += 1
+            m += a < t
             t = a
         p, k = bind[v], bind_kind[v]
         if p < 0:
@@ -220,9 +222,15 @@ def walk(last, span_start, start, end, bind, bind_kind, barrier, release_cmd, re
             break
         pe = min(end[p], t)
         node_o[m], kind_o[m], ek_o[m], t0_o[m], t1_o[m], other_o[m] = v, 1, k, pe, t, p
-        m += 1
+        m += pe < t
         v, t = p, pe
     return node_o[:m], kind_o[:m], ek_o[:m], t0_o[:m], t1_o[:m], other_o[:m]
+
+
+def node_index_dtype(largest: int):
+    """int32 for node and edge indexes up to ``largest`` (every capture so far: the compiled
+    passes then read half the bytes), int64 beyond 2^31 - 1 (compiled on first use)."""
+    return np.int32 if largest < np.iinfo(np.int32).max else np.int64
 
 
 def contiguous(*arrays):
@@ -237,7 +245,9 @@ def compile_all() -> None:
     neg = np.full(1, -1, np.int64)
     ip = np.zeros(2, np.int64)
     order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
-    neg32, ip32 = neg.astype(np.int32), ip.astype(np.int32)      # whatif.Retimer's layout
-    retime_spans(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z, z, z, neg32, np.ones((1, 1)),
-                 neg32, neg32, z, np.zeros(0, np.int64), False, np.zeros((1, 1), np.int64))
+    neg32, ip32, z32 = neg.astype(np.int32), ip.astype(np.int32), z.astype(np.int32)
+    # whatif.Retimer's layout: int32 nodes and times (int64 times, compiled on first use, for
+    # captures whose times do not fit)
+    retime_spans(np.zeros(1, np.bool_), ip32, np.zeros(0, np.int32), z32, z32, z32, neg32, np.ones((1, 1)),
+                 neg32, neg32, z32, np.zeros(0, np.int64), False, np.zeros((1, 1), np.int64))
     walk(0, 0, z, z, neg, np.zeros(1, np.int8), neg, neg, neg, neg, 1)

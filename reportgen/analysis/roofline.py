@@ -21,6 +21,8 @@ Whole-array work: one group code per command and scope kind, then one compiled p
 """
 from __future__ import annotations
 
+from typing import Iterator
+
 import numpy as np
 import pandas as pd
 from numba import njit
@@ -79,20 +81,20 @@ def _per_command(profile: Profile, a: dict, peaks: ChipPeaks) -> dict[str, np.nd
     peak = np.append(peak_ops_per_ns(peaks, names), peaks.tops_per_core("int8") * 1e3)
     # the quantities added per scope, one row each: ops, compute ns, DDR bytes, L2M bytes
     sums = np.vstack([ops, ops / peak[dt], np.where(dma, a["ddr_bytes0"], 0.0),
-                      np.where(dma, a["l2m_bytes0"], 0.0)]).astype(np.float64)
-    return {"sums": sums, "dtype": dt.astype(np.int64), "dtype_names": names}
+                      np.where(dma, a["l2m_bytes0"], 0.0)]).astype(np.float64, copy=False)
+    return {"sums": sums, "dtype": dt.astype(np.int64, copy=False), "dtype_names": names}
 
 
-def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
-    """(scope kind, group code per command (-1: outside), names, core per group or -1)."""
+def _scope_codes(profile: Profile, a: dict) -> Iterator[tuple[str, np.ndarray, np.ndarray, np.ndarray]]:
+    """(scope kind, group code per command (-1: outside), names, core per group or -1), one
+    kind at a time (one kind's codes alive at once)."""
     c, core = profile.commands, a["core"]
     ncores = int(core.max()) + 1 if len(core) else 1
-    out = []
     kernel = c["kernel"].astype("category")
     kcode = kernel.cat.codes.to_numpy().astype(np.int64)
     if (kcode >= 0).any():
-        out.append(("kernel", kcode, np.array([str(x) for x in kernel.cat.categories], object),
-                    np.full(len(kernel.cat.categories), -1)))
+        yield ("kernel", kcode, np.array([str(x) for x in kernel.cat.categories], object),
+               np.full(len(kernel.cat.categories), -1))
     inside = (kcode >= 0) | c["func_scope"].notna().to_numpy(bool)
     if inside.any():
         idx = np.flatnonzero(inside)
@@ -103,26 +105,26 @@ def _scope_codes(profile: Profile, a: dict) -> list[tuple[str, np.ndarray, np.nd
         n = int(code.max()) + 1
         first = np.full(n, len(core), np.int64)
         np.minimum.at(first, code, idx)
+        del idx, key, code
         labels = np.array([str(x) for x in kernel.cat.categories] + [""], object)
         names = labels[kcode[first]]
         scope = c["func_scope"].to_numpy("float64", na_value=np.nan)[first]
         names = np.where(names == "", np.char.add("scope ", np.nan_to_num(scope).astype(np.int64).astype(str))
                          .astype(object), names)          # as the Kernels table names them
-        out.append(("call", call, names, core[first]))
+        yield ("call", call, names, core[first])
+        del call
+    del kcode, inside
     view = profile.layer_view
     if view is not None and len(view.layers):
         # the Layers table's name and final.mlir line (names repeat: MatMul, MatMul ...)
         lname = (view.layers["name"].astype(str) + " (line " + view.layers["file_line"].astype(str)
                  + ")").to_numpy(object)
-        out.append(("layer", np.asarray(view.command_layer, np.int64), lname,
-                    np.full(len(lname), -1)))
+        yield ("layer", np.asarray(view.command_layer, np.int64), lname, np.full(len(lname), -1))
     ftype = c["func_type"].astype("category")
-    fcode = np.where(a["is_sys"], -1, ftype.cat.codes.to_numpy().astype(np.int64))
-    out.append(("function_type", fcode, np.array([str(x) for x in ftype.cat.categories], object),
-                np.full(len(ftype.cat.categories), -1)))
-    out.append(("core", core.astype(np.int64), np.array([f"core {i}" for i in range(ncores)], object),
-                np.arange(ncores)))
-    return out
+    yield ("function_type", np.where(a["is_sys"], -1, ftype.cat.codes.to_numpy().astype(np.int64)),
+           np.array([str(x) for x in ftype.cat.categories], object), np.full(len(ftype.cat.categories), -1))
+    yield ("core", core.astype(np.int64), np.array([f"core {i}" for i in range(ncores)], object),
+           np.arange(ncores))
 
 
 def _scope_table(kind: str, code: np.ndarray, names: np.ndarray, gcore: np.ndarray,
@@ -130,7 +132,7 @@ def _scope_table(kind: str, code: np.ndarray, names: np.ndarray, gcore: np.ndarr
     n, nd = len(names), len(q["dtype_names"])
     ncores = int(a["core"].max()) + 1 if len(a["core"]) else 1
     count, sums, by_type, start, end, union = _scope_sums(
-        code.astype(np.int64), a["core"], a["start"], a["end"], q["sums"], q["dtype"], order,
+        code.astype(np.int64, copy=False), a["core"], a["start"], a["end"], q["sums"], q["dtype"], order,
         n, nd, ncores)
     ops, compute_ns, ddr, l2m = sums
     # the data type carrying the most ops names the scope's compute roof
@@ -231,6 +233,7 @@ def roofline(profile: Profile, a: dict[str, np.ndarray], peaks: ChipPeaks | None
         if kind == "call":
             t = t.sort_values("under_roof_ns", ascending=False, kind="stable").head(MAX_CALLS)
         parts.append(t)
+        del code                   # freed before the next kind's codes are made
     out = pd.concat(parts, ignore_index=True)
     out["core"] = out["core"].astype(object).where(out["core"] >= 0, None)
     out["dtype"] = out["dtype"].astype(object).where(out["dtype"].notna(), None)

@@ -19,15 +19,20 @@ import numpy as np
 import pandas as pd
 
 from reportgen.analysis.depgraph import DepGraph, label_codes
-from reportgen.analysis.retime import contiguous, retime_spans, topological_order
+from reportgen.analysis.retime import contiguous, node_index_dtype, retime_spans, topological_order
 from reportgen.model import ENGINES
 
 WHAT_IF_COLUMNS = ("rank", "scenario", "kind", "target", "core", "factor", "predicted_span_ns",
                    "gain_ns", "gain_share")
 TOP_TARGETS = 10
 FACTOR = 2.0
-#: scenarios re-timed together in one pass (their ends side by side: BATCH x 8 bytes per node)
+#: scenarios re-timed together in one pass at most (their ends side by side: 8 bytes per node
+#: each) ...
 BATCH = 8
+#: ... and as many as fit in this many bytes of ends (at least one): one pass per scenario
+#: reads the layout (~50 bytes per node) once, so the batch matters while it is small; beyond
+#: a few million nodes the buffer, not the passes, would set the analysis' peak memory
+BATCH_BYTES = 96 << 20
 _KIND_WORDS = {"kernel": "kernel", "function_type": "Function Type", "layer": "layer"}
 
 
@@ -43,11 +48,14 @@ class Scenario:
 
 
 def label_groups(c: pd.DataFrame, layer_of: np.ndarray | None = None) -> dict:
-    """(code per command, -1 unknown; names) of every label a scenario may target."""
+    """(code per command, -1 unknown; names) of every label a scenario may target (a
+    category's own codes, int8/int16 mostly: not widened to int64 beside the graph)."""
     out = {}
     for kind, col in (("kernel", "kernel"), ("function_type", "func_type")):
         if col in c and c[col].notna().any():
-            out[kind] = label_codes(c[col])
+            s = c[col]
+            out[kind] = ((s.cat.codes.to_numpy(), [str(x) for x in s.cat.categories])
+                         if isinstance(s.dtype, pd.CategoricalDtype) else label_codes(s))
     if layer_of is not None:
         out["layer"] = (np.asarray(layer_of, np.int64), None)
     return out
@@ -57,55 +65,74 @@ class Retimer:
     """A graph laid out once in topological order, re-timed per scenario."""
 
     def __init__(self, g: DepGraph, labels: dict | None = None):
-        self.g = g
-        n, n_groups = g.n, len(g.release_row)
+        self.n = n = g.n
+        n_groups = len(g.release_row)
         indptr, preds = g.in_edges()
         order = topological_order(n, n_groups, *contiguous(indptr, preds, g.barrier, g.arrive_group,
                                                            np.argsort(g.start, kind="stable")))
         total = n + n_groups
-        pos = np.empty(total, np.int64)
-        pos[order] = np.arange(total)
+        # node indexes as int32 (captures stay far below 2^31 nodes): the pass reads less
+        # memory, and the layout's temporaries are half as large
+        index = node_index_dtype(total + len(preds))
+        pos = np.empty(total, index)
+        pos[order] = np.arange(total, dtype=index)
         self.is_release = order >= n
-        cmd = np.where(self.is_release, 0, order)          # command of each position
-        on = ~self.is_release
+        cmd = np.where(self.is_release, 0, order).astype(index)      # command of each position
+        del order
         releases = np.flatnonzero(self.is_release)          # a few: one per barrier
 
-        def lay(a, fill=0):
-            out = a[cmd].astype(np.int64, copy=False)
+        def lay(a, fill=0, dtype=np.int64):
+            out = a[cmd].astype(dtype, copy=False)
             out[releases] = fill
             return out
 
-        counts = np.where(on, np.diff(indptr)[cmd], 0)
+        counts = np.diff(indptr)[cmd]
+        counts[releases] = 0
         self.indptr = np.zeros(total + 1, np.int64)
         np.cumsum(counts, out=self.indptr[1:])
-        first = np.repeat(indptr[cmd] - self.indptr[:-1], counts)
-        self.preds = pos[preds[first + np.arange(self.indptr[-1])]] if len(preds) else np.zeros(0, np.int64)
-        self.start0, self.gap, self.lat = lay(g.start), lay(g.gap), lay(g.lat)
-        self.dur = lay(g.end - g.start)
-        # node indexes as int32: the pass reads less memory (captures stay far below 2^31 nodes)
-        self.indptr, self.preds = self.indptr.astype(np.int32), self.preds.astype(np.int32)
+        if len(preds):
+            # each position's predecessors, read from the command's CSR slice
+            first = np.repeat((indptr[cmd] - self.indptr[:-1]).astype(np.int64), counts)
+            first += np.arange(self.indptr[-1])
+            del counts
+            self.preds = pos[preds[first]]
+            del first
+        else:
+            self.preds = np.zeros(0, index)
+        del indptr, preds
+        self.indptr = self.indptr.astype(index)
+        # times from the earliest start (a span does not move with its origin), int32 when
+        # every one fits (~16 bytes per node less read by each pass), else int64
+        base = int(g.start.min()) if n else 0
+        times = time_dtype(g, base)
+        self.start0 = lay(g.start - base, 0, times)
+        self.dur = lay(g.end - g.start, 0, times)
+        self.gap, self.lat = lay(g.gap, 0, times), lay(g.lat, 0, times)
+
         def barrier_node(b):                               # position of barrier b, -1 none
-            out = np.full(n, -1, np.int64)
+            out = np.full(n, -1, index)
             out[b >= 0] = pos[n + b[b >= 0]]
             return out
 
-        self.release_of = lay(barrier_node(g.barrier), -1).astype(np.int32)
-        self.arrive_at = lay(barrier_node(g.arrive_group), -1).astype(np.int32)
+        self.release_of = lay(barrier_node(g.barrier), -1, index)
+        self.arrive_at = lay(barrier_node(g.arrive_group), -1, index)
+        del pos
         self.waits = np.flatnonzero(self.release_of >= 0)
         work = ~g.is_sys & (g.engine >= 0)
         self.ncores = int(g.core.max()) + 1 if n else 1
-        keys = {"engine_core": np.where(work, np.maximum(g.engine, 0) * self.ncores + g.core, -1),
-                "core": np.where(work, g.core, -1)}
+        keys = {"engine_core": lambda: np.where(work, np.maximum(g.engine, 0) * self.ncores + g.core, -1),
+                "core": lambda: np.where(work, g.core, -1)}
         for kind, (codes, _) in (labels or {}).items():
-            keys[kind] = np.where(work, codes, -1)
-        self.groups = {k: lay(v, -1).astype(np.int32) for k, v in keys.items()}
+            keys[kind] = lambda codes=codes: np.where(work, codes, -1)
+        # one grouping at a time: its int64 temporary is freed before the next one is made
+        self.groups = {k: lay(make(), -1, np.int32) for k, make in keys.items()}
         self.span0 = int(g.end.max() - g.start.min()) if n else 0
 
     def spans(self, groups: str, tables: np.ndarray, free_barriers: bool = False,
               buffer: np.ndarray | None = None) -> np.ndarray:
         """Predicted spans, one per row of ``tables`` (duration divisors over ``groups``);
         ``buffer``: a (nodes, >= rows) int64 array to work in (reused across calls)."""
-        if not self.g.n:
+        if not self.n:
             return np.zeros(len(tables), np.int64)
         if buffer is None or buffer.shape[1] < len(tables):
             buffer = np.empty((len(self.is_release), len(tables)), np.int64)
@@ -132,6 +159,19 @@ class Retimer:
         else:
             t[engine * self.ncores + core] = factor
         return t
+
+
+def time_dtype(g: DepGraph, base: int):
+    """int32 when the re-timing's times all fit it: starts from ``base``, durations, gaps and
+    barrier latencies (a capture shorter than 2.1 s without larger gaps); int64 otherwise.
+    The pass adds them in int64 whatever they are stored as."""
+    if not g.n:
+        return np.int32
+    lim = np.iinfo(np.int32)
+    dur = g.end - g.start
+    lows = (0, int(dur.min()), int(g.gap.min()), int(g.lat.min()))
+    highs = (int(g.start.max()) - base, int(dur.max()), int(g.gap.max()), int(g.lat.max()))
+    return np.int32 if min(lows) > lim.min and max(highs) < lim.max else np.int64
 
 
 def _table(size: int, at, factor: float) -> np.ndarray:
@@ -203,16 +243,24 @@ def _balance(g: DepGraph, rt: Retimer, cores, dur, work) -> list[Scenario]:
     return out
 
 
+def batch_size(nodes: int, scenarios: int, budget: int | None = None) -> int:
+    """Scenarios per pass: BATCH at most, no more than there are, and within ``budget`` bytes
+    of ends (BATCH_BYTES; at least one)."""
+    budget = BATCH_BYTES if budget is None else budget
+    return max(1, min(BATCH, scenarios, budget // (8 * max(nodes, 1))))
+
+
 def what_if(rt: Retimer, scens: list[Scenario]) -> pd.DataFrame:
     """The ranked "what would help most" table (WHAT_IF_COLUMNS), largest gain first."""
     span = np.zeros(len(scens), np.int64)
-    buffer = np.empty((len(rt.is_release), min(BATCH, max(len(scens), 1))), np.int64)
-    for key in dict.fromkeys(s.groups for s in scens):       # one pass per BATCH of a grouping
+    batch = batch_size(len(rt.is_release), len(scens))
+    buffer = np.empty((len(rt.is_release), batch), np.int64)
+    for key in dict.fromkeys(s.groups for s in scens):       # one pass per batch of a grouping
         idx = [i for i, s in enumerate(scens) if s.groups == key]
-        for lo in range(0, len(idx), BATCH):
-            part = idx[lo:lo + BATCH]
+        for lo in range(0, len(idx), batch):
+            part = idx[lo:lo + batch]
             if key == "":
-                span[part] = rt.span(free_barriers=True)
+                span[part] = rt.spans("none", np.ones((1, 1)), free_barriers=True, buffer=buffer)[0]
             else:
                 span[part] = rt.spans(key, np.stack([scens[i].table for i in part]), buffer=buffer)
     rows = [{"scenario": s.scenario, "kind": s.kind, "target": s.target, "core": s.core,

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pandas as pd
 
+from reportgen import heap
 from reportgen.analysis.critical_path import CLASSES, CriticalPath, critical_path
 from reportgen.analysis.depgraph import DepGraph, build_graph
 from reportgen.analysis.waits import Waits, waits
@@ -23,7 +24,7 @@ class Why:
     waits: Waits
     what_if: pd.DataFrame     # whatif.WHAT_IF_COLUMNS, largest gain first
     retimer: Retimer | None   # None after drop_working_state
-    labels: dict              # whatif.label_groups: label codes scenarios may target ({} after it)
+    labels: dict              # kind -> (None, names) of the labels scenarios may target ({} after it)
     path_by_layer: pd.DataFrame | None = None   # layer captures: the path's time per layer
 
     @property
@@ -59,15 +60,31 @@ def _layers(profile: Profile):
 
 
 def explain(profile: Profile) -> Why:
+    """The analysis in the order that frees each part's working state before the next one
+    builds its own (the largest is the re-timing layout, beside the graph it is laid out from):
+    the path and the waits walk the graph; the re-timing needs only its edges and times; the
+    what-if passes only the layout."""
     c = profile.commands
     g = build_graph(c)
+    path = critical_path(g, c)
+    waited = waits(g, c)
+    g = g.for_retiming()
+    heap.release_free_memory()     # the walk's freed temporaries: not to be reused in pieces
     layer_of, layer_names = _layers(profile)
     labels = label_groups(c, layer_of)
     rt = Retimer(g, labels)
-    table = what_if(rt, scenarios(g, rt, labels, layer_names))
-    path = critical_path(g, c)
-    return Why(graph=g, path=path, waits=waits(g, c), what_if=table, retimer=rt, labels=labels,
+    scens = scenarios(g, rt, labels, layer_names)
+    g, labels = g.for_outputs(), _names_only(labels)
+    heap.release_free_memory()
+    table = what_if(rt, scens)
+    return Why(graph=g, path=path, waits=waited, what_if=table, retimer=rt, labels=labels,
                path_by_layer=_path_by_layer(path, layer_of, layer_names))
+
+
+def _names_only(labels: dict) -> dict:
+    """The label names without their per-command codes (laid out in the Retimer by then):
+    what finding_gains reads to name a scenario outside the standard table."""
+    return {kind: (None, names) for kind, (_, names) in labels.items()}
 
 
 def _path_by_layer(path: CriticalPath, layer_of, names) -> pd.DataFrame | None:
