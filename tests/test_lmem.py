@@ -11,7 +11,7 @@ import pandas as pd
 import pytest
 
 import lmem_oracle
-from shared_data import DATA, needs
+from shared_data import DATA
 from reportgen.analysis.lmem import local_memory
 from reportgen.analysis.lmem_access import geometry, ALIGNED, FREE
 from reportgen.parsers.pmu.dump import load_dump

@@ -8,7 +8,7 @@ import pandas as pd
 import pytest
 
 from shared_data import DATA, PMU
-from reportgen.analysis.lmem_access import (ACCESS_COLUMNS, ALIGNED, COMPACT, FREE, LINE_ALIGNED, OFFSET,
+from reportgen.analysis.lmem_access import (ACCESS_COLUMNS, COMPACT, FREE, LINE_ALIGNED, OFFSET,
                                             accesses, geometry)
 from reportgen.parsers.detect import load_profile
 

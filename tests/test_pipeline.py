@@ -175,7 +175,7 @@ def test_registers_read_by_the_analysis_only_are_released_before_the_writers(tmp
     with pytest.raises(RuntimeError, match="released"):
         released.profile.registers["TIU"]
     monkeypatch.setattr(pipeline, "writers_read_registers", lambda options, profile: True)
-    kept = pipeline.report(Options(str(sample), output=str(tmp_path / "kept"), quiet=True))
+    pipeline.report(Options(str(sample), output=str(tmp_path / "kept"), quiet=True))
     a, b = _contents(tmp_path / "released"), _contents(tmp_path / "kept")
     assert sorted(a) == sorted(b) and "PerfDoc/PerfAI_output.xlsx:xl/workbook.xml" in a
     assert [n for n in a if a[n] != b[n]] == []

@@ -244,7 +244,7 @@ def compile_all() -> None:
     z = np.zeros(1, np.int64)
     neg = np.full(1, -1, np.int64)
     ip = np.zeros(2, np.int64)
-    order = topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
+    topological_order(1, 0, ip, np.zeros(0, np.int64), neg, neg, z)
     neg32, ip32, z32 = neg.astype(np.int32), ip.astype(np.int32), z.astype(np.int32)
     # whatif.Retimer's layout: int32 nodes and times (int64 times, compiled on first use, for
     # captures whose times do not fit)

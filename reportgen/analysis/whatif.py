@@ -61,6 +61,13 @@ def label_groups(c: pd.DataFrame, layer_of: np.ndarray | None = None) -> dict:
     return out
 
 
+def _barrier_positions(barrier: np.ndarray, pos: np.ndarray, n: int, index) -> np.ndarray:
+    """Per command, the laid-out position of barrier ``barrier[i]`` (node n + b), -1 for none."""
+    out = np.full(n, -1, index)
+    out[barrier >= 0] = pos[n + barrier[barrier >= 0]]
+    return out
+
+
 class Retimer:
     """A graph laid out once in topological order, re-timed per scenario."""
 
@@ -109,13 +116,9 @@ class Retimer:
         self.dur = lay(g.end - g.start, 0, times)
         self.gap, self.lat = lay(g.gap, 0, times), lay(g.lat, 0, times)
 
-        def barrier_node(b):                               # position of barrier b, -1 none
-            out = np.full(n, -1, index)
-            out[b >= 0] = pos[n + b[b >= 0]]
-            return out
-
-        self.release_of = lay(barrier_node(g.barrier), -1, index)
-        self.arrive_at = lay(barrier_node(g.arrive_group), -1, index)
+        # position of each command's barrier (-1: none), for its wait and for its arrival
+        self.release_of = lay(_barrier_positions(g.barrier, pos, n, index), -1, index)
+        self.arrive_at = lay(_barrier_positions(g.arrive_group, pos, n, index), -1, index)
         del pos
         self.waits = np.flatnonzero(self.release_of >= 0)
         work = ~g.is_sys & (g.engine >= 0)
